@@ -1,0 +1,329 @@
+"""``AsyncDynamoDBSaver``: the asyncio saver, a thin aiobotocore driver over the core.
+
+Every request is awaited on the event loop (no ``run_in_executor`` around
+boto3), so one loop can serve many threads at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.saver import client_config
+
+__all__ = ["AsyncDynamoDBSaver"]
+
+R = TypeVar("R")
+
+
+class AsyncDynamoDBSaver(BaseDynamoDBSaver):
+    """An asyncio LangGraph checkpointer on DynamoDB + S3, built on aiobotocore.
+
+    Use it as an async context manager (it closes the clients it opened), or
+    call ``await saver.aclose()``. Clients are opened on first use.
+
+    Args:
+        table_name, bucket_name, region_name, endpoint_url, serde,
+        s3_key_prefix, inline_threshold, s3_threshold, compression,
+        retry_mode, max_attempts: as for ``DynamoDBSaver``.
+        session: an aiobotocore ``AioSession``, or an aioboto3 ``Session``
+            (anything whose ``create_client``/``client`` returns an async
+            context manager).
+        dynamodb_client / s3_client: ready-made async clients (not closed by
+            the saver).
+        max_concurrency: parallel requests within one operation.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
+
+        async with AsyncDynamoDBSaver(table_name="checkpoints", bucket_name="b") as saver:
+            await saver.setup()
+            graph = builder.compile(checkpointer=saver)
+            await graph.ainvoke(inputs, {"configurable": {"thread_id": "t-1"}})
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        bucket_name: str | None = None,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        serde: SerializerProtocol | None = None,
+        session: Any = None,
+        dynamodb_client: Any = None,
+        s3_client: Any = None,
+        s3_key_prefix: str = "checkpoints/",
+        inline_threshold: int = 4 * 1024,
+        s3_threshold: int = 64 * 1024,
+        compression: Compression = "zlib",
+        retry_mode: str = "standard",
+        max_attempts: int = 8,
+        max_concurrency: int = 16,
+    ) -> None:
+        super().__init__(
+            table_name=table_name,
+            bucket_name=bucket_name,
+            s3_key_prefix=s3_key_prefix,
+            serde=serde,
+            inline_threshold=inline_threshold,
+            s3_threshold=s3_threshold,
+            compression=compression,
+        )
+        self._region_name = region_name
+        self._endpoint_url = endpoint_url
+        self._session = session
+        self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}
+        self._client_config = client_config(
+            retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
+        )
+        self._stack: AsyncExitStack | None = None
+        self._owned_names: set[str] = set()
+        self._bound_loop: asyncio.AbstractEventLoop | None = None
+        self._open_lock: asyncio.Lock | None = None
+        self._semaphore_size = max_concurrency
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> AsyncDynamoDBSaver:
+        await self._ensure_clients()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the clients this saver opened (injected clients stay open)."""
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            for name in self._owned_names:
+                self._clients[name] = None
+            self._owned_names = set()
+            await stack.aclose()
+
+    async def _ensure_clients(self) -> None:
+        if self._bound_loop is None:
+            self._bound_loop = asyncio.get_running_loop()
+        need = [
+            name
+            for name in ("dynamodb", "s3")
+            if self._clients[name] is None and (name == "dynamodb" or self.bucket_name is not None)
+        ]
+        if not need:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            need = [n for n in need if self._clients[n] is None]
+            if not need:
+                return
+            session = self._session
+            if session is None:
+                # Imported here so that importing this package (and the sync
+                # saver) never pays for aiobotocore: Lambda cold starts.
+                from aiobotocore.session import get_session
+
+                session = get_session()
+            if self._stack is None:
+                self._stack = AsyncExitStack()
+            for name in need:
+                factory = getattr(session, "create_client", None) or session.client
+                cm = factory(
+                    name,
+                    region_name=self._region_name,
+                    endpoint_url=self._endpoint_url,
+                    config=self._client_config,
+                )
+                self._clients[name] = await self._stack.enter_async_context(cm)
+                self._owned_names.add(name)
+
+    # --------------------------------------------------------------- driver
+
+    async def _call(self, call: Call) -> Any:
+        client = self._clients[call.service]
+        if client is None:
+            await self._ensure_clients()
+            client = self._clients[call.service]
+            if client is None:
+                raise RuntimeError(f"no {call.service} client configured")
+        resp = await getattr(client, call.method)(**call.kwargs)
+        if call.method == "get_object":
+            async with resp["Body"] as stream:
+                body = await stream.read()
+            resp = {**resp, "Body": body}
+        return resp
+
+    async def _gather(self, req: Gather) -> list[Any]:
+        sem = asyncio.Semaphore(self._semaphore_size)
+
+        async def one(call: Call) -> Any:
+            async with sem:
+                return await self._call(call)
+
+        return list(
+            await asyncio.gather(*(one(c) for c in req.calls), return_exceptions=req.return_exceptions)
+        )
+
+    async def _step(self, req: Any) -> Any:
+        if isinstance(req, Call):
+            return await self._call(req)
+        if isinstance(req, Gather):
+            return await self._gather(req)
+        if isinstance(req, Sleep):
+            await asyncio.sleep(req.seconds)
+            return None
+        raise TypeError(f"unexpected request {req!r}")
+
+    async def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
+        resp: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                req = op.throw(exc) if exc is not None else op.send(resp)
+            except StopIteration:
+                return
+            resp, exc = None, None
+            if isinstance(req, Emit):
+                yield req.value
+                continue
+            try:
+                resp = await self._step(req)
+            except Exception as e:
+                exc = e
+
+    async def _run(self, op: Op[R]) -> R:
+        resp: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                req = op.throw(exc) if exc is not None else op.send(resp)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            resp, exc = None, None
+            try:
+                resp = await self._step(req)
+            except Exception as e:
+                exc = e
+
+    async def setup(self) -> None:
+        """Create the table (and bucket, if named) when missing. Idempotent."""
+        await self._run(self._op_setup())
+
+    # ------------------------------------------------------- async contract
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(self._op_get_tuple(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        async for t in self._iter(self._op_list(config, filter=filter, before=before, limit=limit)):
+            yield t
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._run(self._op_put(config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._run(self._op_put_writes(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(self._op_delete_thread(thread_id))
+
+    # ------------------------------------------- sync calls on an async saver
+
+    def _sync(self, coro: Any) -> Any:
+        """Run a coroutine from synchronous code (as the Postgres saver allows).
+
+        Only valid from a thread other than the saver's event loop thread.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None and self._loop is loop:
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to AsyncDynamoDBSaver are only allowed from a different "
+                "thread. From the main thread, use the async interface, e.g. "
+                "`await checkpointer.aget_tuple(...)` or `await graph.ainvoke(...)`."
+            )
+        if self._loop is None:
+            raise asyncio.InvalidStateError(
+                "Synchronous calls need the saver's event loop; enter the saver with "
+                "`async with` first, or use DynamoDBSaver for synchronous code."
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._bound_loop
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._sync(self.aget_tuple(config))  # type: ignore[no-any-return]
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        async def collect() -> list[CheckpointTuple]:
+            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        return iter(self._sync(collect()))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._sync(self.aput(config, checkpoint, metadata, new_versions))  # type: ignore[no-any-return]
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._sync(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._sync(self.adelete_thread(thread_id))

@@ -1,0 +1,1051 @@
+"""The I/O-free core shared by ``DynamoDBSaver`` and ``AsyncDynamoDBSaver``.
+
+Every operation is a generator (see ``_ops``) that yields the requests it
+needs and turns the responses into LangGraph objects. Key building, payload
+placement (inline, blob item or S3), item encoding and decoding, pagination
+and retry of unprocessed batch items all live here, once.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from botocore.exceptions import ClientError
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb.codec import Compression, PayloadCodec
+from langgraph.checkpoint.dynamodb.errors import (
+    CorruptPayloadError,
+    KeyTooLongError,
+    MissingPayloadError,
+    PayloadTooLargeError,
+    UnsupportedFormatError,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+__all__ = ["BaseDynamoDBSaver"]
+
+AttributeValue = dict[str, Any]
+Item = dict[str, AttributeValue]
+
+#: DynamoDB's item limit is 400 KB (names + values). Keep a margin for the
+#: attributes we add and for the size estimate being an estimate.
+ITEM_BUDGET = 380 * 1024
+#: Items per BatchWriteItem / keys per BatchGetItem (DynamoDB limits).
+BATCH_WRITE_MAX = 25
+BATCH_GET_MAX = 100
+#: Items per Query page when looking for the latest checkpoint: the latest
+#: checkpoint plus the writes items of its tasks normally fit in one page.
+LATEST_PAGE = 32
+
+Location = Literal["inline", "blob", "s3"]
+
+
+def _uuid6ish() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class _Ref:
+    """An external payload: an S3 object or a DynamoDB blob item."""
+
+    kind: Literal["s3", "blob"]
+    key: str  # S3 key, or the blob item's sort key
+    pk: str = ""  # partition key of a blob item
+    alt: str | None = None  # where else to look (thresholds changed since)
+
+
+@dataclass(slots=True)
+class _CheckpointRecord:
+    """A checkpoint item and its writes items, not yet decoded."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    item: Item
+    writes: list[Item] = field(default_factory=list)
+
+
+class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
+    """Shared configuration and logic of the sync and async DynamoDB savers.
+
+    Not used directly: use :class:`~langgraph.checkpoint.dynamodb.DynamoDBSaver`
+    or :class:`~langgraph.checkpoint.dynamodb.AsyncDynamoDBSaver`.
+    """
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        bucket_name: str | None = None,
+        s3_key_prefix: str = "checkpoints/",
+        serde: SerializerProtocol | None = None,
+        inline_threshold: int = 4 * 1024,
+        s3_threshold: int = 64 * 1024,
+        compression: Compression = "zlib",
+        compression_min_size: int = 512,
+    ) -> None:
+        super().__init__(serde=serde)
+        if not table_name or not isinstance(table_name, str):
+            raise ValueError("table_name must be a non-empty string")
+        if bucket_name is not None and (not isinstance(bucket_name, str) or not bucket_name):
+            raise ValueError("bucket_name must be a non-empty string or None")
+        if inline_threshold < 0 or s3_threshold < 0:
+            raise ValueError("inline_threshold and s3_threshold must be >= 0")
+        self.table_name = table_name
+        self.bucket_name = bucket_name
+        self.s3_key_prefix = s3_key_prefix
+        self.inline_threshold = inline_threshold
+        self.s3_threshold = s3_threshold
+        self.codec = PayloadCodec(compression, min_size=compression_min_size)
+
+    # ------------------------------------------------------------------ ids
+
+    @staticmethod
+    def _ids(config: RunnableConfig, *, need_checkpoint_id: bool = False) -> tuple[str, str, str | None]:
+        """Validate a config and return ``(thread_id, checkpoint_ns, checkpoint_id)``."""
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config must be a dict, got {type(config).__name__}")
+        conf = config.get("configurable")
+        if not isinstance(conf, Mapping):
+            raise ValueError(
+                "config['configurable'] is missing: pass "
+                "{'configurable': {'thread_id': ...}}"
+            )
+        thread_id = conf.get("thread_id")
+        if thread_id is None or thread_id == "":
+            raise ValueError("config['configurable']['thread_id'] is required")
+        if not isinstance(thread_id, str):
+            if isinstance(thread_id, (int, uuid.UUID)) and not isinstance(thread_id, bool):
+                thread_id = str(thread_id)
+            else:
+                raise TypeError(
+                    "config['configurable']['thread_id'] must be a str, "
+                    f"got {type(thread_id).__name__}"
+                )
+        ns = conf.get("checkpoint_ns", "") or ""
+        if not isinstance(ns, str):
+            raise TypeError(
+                f"config['configurable']['checkpoint_ns'] must be a str, got {type(ns).__name__}"
+            )
+        cid = conf.get("checkpoint_id") or None
+        if cid is not None and not isinstance(cid, str):
+            raise TypeError(
+                "config['configurable']['checkpoint_id'] must be a str, "
+                f"got {type(cid).__name__}"
+            )
+        if need_checkpoint_id and cid is None:
+            raise ValueError("config['configurable']['checkpoint_id'] is required here")
+        BaseDynamoDBSaver._check_keys(thread_id, ns, cid)
+        return thread_id, ns, cid
+
+    @staticmethod
+    def _check_keys(thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
+        pk_len = len(schema.partition_key(thread_id).encode())
+        if pk_len > schema.MAX_PK_BYTES:
+            raise KeyTooLongError(
+                f"thread_id is {pk_len} bytes once encoded; DynamoDB allows "
+                f"{schema.MAX_PK_BYTES} bytes in a partition key"
+            )
+        sk = schema.writes_sk(ns, cid or "0" * 36, task_id or "0" * 36)
+        if len(sk.encode()) > schema.MAX_KEY_BYTES:
+            raise KeyTooLongError(
+                f"checkpoint_ns / checkpoint_id / task_id are too long: the sort key would be "
+                f"{len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES} "
+                f"(checkpoint_ns is {len(ns.encode())} bytes)"
+            )
+
+    # -------------------------------------------------------------- payloads
+
+    def _s3_base(self, thread_id: str, ns: str) -> str:
+        from urllib.parse import quote
+
+        return f"{schema.s3_thread_prefix(self.s3_key_prefix, thread_id)}_{quote(ns, safe='')}/"
+
+    def _value_s3_key(self, thread_id: str, ns: str, channel: str, version: str) -> str:
+        from urllib.parse import quote
+
+        return f"{self._s3_base(thread_id, ns)}v/{quote(channel, safe='')}/{quote(version, safe='')}"
+
+    def _value_location(self, size: int) -> Location:
+        """Where a channel value of ``size`` packed bytes is stored.
+
+        Deterministic in the size, so a checkpoint whose channel did not
+        change can reference the stored version without reading it.
+        """
+        if self.bucket_name is not None and size > self.s3_threshold:
+            return "s3"
+        if size <= self.inline_threshold:
+            return "inline"
+        return "blob"
+
+    def _pack(self, value: Any) -> bytes:
+        return self.codec.pack(self.serde.dumps_typed(value))
+
+    def _unpack(self, packed: bytes, where: str) -> Any:
+        typed = self.codec.unpack(packed, where=where)
+        try:
+            return self.serde.loads_typed(typed)
+        except Exception as exc:
+            raise CorruptPayloadError(f"{where}: cannot deserialize payload: {exc}") from exc
+
+    # ---------------------------------------------------------------- setup
+
+    def _op_setup(self) -> Op[None]:
+        """Create the table (and bucket) when missing. Idempotent."""
+        try:
+            yield ddb("describe_table", TableName=self.table_name)
+        except ClientError as exc:
+            if _code(exc) != "ResourceNotFoundException":
+                raise
+            try:
+                yield ddb("create_table", **schema.table_definition(self.table_name))
+            except ClientError as exc2:  # created concurrently by another process
+                if _code(exc2) != "ResourceInUseException":
+                    raise
+        for _ in range(120):
+            desc = yield ddb("describe_table", TableName=self.table_name)
+            if desc["Table"]["TableStatus"] == "ACTIVE":
+                break
+            yield Sleep(0.5)
+        if self.bucket_name is None:
+            return
+        try:
+            yield s3("head_bucket", Bucket=self.bucket_name)
+        except ClientError as exc:
+            if _code(exc) not in ("404", "NoSuchBucket", "NotFound"):
+                raise
+            try:
+                yield s3("create_bucket", Bucket=self.bucket_name)
+            except ClientError as exc2:
+                if _code(exc2) not in ("BucketAlreadyOwnedByYou",):
+                    raise
+
+    # ------------------------------------------------------------------ put
+
+    def _op_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Op[RunnableConfig]:
+        thread_id, ns, parent_id = self._ids(config)
+        cid = checkpoint["id"]
+        self._check_keys(thread_id, ns, cid)
+        pk = schema.partition_key(thread_id)
+        body = dict(checkpoint)
+        values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
+
+        # Channel values: inline when small, else one blob per (channel,
+        # version), written only when the version is new (per-version
+        # storage: an unchanged large value is never written again).
+        vals: dict[str, AttributeValue] = {}
+        uploads: list[Call] = []
+        blob_items: list[Item] = []
+        inline_sizes: dict[str, int] = {}
+        for channel, version in body["channel_versions"].items():
+            if channel not in values:
+                continue  # absent is not None: leave it out
+            packed = self._pack(values[channel])
+            loc = self._value_location(len(packed))
+            if loc == "inline":
+                vals[channel] = {"B": packed}
+                inline_sizes[channel] = len(packed)
+                continue
+            if loc == "blob" and len(packed) > ITEM_BUDGET:
+                raise PayloadTooLargeError(
+                    f"channel {channel!r} is {len(packed)} bytes serialized, more than a "
+                    "DynamoDB item holds; configure bucket_name to store it in S3"
+                )
+            vals[channel] = self._value_ref(str(version), loc)
+            if channel in new_versions:
+                self._stage_value(
+                    thread_id, ns, channel, str(version), packed, loc, uploads, blob_items
+                )
+
+        body_packed = self._pack(body)
+        md = get_checkpoint_metadata(config, metadata)
+        md_packed = self._pack(md)
+        item: Item = {
+            ATTR.PK: {"S": pk},
+            ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)},
+            ATTR.KIND: {"S": schema.CHECKPOINT_ITEM},
+            ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
+            ATTR.CHECKPOINT_ID: {"S": cid},
+        }
+        if parent_id:
+            item[ATTR.PARENT_ID] = {"S": parent_id}
+        run_id = md.get("run_id")
+        if run_id:
+            item[ATTR.RUN_ID] = {"S": str(run_id)}
+        item[ATTR.BODY] = self._doc_payload(
+            body_packed, f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/body", uploads
+        )
+        item[ATTR.METADATA] = self._doc_payload(
+            md_packed, f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/metadata", uploads
+        )
+        item[ATTR.VALUES] = {"M": vals}
+
+        # An item over the limit: move the largest inline values out.
+        while _item_size(item) > ITEM_BUDGET:
+            if self.bucket_name is None or not inline_sizes:
+                raise PayloadTooLargeError(
+                    f"checkpoint {cid!r} does not fit in a DynamoDB item "
+                    f"(~{_item_size(item)} bytes) and no bucket_name is configured; "
+                    "nothing was written"
+                )
+            channel = max(inline_sizes, key=inline_sizes.__getitem__)
+            del inline_sizes[channel]
+            version = str(body["channel_versions"][channel])
+            packed = vals[channel]["B"]
+            vals[channel] = self._value_ref(version, "s3")
+            self._stage_value(thread_id, ns, channel, version, packed, "s3", uploads, blob_items)
+
+        # Payloads first, then the item that points to them: a reader never
+        # sees a pointer to something not yet written.
+        yield from self._write_externals(uploads, blob_items)
+        yield ddb("put_item", TableName=self.table_name, Item=item)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+            }
+        }
+
+    @staticmethod
+    def _value_ref(version: str, loc: Location) -> AttributeValue:
+        return {"M": {"v": {"S": version}, "l": {"S": loc}}}
+
+    def _stage_value(
+        self,
+        thread_id: str,
+        ns: str,
+        channel: str,
+        version: str,
+        packed: bytes,
+        loc: Location,
+        uploads: list[Call],
+        blob_items: list[Item],
+    ) -> None:
+        if loc == "s3":
+            uploads.append(
+                s3(
+                    "put_object",
+                    Bucket=self.bucket_name,
+                    Key=self._value_s3_key(thread_id, ns, channel, version),
+                    Body=packed,
+                )
+            )
+        else:
+            blob_items.append(
+                {
+                    ATTR.PK: {"S": schema.partition_key(thread_id)},
+                    ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
+                    ATTR.KIND: {"S": schema.BLOB_ITEM},
+                    ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
+                    ATTR.BLOB: {"B": packed},
+                }
+            )
+
+    def _doc_payload(self, packed: bytes, key: str, uploads: list[Call]) -> AttributeValue:
+        """A payload that lives in its item unless it is over the S3 threshold."""
+        if self.bucket_name is not None and len(packed) > self.s3_threshold:
+            uploads.append(s3("put_object", Bucket=self.bucket_name, Key=key, Body=packed))
+            return {"M": {"s3": {"S": key}}}
+        return {"B": packed}
+
+    def _write_externals(self, uploads: list[Call], blob_items: list[Item]) -> Op[None]:
+        if uploads:
+            yield Gather(uploads)
+        if blob_items:
+            yield from self._batch_write([{"PutRequest": {"Item": it}} for it in blob_items])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> Op[None]:
+        """BatchWriteItem in chunks of 25, resubmitting unprocessed items with backoff."""
+        pending = [requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)]
+        attempt = 0
+        while pending:
+            responses = yield Gather(
+                [ddb("batch_write_item", RequestItems={self.table_name: chunk}) for chunk in pending]
+            )
+            leftover: list[dict[str, Any]] = []
+            for resp in responses:
+                leftover.extend(resp.get("UnprocessedItems", {}).get(self.table_name, []))
+            if not leftover:
+                return
+            attempt += 1
+            if attempt > 12:
+                raise RuntimeError(
+                    f"{len(leftover)} items stayed unprocessed after {attempt} BatchWriteItem "
+                    "attempts (table throttled?)"
+                )
+            yield Sleep(_backoff(attempt))
+            pending = [leftover[i : i + BATCH_WRITE_MAX] for i in range(0, len(leftover), BATCH_WRITE_MAX)]
+
+    # ----------------------------------------------------------- put_writes
+
+    def _op_put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> Op[None]:
+        thread_id, ns, cid = self._ids(config, need_checkpoint_id=True)
+        assert cid is not None
+        if not isinstance(task_id, str):
+            raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
+        self._check_keys(thread_id, ns, cid, task_id)
+        if not writes:
+            return
+        # All-special batches (errors, interrupts, resume) overwrite; any
+        # batch with a regular channel keeps the first write of each index.
+        overwrite = all(ch in WRITES_IDX_MAP for ch, _ in writes)
+        by_idx: dict[int, tuple[str, bytes]] = {}
+        for pos, (channel, value) in enumerate(writes):
+            if not isinstance(channel, str):
+                raise TypeError(f"write channel must be a str, got {type(channel).__name__}")
+            idx = WRITES_IDX_MAP.get(channel, pos)
+            if idx in by_idx and not overwrite:
+                continue
+            by_idx[idx] = (channel, self._pack(value))
+
+        uploads: list[Call] = []
+        entries: dict[int, AttributeValue] = {}
+        sizes: dict[int, int] = {}
+        for idx, (channel, packed) in by_idx.items():
+            if self.bucket_name is not None and len(packed) > self.s3_threshold:
+                entries[idx] = self._write_to_s3(thread_id, ns, cid, task_id, idx, channel, packed, uploads)
+            else:
+                entries[idx] = {"L": [{"S": channel}, {"B": packed}]}
+                sizes[idx] = len(packed)
+        while sum(sizes.values()) + 1024 > ITEM_BUDGET:
+            if self.bucket_name is None:
+                raise PayloadTooLargeError(
+                    f"writes of task {task_id!r} total ~{sum(sizes.values())} bytes, more than "
+                    "a DynamoDB item holds, and no bucket_name is configured; nothing was written"
+                )
+            idx = max(sizes, key=sizes.__getitem__)
+            del sizes[idx]
+            channel, packed = by_idx[idx]
+            entries[idx] = self._write_to_s3(thread_id, ns, cid, task_id, idx, channel, packed, uploads)
+
+        names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#tid": ATTR.TASK_ID, "#tp": ATTR.TASK_PATH}
+        vals: dict[str, AttributeValue] = {
+            ":t": {"S": schema.WRITES_ITEM},
+            ":f": {"N": str(schema.FORMAT_VERSION)},
+            ":tid": {"S": task_id},
+            ":tp": {"S": task_path or ""},
+        }
+        sets = ["#t = :t", "#f = :f", "#tid = :tid", "#tp = if_not_exists(#tp, :tp)"]
+        run_id = (config.get("metadata") or {}).get("run_id")
+        if run_id:
+            names["#rid"] = ATTR.RUN_ID
+            vals[":rid"] = {"S": str(run_id)}
+            sets.append("#rid = if_not_exists(#rid, :rid)")
+        for n, (idx, entry) in enumerate(sorted(entries.items())):
+            names[f"#w{n}"] = f"{ATTR.WRITE_PREFIX}{idx}"
+            vals[f":w{n}"] = entry
+            if overwrite:
+                sets.append(f"#w{n} = :w{n}")
+            else:
+                sets.append(f"#w{n} = if_not_exists(#w{n}, :w{n})")
+        if uploads:
+            yield Gather(uploads)
+        # One request for the whole call, whatever the number of writes.
+        yield ddb(
+            "update_item",
+            TableName=self.table_name,
+            Key={
+                ATTR.PK: {"S": schema.partition_key(thread_id)},
+                ATTR.SK: {"S": schema.writes_sk(ns, cid, task_id)},
+            },
+            UpdateExpression="SET " + ", ".join(sets),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=vals,
+        )
+
+    def _write_to_s3(
+        self,
+        thread_id: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        idx: int,
+        channel: str,
+        packed: bytes,
+        uploads: list[Call],
+    ) -> AttributeValue:
+        # A fresh key per attempt: if a first write already won, this object
+        # is an orphan for the sweeper, never a changed value under a live key.
+        key = f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/w/{_q(task_id)}/{idx}.{_uuid6ish()}"
+        uploads.append(s3("put_object", Bucket=self.bucket_name, Key=key, Body=packed))
+        return {"L": [{"S": channel}, {"M": {"s3": {"S": key}}}]}
+
+    # ------------------------------------------------------------ get_tuple
+
+    def _op_get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
+        thread_id, ns, cid = self._ids(config)
+        pk = schema.partition_key(thread_id)
+        record: _CheckpointRecord | None = None
+        if cid is not None:
+            items = yield from self._query_all(
+                KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
+                ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+                ExpressionAttributeValues={
+                    ":pk": {"S": pk},
+                    ":lo": {"S": schema.checkpoint_sk(ns, cid)},
+                    ":hi": {"S": schema.checkpoint_range_end(ns, cid)},
+                },
+                ConsistentRead=True,
+            )
+            record = _group(thread_id, items, only=cid)
+        else:
+            # Newest first: the first checkpoint item is the latest; its
+            # writes items sort right after it, so they come just before.
+            kwargs: dict[str, Any] = dict(
+                TableName=self.table_name,
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
+                ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+                ExpressionAttributeValues={
+                    ":pk": {"S": pk},
+                    ":pre": {"S": schema.checkpoint_prefix(ns)},
+                },
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                Limit=LATEST_PAGE,
+            )
+            writes: dict[str, list[Item]] = {}
+            while record is None:
+                resp = yield ddb("query", **kwargs)
+                for it in resp.get("Items", []):
+                    _check_format(it)
+                    item_ns, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                    if kind == schema.WRITES_ITEM:
+                        writes.setdefault(item_cid, []).append(it)
+                    elif kind == schema.CHECKPOINT_ITEM:
+                        record = _CheckpointRecord(
+                            thread_id, item_ns, item_cid, it, writes.get(item_cid, [])
+                        )
+                        break
+                if record is None:
+                    if "LastEvaluatedKey" not in resp:
+                        break
+                    kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        if record is None:
+            return None
+        tuples = yield from self._decode_records([record])
+        return tuples[0]
+
+    def _query_all(self, **kwargs: Any) -> Op[list[Item]]:
+        kwargs.setdefault("TableName", self.table_name)
+        items: list[Item] = []
+        while True:
+            resp = yield ddb("query", **kwargs)
+            items.extend(resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
+                return items
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    # --------------------------------------------------------------- decode
+
+    def _collect_refs(self, record: _CheckpointRecord, *, values: bool = True) -> list[_Ref]:
+        pk = schema.partition_key(record.thread_id)
+        refs: list[_Ref] = []
+        for attr in (ATTR.BODY, ATTR.METADATA):
+            av = record.item.get(attr)
+            if av is not None and "M" in av:
+                refs.append(_Ref("s3", av["M"]["s3"]["S"]))
+        if values:
+            for channel, av in record.item.get(ATTR.VALUES, {}).get("M", {}).items():
+                if "M" in av:
+                    refs.append(self._value_ref_target(record, pk, channel, av))
+            for w in record.writes:
+                for name, av in w.items():
+                    if _is_write_attr(name) and "M" in av["L"][1]:
+                        refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
+        return refs
+
+    def _value_ref_target(
+        self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue
+    ) -> _Ref:
+        version = av["M"]["v"]["S"]
+        s3_key = self._value_s3_key(record.thread_id, record.checkpoint_ns, channel, version)
+        blob = schema.blob_sk(record.checkpoint_ns, channel, version)
+        if av["M"]["l"]["S"] == "s3":
+            return _Ref("s3", s3_key, alt=blob)
+        return _Ref("blob", blob, pk=pk, alt=s3_key if self.bucket_name else None)
+
+    def _fetch(self, refs: Iterable[_Ref]) -> Op[dict[_Ref, bytes]]:
+        """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave."""
+        wanted = list(dict.fromkeys(refs))
+        out: dict[_Ref, bytes] = {}
+        if not wanted:
+            return out
+        missing = yield from self._fetch_wave(wanted, out)
+        # A value stored under other thresholds than ours: look in the
+        # other place before declaring it lost.
+        retry = {
+            _Ref("blob" if r.kind == "s3" else "s3", r.alt, pk=r.pk): r
+            for r in missing
+            if r.alt is not None and (r.kind == "s3" or self.bucket_name is not None)
+        }
+        if retry:
+            found: dict[_Ref, bytes] = {}
+            still = yield from self._fetch_wave(list(retry), found)
+            for alt_ref, data in found.items():
+                out[retry[alt_ref]] = data
+            missing = [retry[r] for r in still] + [r for r in missing if r.alt is None]
+        if missing:
+            r = missing[0]
+            where = f"s3://{self.bucket_name}/{r.key}" if r.kind == "s3" else f"item {r.pk!r}/{r.key!r}"
+            raise MissingPayloadError(
+                f"stored payload {where} is missing ({len(missing)} missing in all); "
+                "the checkpoint refers to data that was deleted or never written"
+            )
+        return out
+
+    def _fetch_wave(self, refs: list[_Ref], out: dict[_Ref, bytes]) -> Op[list[_Ref]]:
+        s3_refs = [r for r in refs if r.kind == "s3"]
+        blob_refs = [r for r in refs if r.kind == "blob"]
+        if s3_refs and self.bucket_name is None:
+            raise MissingPayloadError(
+                f"checkpoint data is stored in S3 (key {s3_refs[0].key!r}) but this saver has "
+                "no bucket_name configured"
+            )
+        calls: list[Call] = [s3("get_object", Bucket=self.bucket_name, Key=r.key) for r in s3_refs]
+        by_key = {(r.pk, r.key): r for r in blob_refs}
+        keys = [{ATTR.PK: {"S": r.pk}, ATTR.SK: {"S": r.key}} for r in blob_refs]
+        chunks = [keys[i : i + BATCH_GET_MAX] for i in range(0, len(keys), BATCH_GET_MAX)]
+        calls += [
+            ddb(
+                "batch_get_item",
+                RequestItems={self.table_name: {"Keys": chunk, "ConsistentRead": True}},
+            )
+            for chunk in chunks
+        ]
+        responses = yield Gather(calls, return_exceptions=True)
+        missing: list[_Ref] = []
+        unprocessed: list[dict[str, Any]] = []
+        for ref, resp in zip(s3_refs, responses[: len(s3_refs)]):
+            if isinstance(resp, BaseException):
+                if isinstance(resp, ClientError) and _code(resp) in ("NoSuchKey", "404"):
+                    missing.append(ref)
+                    continue
+                raise resp
+            out[ref] = resp["Body"]
+        for resp in responses[len(s3_refs) :]:
+            if isinstance(resp, BaseException):
+                raise resp
+            for it in resp.get("Responses", {}).get(self.table_name, []):
+                _check_format(it)
+                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = it[ATTR.BLOB]["B"]
+            unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+        attempt = 0
+        while unprocessed:
+            attempt += 1
+            if attempt > 12:
+                raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
+            yield Sleep(_backoff(attempt))
+            resp = yield ddb(
+                "batch_get_item",
+                RequestItems={
+                    self.table_name: {"Keys": unprocessed[:BATCH_GET_MAX], "ConsistentRead": True}
+                },
+            )
+            unprocessed = unprocessed[BATCH_GET_MAX:]
+            for it in resp.get("Responses", {}).get(self.table_name, []):
+                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = it[ATTR.BLOB]["B"]
+            unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+        missing.extend(r for r in blob_refs if r not in out)
+        return missing
+
+    def _payload(self, av: AttributeValue, fetched: Mapping[_Ref, bytes], where: str) -> bytes:
+        if "B" in av:
+            return cast(bytes, av["B"])
+        if "M" in av and "s3" in av["M"]:
+            return fetched[_Ref("s3", av["M"]["s3"]["S"])]
+        raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
+
+    def _decode_metadata(self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]) -> CheckpointMetadata:
+        where = f"metadata of checkpoint {record.checkpoint_id!r}"
+        av = record.item.get(ATTR.METADATA)
+        if av is None:
+            raise CorruptPayloadError(f"{where}: attribute missing")
+        return cast(CheckpointMetadata, self._unpack(self._payload(av, fetched, where), where))
+
+    def _decode_records(
+        self,
+        records: list[_CheckpointRecord],
+        metadata: Mapping[int, CheckpointMetadata] | None = None,
+    ) -> Op[list[CheckpointTuple]]:
+        refs: list[_Ref] = []
+        for r in records:
+            refs.extend(self._collect_refs(r))
+        fetched = yield from self._fetch(refs)
+        return [
+            self._to_tuple(r, fetched, (metadata or {}).get(id(r))) for r in records
+        ]
+
+    def _to_tuple(
+        self,
+        record: _CheckpointRecord,
+        fetched: Mapping[_Ref, bytes],
+        metadata: CheckpointMetadata | None = None,
+    ) -> CheckpointTuple:
+        item = record.item
+        cid = record.checkpoint_id
+        pk = schema.partition_key(record.thread_id)
+        body_av = item.get(ATTR.BODY)
+        if body_av is None:
+            raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
+        checkpoint = self._unpack(self._payload(body_av, fetched, f"checkpoint {cid!r}"), f"checkpoint {cid!r}")
+        if not isinstance(checkpoint, dict):
+            raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
+        channel_values: dict[str, Any] = {}
+        for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
+            where = f"channel {channel!r} of checkpoint {cid!r}"
+            if "B" in av:
+                packed = av["B"]
+            else:
+                packed = fetched[self._value_ref_target(record, pk, channel, av)]
+            channel_values[channel] = self._unpack(packed, where)
+        checkpoint["channel_values"] = channel_values
+        if metadata is None:
+            metadata = self._decode_metadata(record, fetched)
+        pending = self._decode_writes(record, fetched)
+        parent = item.get(ATTR.PARENT_ID, {}).get("S")
+        conf = {
+            "thread_id": record.thread_id,
+            "checkpoint_ns": record.checkpoint_ns,
+        }
+        return CheckpointTuple(
+            config={"configurable": {**conf, "checkpoint_id": cid}},
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=metadata,
+            parent_config={"configurable": {**conf, "checkpoint_id": parent}} if parent else None,
+            pending_writes=pending,
+        )
+
+    def _decode_writes(self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]) -> list[PendingWrite]:
+        rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
+        for w in record.writes:
+            task_id = w.get(ATTR.TASK_ID, {}).get("S", "")
+            task_path = w.get(ATTR.TASK_PATH, {}).get("S", "")
+            for name, av in w.items():
+                if not _is_write_attr(name):
+                    continue
+                idx = int(name[len(ATTR.WRITE_PREFIX) :])
+                channel = av["L"][0]["S"]
+                where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
+                value = self._unpack(self._payload(av["L"][1], fetched, where), where)
+                rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
+        rows.sort(key=lambda r: r[0])
+        return [r[1] for r in rows]
+
+    # ----------------------------------------------------------------- list
+
+    def _op_list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Op[None]:
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+        if limit is not None and limit <= 0:
+            return
+        if filter is not None and not isinstance(filter, Mapping):
+            raise TypeError(f"filter must be a dict, got {type(filter).__name__}")
+        before_id: str | None = None
+        if before is not None:
+            before_id = (before.get("configurable") or {}).get("checkpoint_id")
+        if config is None:
+            yield from self._op_list_scan(filter=filter, before_id=before_id, limit=limit)
+            return
+        thread_id, _, cid = self._ids(config)
+        conf = config.get("configurable") or {}
+        ns: str | None = conf.get("checkpoint_ns") if "checkpoint_ns" in conf else None
+        pk = schema.partition_key(thread_id)
+        if ns is None:
+            # All namespaces of the thread: one item collection, read and
+            # merged newest first (an administrative path, not a hot one).
+            items = yield from self._query_all(
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": ATTR.PK},
+                ExpressionAttributeValues={":pk": {"S": pk}},
+                ConsistentRead=True,
+            )
+            records = _group_all(thread_id, items)
+            records.sort(key=lambda r: r.checkpoint_id, reverse=True)
+            yield from self._emit_records(records, cid=cid, filter=filter, before_id=before_id, limit=limit)
+            return
+        values: dict[str, AttributeValue] = {":pk": {"S": pk}}
+        if cid is not None:
+            cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+            values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
+            values[":hi"] = {"S": schema.checkpoint_range_end(ns, cid)}
+        elif before_id:
+            # ``before`` is only a bound on the id (it may name a checkpoint
+            # of another namespace), never looked up.
+            cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+            values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
+            values[":hi"] = {"S": schema.checkpoint_sk(ns, before_id)}
+        else:
+            cond = "#pk = :pk AND begins_with(#sk, :lo)"
+            values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
+        kwargs: dict[str, Any] = dict(
+            TableName=self.table_name,
+            KeyConditionExpression=cond,
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        if limit is not None and not filter:
+            kwargs["Limit"] = min(1000, limit * 4 + 8)
+        remaining = limit
+        writes: dict[str, list[Item]] = {}
+        while True:
+            resp = yield ddb("query", **kwargs)
+            page: list[_CheckpointRecord] = []
+            for it in resp.get("Items", []):
+                _check_format(it)
+                item_ns, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                if kind == schema.WRITES_ITEM:
+                    writes.setdefault(item_cid, []).append(it)
+                elif kind == schema.CHECKPOINT_ITEM:
+                    page.append(_CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+            emitted = yield from self._emit_records(
+                page, cid=cid, filter=filter, before_id=before_id, limit=remaining
+            )
+            if remaining is not None:
+                remaining -= emitted
+                if remaining <= 0:
+                    return
+            if "LastEvaluatedKey" not in resp:
+                return
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def _op_list_scan(
+        self, *, filter: dict[str, Any] | None, before_id: str | None, limit: int | None
+    ) -> Op[None]:
+        """``list(None)``: every thread. A table Scan, for tools, not for agents."""
+        kwargs: dict[str, Any] = {"TableName": self.table_name, "ConsistentRead": True}
+        items: list[Item] = []
+        while True:
+            resp = yield ddb("scan", **kwargs)
+            items.extend(resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
+                break
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        by_thread: dict[str, list[Item]] = {}
+        for it in items:
+            by_thread.setdefault(it[ATTR.PK]["S"], []).append(it)
+        records: list[_CheckpointRecord] = []
+        for pk, its in by_thread.items():
+            records.extend(_group_all(schema.unescape(pk), its))
+        records.sort(key=lambda r: r.checkpoint_id, reverse=True)
+        yield from self._emit_records(records, cid=None, filter=filter, before_id=before_id, limit=limit)
+
+    def _emit_records(
+        self,
+        records: list[_CheckpointRecord],
+        *,
+        cid: str | None,
+        filter: Mapping[str, Any] | None,
+        before_id: str | None,
+        limit: int | None,
+    ) -> Op[int]:
+        """Filter a page of records on metadata, then decode and emit the matches.
+
+        Metadata is decoded first and bodies, values and writes only for the
+        records that match, so a filtered list downloads no unneeded bodies.
+        """
+        selected = [
+            r
+            for r in records
+            if (cid is None or r.checkpoint_id == cid)
+            and (before_id is None or r.checkpoint_id < before_id)
+        ]
+        metadata: dict[int, CheckpointMetadata] = {}
+        if filter:
+            md_refs = [ref for r in selected for ref in self._collect_refs(r, values=False)]
+            fetched_md = yield from self._fetch(md_refs)
+            matched = []
+            for r in selected:
+                md = self._decode_metadata(r, fetched_md)
+                if all(md.get(k, _MISSING) == v for k, v in filter.items()):
+                    metadata[id(r)] = md
+                    matched.append(r)
+            selected = matched
+        if limit is not None:
+            selected = selected[:limit]
+        if not selected:
+            return 0
+        tuples = yield from self._decode_records(selected, metadata)
+        for t in tuples:
+            yield Emit(t)
+        return len(tuples)
+
+    # -------------------------------------------------------- delete_thread
+
+    def _op_delete_thread(self, thread_id: str) -> Op[None]:
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ValueError("thread_id must be a non-empty string")
+        pk = schema.partition_key(thread_id)
+        items = yield from self._query_all(
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ProjectionExpression="#pk, #sk",
+            ConsistentRead=True,
+        )
+        # Items first: once they are gone nothing points to the S3 objects.
+        yield from self._batch_write(
+            [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
+        )
+        if self.bucket_name is not None:
+            yield from self._delete_s3_prefix(schema.s3_thread_prefix(self.s3_key_prefix, thread_id))
+
+    def _delete_s3_prefix(self, prefix: str) -> Op[None]:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": prefix}
+        while True:
+            resp = yield s3("list_objects_v2", **kwargs)
+            keys = [{"Key": o["Key"]} for o in resp.get("Contents", [])]
+            if keys:
+                yield from self._delete_s3_keys([k["Key"] for k in keys])
+            if not resp.get("IsTruncated"):
+                return
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+
+    def _delete_s3_keys(self, keys: Sequence[str]) -> Op[None]:
+        chunks = [keys[i : i + 1000] for i in range(0, len(keys), 1000)]
+        responses = yield Gather(
+            [
+                s3(
+                    "delete_objects",
+                    Bucket=self.bucket_name,
+                    Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True},
+                )
+                for chunk in chunks
+            ]
+        )
+        errors = [e for resp in responses for e in resp.get("Errors", [])]
+        if errors:
+            raise RuntimeError(f"could not delete {len(errors)} S3 objects, first: {errors[0]}")
+
+    # ------------------------------------------------------------ versions
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions as the built-in savers make them: ``"{n:032}.{random:016}"``.
+
+        The random part keeps versions of forked branches from colliding.
+        """
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+
+# ---------------------------------------------------------------- helpers
+
+_MISSING = object()
+
+
+def _q(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _backoff(attempt: int) -> float:
+    """Full-jitter exponential backoff, capped at 5 s."""
+    return random.uniform(0, min(5.0, 0.05 * (2**attempt)))
+
+
+def _is_write_attr(name: str) -> bool:
+    return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
+
+
+def _check_format(item: Item) -> None:
+    fmt = item.get(ATTR.FORMAT)
+    if fmt is None:
+        raise CorruptPayloadError(
+            f"item {item.get(ATTR.PK, {}).get('S')!r}/{item.get(ATTR.SK, {}).get('S')!r} "
+            "has no format version: not written by this library"
+        )
+    if int(fmt["N"]) > schema.FORMAT_VERSION:
+        raise UnsupportedFormatError(
+            f"item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r} has format version "
+            f"{fmt['N']}; this library reads up to {schema.FORMAT_VERSION}: upgrade it"
+        )
+
+
+def _item_size(item: Item) -> int:
+    """DynamoDB's size rule, closely enough: names plus values."""
+    return sum(len(k.encode()) + _av_size(v) for k, v in item.items())
+
+
+def _av_size(av: AttributeValue) -> int:
+    if "S" in av:
+        return len(av["S"].encode())
+    if "B" in av:
+        return len(av["B"])
+    if "N" in av:
+        return len(av["N"]) // 2 + 1
+    if "M" in av:
+        return 3 + sum(len(k.encode()) + 1 + _av_size(v) for k, v in av["M"].items())
+    if "L" in av:
+        return 3 + sum(1 + _av_size(v) for v in av["L"])
+    return 1
+
+
+def _group(thread_id: str, items: list[Item], only: str) -> _CheckpointRecord | None:
+    records = [r for r in _group_all(thread_id, items) if r.checkpoint_id == only]
+    return records[0] if records else None
+
+
+def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
+    """Group checkpoint and writes items into records (writes without a checkpoint are skipped)."""
+    records: dict[tuple[str, str], _CheckpointRecord] = {}
+    writes: dict[tuple[str, str], list[Item]] = {}
+    for it in items:
+        _check_format(it)
+        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        if kind == schema.CHECKPOINT_ITEM:
+            records[(ns, cid)] = _CheckpointRecord(thread_id, ns, cid, it)
+        elif kind == schema.WRITES_ITEM:
+            writes.setdefault((ns, cid), []).append(it)
+    for key, rec in records.items():
+        rec.writes = writes.get(key, [])
+    return list(records.values())

@@ -1,0 +1,39 @@
+"""Errors raised by the DynamoDB savers. All derive from :class:`CheckpointStoreError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointStoreError",
+    "CorruptPayloadError",
+    "KeyTooLongError",
+    "MissingPayloadError",
+    "PayloadTooLargeError",
+    "UnsupportedFormatError",
+]
+
+
+class CheckpointStoreError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class PayloadTooLargeError(CheckpointStoreError, ValueError):
+    """A payload does not fit in a DynamoDB item and no S3 bucket is configured.
+
+    Raised before anything is written, so the table is unchanged.
+    """
+
+
+class KeyTooLongError(CheckpointStoreError, ValueError):
+    """A thread id, namespace, checkpoint id or task id exceeds DynamoDB key limits."""
+
+
+class MissingPayloadError(CheckpointStoreError):
+    """An item points to an S3 object or blob item that does not exist."""
+
+
+class CorruptPayloadError(CheckpointStoreError):
+    """A stored payload cannot be decoded (truncated, tampered or foreign)."""
+
+
+class UnsupportedFormatError(CheckpointStoreError):
+    """An item was written by a newer, unknown version of this library."""

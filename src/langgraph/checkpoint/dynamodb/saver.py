@@ -1,0 +1,269 @@
+"""``DynamoDBSaver``: the synchronous saver, a thin boto3 driver over the core."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, TypeVar
+
+import boto3
+from botocore.config import Config
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.codec import Compression
+
+__all__ = ["DynamoDBSaver", "client_config"]
+
+R = TypeVar("R")
+
+
+def client_config(
+    *, retry_mode: str = "standard", max_attempts: int = 8, max_pool_connections: int = 32
+) -> Config:
+    """botocore ``Config`` the savers use: bounded retries with backoff and jitter."""
+    return Config(
+        retries={"mode": retry_mode, "max_attempts": max_attempts},  # type: ignore[typeddict-item]
+        max_pool_connections=max_pool_connections,
+        connect_timeout=5,
+        read_timeout=30,
+    )
+
+
+class DynamoDBSaver(BaseDynamoDBSaver):
+    """A LangGraph checkpointer on DynamoDB, spilling large payloads to S3.
+
+    Thread-safe: it uses boto3 *clients* (never resources), which LangGraph
+    may call from its thread pool.
+
+    Args:
+        table_name: DynamoDB table (see ``schema.table_definition``).
+        bucket_name: S3 bucket for payloads over ``s3_threshold``. Without it,
+            a payload too large for a DynamoDB item raises
+            ``PayloadTooLargeError`` before anything is written.
+        region_name: AWS region; defaults to the usual AWS configuration.
+        endpoint_url: endpoint for both services (``AWS_ENDPOINT_URL`` in the
+            environment works too), e.g. a local moto server.
+        serde: serializer (for example ``EncryptedSerializer``).
+        dynamodb_client: a ready-made boto3 DynamoDB client.
+        s3_client: a ready-made boto3 S3 client.
+        boto3_session: a boto3 ``Session`` to make clients from.
+        s3_key_prefix: prefix of every S3 key this saver writes.
+        inline_threshold: channel values up to this many bytes (packed) are
+            stored inside the checkpoint item; larger ones once per version.
+        s3_threshold: payloads above this many bytes go to S3 (with a bucket).
+            ``0`` sends every payload to S3.
+        compression: ``"zlib"`` (default), ``"zstd"`` or ``"none"``.
+        retry_mode / max_attempts: botocore retry settings for owned clients.
+        max_concurrency: parallel S3/DynamoDB requests within one operation.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        from langgraph.graph import StateGraph, START
+
+        saver = DynamoDBSaver(table_name="checkpoints", bucket_name="my-ckpt-bucket")
+        saver.setup()  # creates table and bucket if missing (tests, local dev)
+
+        builder = StateGraph(dict)
+        builder.add_node("hello", lambda s: {"greeting": "hi"})
+        builder.add_edge(START, "hello")
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({}, {"configurable": {"thread_id": "t-1"}})
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        bucket_name: str | None = None,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        serde: SerializerProtocol | None = None,
+        dynamodb_client: Any = None,
+        s3_client: Any = None,
+        boto3_session: Any = None,
+        s3_key_prefix: str = "checkpoints/",
+        inline_threshold: int = 4 * 1024,
+        s3_threshold: int = 64 * 1024,
+        compression: Compression = "zlib",
+        retry_mode: str = "standard",
+        max_attempts: int = 8,
+        max_concurrency: int = 16,
+    ) -> None:
+        super().__init__(
+            table_name=table_name,
+            bucket_name=bucket_name,
+            s3_key_prefix=s3_key_prefix,
+            serde=serde,
+            inline_threshold=inline_threshold,
+            s3_threshold=s3_threshold,
+            compression=compression,
+        )
+        cfg = client_config(
+            retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
+        )
+        session = boto3_session or boto3.session.Session(region_name=region_name)
+        self._owned: list[Any] = []
+        if dynamodb_client is None:
+            dynamodb_client = session.client(
+                "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=cfg
+            )
+            self._owned.append(dynamodb_client)
+        if s3_client is None and bucket_name is not None:
+            s3_client = session.client("s3", region_name=region_name, endpoint_url=endpoint_url, config=cfg)
+            self._owned.append(s3_client)
+        self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
+        self._max_concurrency = max_concurrency
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    # --------------------------------------------------------------- driver
+
+    def _call(self, call: Call) -> Any:
+        client = self._clients[call.service]
+        if client is None:
+            raise RuntimeError(f"no {call.service} client configured")
+        resp = getattr(client, call.method)(**call.kwargs)
+        if call.method == "get_object":
+            resp = {**resp, "Body": resp["Body"].read()}
+        return resp
+
+    def _gather(self, req: Gather) -> list[Any]:
+        if len(req.calls) == 1:
+            try:
+                return [self._call(req.calls[0])]
+            except Exception as exc:
+                if req.return_exceptions:
+                    return [exc]
+                raise
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._max_concurrency, thread_name_prefix="ddb-saver")
+        futures = [self._pool.submit(self._call, c) for c in req.calls]
+        out: list[Any] = []
+        for f in futures:
+            exc = f.exception()
+            if exc is not None and not req.return_exceptions:
+                raise exc
+            out.append(exc if exc is not None else f.result())
+        return out
+
+    def _step(self, req: Any) -> Any:
+        if isinstance(req, Call):
+            return self._call(req)
+        if isinstance(req, Gather):
+            return self._gather(req)
+        if isinstance(req, Sleep):
+            time.sleep(req.seconds)
+            return None
+        raise TypeError(f"unexpected request {req!r}")
+
+    def _iter(self, op: Op[Any]) -> Iterator[Any]:
+        """Drive an operation, yielding what it emits."""
+        resp: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                req = op.throw(exc) if exc is not None else op.send(resp)
+            except StopIteration:
+                return
+            resp, exc = None, None
+            if isinstance(req, Emit):
+                yield req.value
+                continue
+            try:
+                resp = self._step(req)
+            except Exception as e:  # handed to the operation, which may handle it
+                exc = e
+
+    def _run(self, op: Op[R]) -> R:
+        resp: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                req = op.throw(exc) if exc is not None else op.send(resp)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            resp, exc = None, None
+            try:
+                resp = self._step(req)
+            except Exception as e:
+                exc = e
+
+    # ------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> DynamoDBSaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the clients this saver created (not injected ones) and its pool."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+        for client in self._owned:
+            client.close()
+        self._owned = []
+
+    def setup(self) -> None:
+        """Create the table (and bucket, if named) when missing. Idempotent.
+
+        For tests and local development; production deploys the CDK stack.
+        """
+        self._run(self._op_setup())
+
+    # ------------------------------------------------------------- contract
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch a checkpoint (latest of the namespace without ``checkpoint_id``)."""
+        return self._run(self._op_get_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """List checkpoints newest first (see ``BaseCheckpointSaver.list``)."""
+        return self._iter(self._op_list(config, filter=filter, before=before, limit=limit))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: one PutItem, plus payloads for large new values."""
+        return self._run(self._op_put(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes: one UpdateItem for the whole call."""
+        self._run(self._op_put_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every item and S3 object of a thread, in all namespaces."""
+        self._run(self._op_delete_thread(thread_id))

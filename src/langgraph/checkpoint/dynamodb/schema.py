@@ -1,0 +1,190 @@
+"""The key schema: the single source of truth for table, index and S3 layout.
+
+Everything that knows how items are keyed imports this module: the savers,
+the Lambda handlers, the CLI and the CDK construct. Change a name here and the
+table definition used by ``setup()`` and by the CDK stack changes with it.
+
+Layout (one table, one item collection per thread)::
+
+    PK = <thread_id>                       (escaped, see ``escape``)
+    SK = <ns>|c|<checkpoint_id>            checkpoint item
+         <ns>|c|<checkpoint_id>|w|<task>   pending writes of one task
+         <ns>|v|<channel>|<version>        a large channel value (blob item)
+
+Why the thread alone is the partition key: every operation that spans
+namespaces (``list`` without ``checkpoint_ns``, ``delete_thread``,
+``copy_thread``, ``prune``) is then one ``Query`` over one item collection
+instead of a namespace registry plus fan-out, and IAM's
+``dynamodb:LeadingKeys`` can confine a tenant to a thread-id prefix. Within
+a namespace, checkpoint ids (uuid6) sort by time, and a checkpoint's writes
+sort right after it, so one descending ``Query`` returns the latest
+checkpoint together with its pending writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+from urllib.parse import quote
+
+__all__ = [
+    "ATTR",
+    "BLOB_ITEM",
+    "CHECKPOINT_ITEM",
+    "FORMAT_VERSION",
+    "MAX_KEY_BYTES",
+    "MAX_PK_BYTES",
+    "RUN_INDEX_NAME",
+    "TTL_ATTRIBUTE",
+    "WRITES_ITEM",
+    "escape",
+    "unescape",
+    "table_definition",
+]
+
+#: Version of the item format written by this library. A reader that meets a
+#: newer version refuses the item instead of guessing (see errors.py).
+FORMAT_VERSION: Final = 1
+
+PK: Final = "PK"
+SK: Final = "SK"
+
+#: Item kinds, stored in the ``t`` attribute.
+CHECKPOINT_ITEM: Final = "c"
+WRITES_ITEM: Final = "w"
+BLOB_ITEM: Final = "v"
+
+#: Sparse GSI over the run id, for ``delete_for_runs`` (no thread id given).
+RUN_INDEX_NAME: Final = "run_id-index"
+
+#: DynamoDB TTL attribute (epoch seconds). Only thread-level items carry it.
+TTL_ATTRIBUTE: Final = "ttl"
+
+
+class ATTR:
+    """Attribute names. Short, because DynamoDB bills attribute names too."""
+
+    PK: Final = PK
+    SK: Final = SK
+    KIND: Final = "t"
+    FORMAT: Final = "f"
+    CHECKPOINT_ID: Final = "id"
+    PARENT_ID: Final = "p"
+    BODY: Final = "cp"  # serialized checkpoint without channel_values
+    METADATA: Final = "md"  # serialized metadata (the source of truth)
+    VALUES: Final = "vals"  # channel -> inline payload or reference
+    RUN_ID: Final = "rid"  # GSI partition key (plaintext, see README)
+    TASK_ID: Final = "tid"
+    TASK_PATH: Final = "tp"
+    WRITE_PREFIX: Final = "w"  # w<idx> -> [channel, payload]
+    BLOB: Final = "b"  # the payload of a blob item
+    TTL: Final = TTL_ATTRIBUTE
+
+
+#: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
+MAX_PK_BYTES: Final = 2048
+MAX_KEY_BYTES: Final = 1024
+
+SEP: Final = "|"
+
+
+def escape(value: str) -> str:
+    """Escape ``%`` and the separator so any string can be a key component.
+
+    Only two characters change, so ids stay readable in the console and a
+    thread-id prefix stays a key prefix (which tenant isolation relies on).
+    """
+    return value.replace("%", "%25").replace(SEP, "%7C")
+
+
+def unescape(value: str) -> str:
+    """Invert :func:`escape`."""
+    return value.replace("%7C", SEP).replace("%25", "%")
+
+
+def partition_key(thread_id: str) -> str:
+    return escape(thread_id)
+
+
+def ns_prefix(checkpoint_ns: str) -> str:
+    return f"{escape(checkpoint_ns)}{SEP}"
+
+
+def checkpoint_prefix(checkpoint_ns: str) -> str:
+    """Prefix of every checkpoint and writes item of one namespace."""
+    return f"{ns_prefix(checkpoint_ns)}c{SEP}"
+
+
+def checkpoint_sk(checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"{checkpoint_prefix(checkpoint_ns)}{escape(checkpoint_id)}"
+
+
+def writes_sk(checkpoint_ns: str, checkpoint_id: str, task_id: str) -> str:
+    return f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}w{SEP}{escape(task_id)}"
+
+
+def checkpoint_range_end(checkpoint_ns: str, checkpoint_id: str) -> str:
+    """Upper bound that includes a checkpoint item and all its writes items."""
+    return f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}~"
+
+
+def blob_sk(checkpoint_ns: str, channel: str, version: str) -> str:
+    return f"{ns_prefix(checkpoint_ns)}v{SEP}{escape(channel)}{SEP}{escape(version)}"
+
+
+def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
+    """Split a sort key into ``(namespace, kind, id, task_id)``.
+
+    ``kind`` is ``c`` (checkpoint), ``w`` (writes) or ``v`` (blob; ``id`` is
+    then ``channel`` and ``task_id`` the version).
+    """
+    parts = sk.split(SEP)
+    ns = unescape(parts[0])
+    if parts[1] == "c":
+        if len(parts) == 3:
+            return ns, CHECKPOINT_ITEM, unescape(parts[2]), None
+        return ns, WRITES_ITEM, unescape(parts[2]), unescape(parts[4])
+    return ns, BLOB_ITEM, unescape(parts[2]), unescape(parts[3])
+
+
+def s3_thread_prefix(key_prefix: str, thread_id: str) -> str:
+    """S3 prefix of one thread's objects.
+
+    The thread id is percent-encoded (``/`` included) so one thread's prefix
+    never contains another's; a tenant's thread-id prefix stays a key prefix.
+    """
+    return f"{key_prefix}{quote(thread_id, safe='')}/"
+
+
+def table_definition(
+    table_name: str, *, billing_mode: str = "PAY_PER_REQUEST"
+) -> dict[str, Any]:
+    """``CreateTable`` arguments for the checkpoint table.
+
+    The CDK construct builds its table from the same function, so the table
+    ``setup()`` creates and the deployed one cannot drift apart.
+    """
+    return {
+        "TableName": table_name,
+        "BillingMode": billing_mode,
+        "AttributeDefinitions": [
+            {"AttributeName": PK, "AttributeType": "S"},
+            {"AttributeName": SK, "AttributeType": "S"},
+            {"AttributeName": ATTR.RUN_ID, "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": PK, "KeyType": "HASH"},
+            {"AttributeName": SK, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                # Sparse: only checkpoint and writes items of a run carry
+                # ``rid``. Keys only: delete_for_runs needs nothing else.
+                "IndexName": RUN_INDEX_NAME,
+                "KeySchema": [
+                    {"AttributeName": ATTR.RUN_ID, "KeyType": "HASH"},
+                    {"AttributeName": SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    }

@@ -1,0 +1,54 @@
+"""Test session set-up: a moto server on 127.0.0.1 and a clean AWS environment.
+
+Everything talks to the loopback server through real boto3/aiobotocore
+clients; nothing here can reach real AWS (dummy credentials, no config files,
+no metadata service, every endpoint pointed at 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+)
+os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """A moto server on loopback for the whole session; sets AWS_ENDPOINT_URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    try:
+        yield endpoint
+    finally:
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        server.stop()
+
+
+@pytest.fixture
+def names() -> dict[str, str]:
+    """Fresh table and bucket names for one test."""
+    suffix = uuid.uuid4().hex[:10]
+    return {"table_name": f"ckpt-{suffix}", "bucket_name": f"ckpt-{suffix}"}

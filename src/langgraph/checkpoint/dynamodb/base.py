@@ -226,6 +226,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             if desc["Table"]["TableStatus"] == "ACTIVE":
                 break
             yield Sleep(0.5)
+        ttl = yield ddb("describe_time_to_live", TableName=self.table_name)
+        if ttl.get("TimeToLiveDescription", {}).get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+            yield ddb(
+                "update_time_to_live",
+                TableName=self.table_name,
+                TimeToLiveSpecification=schema.ttl_specification(),
+            )
         if self.bucket_name is None:
             return
         try:

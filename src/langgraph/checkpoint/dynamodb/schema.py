@@ -10,6 +10,13 @@ Layout (one table, one item collection per thread)::
     SK = <ns>|c|<checkpoint_id>            checkpoint item
          <ns>|c|<checkpoint_id>|w|<task>   pending writes of one task
          <ns>|v|<channel>|<version>        a large channel value (blob item)
+         |m|thread                         thread head: activity + TTL
+         |m|lock                           per-thread lease lock
+         |m|req|<request_id>               idempotency record of a request
+
+``<ns>`` is the escaped namespace, which never contains a bare ``|``, so the
+first ``|`` ends it; meta items start with ``|`` and have ``m`` as their
+second segment, which no namespace item has (``c`` or ``v``).
 
 Why the thread alone is the partition key: every operation that spans
 namespaces (``list`` without ``checkpoint_ns``, ``delete_thread``,
@@ -34,6 +41,7 @@ __all__ = [
     "MAX_KEY_BYTES",
     "MAX_PK_BYTES",
     "RUN_INDEX_NAME",
+    "THREADS_INDEX_NAME",
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "escape",
@@ -56,8 +64,21 @@ BLOB_ITEM: Final = "v"
 #: Sparse GSI over the run id, for ``delete_for_runs`` (no thread id given).
 RUN_INDEX_NAME: Final = "run_id-index"
 
-#: DynamoDB TTL attribute (epoch seconds). Only thread-level items carry it.
+#: DynamoDB TTL attribute (epoch seconds). Only thread-level meta items
+#: carry it (the thread head, locks, request records): never checkpoint,
+#: writes or blob items, so TTL can never cut a chain out of a live thread.
 TTL_ATTRIBUTE: Final = "ttl"
+
+#: Sparse GSI over thread heads: threads by last activity (CLI ``threads``,
+#: the pruner's idle-thread policy) without a table scan.
+THREADS_INDEX_NAME: Final = "threads-index"
+#: Thread heads are spread over this many GSI partitions (``ts`` = "0".."N-1").
+THREADS_INDEX_SHARDS: Final = 4
+
+#: The stream the reaper Lambda consumes (TTL deletions of thread heads).
+STREAM_VIEW_TYPE: Final = "KEYS_ONLY"
+
+META_ITEM: Final = "m"
 
 
 class ATTR:
@@ -78,6 +99,10 @@ class ATTR:
     WRITE_PREFIX: Final = "w"  # w<idx> -> [channel, payload]
     BLOB: Final = "b"  # the payload of a blob item
     TTL: Final = TTL_ATTRIBUTE
+    EXPIRES: Final = "exp"  # activity stamp on items (epoch s), not a TTL attribute
+    THREAD_SHARD: Final = "ts"  # threads-index partition key (head items only)
+    UPDATED_AT: Final = "ua"  # threads-index sort key: last activity (epoch ms)
+    THREAD_ID: Final = "thr"  # raw thread id on head items
 
 
 #: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
@@ -131,14 +156,33 @@ def blob_sk(checkpoint_ns: str, channel: str, version: str) -> str:
     return f"{ns_prefix(checkpoint_ns)}v{SEP}{escape(channel)}{SEP}{escape(version)}"
 
 
+HEAD_SK: Final = f"{SEP}{META_ITEM}{SEP}thread"
+LOCK_SK: Final = f"{SEP}{META_ITEM}{SEP}lock"
+META_PREFIX: Final = f"{SEP}{META_ITEM}{SEP}"
+
+
+def request_sk(request_id: str) -> str:
+    return f"{META_PREFIX}req{SEP}{escape(request_id)}"
+
+
+def thread_shard(thread_id: str) -> str:
+    """Stable threads-index shard of a thread (not Python's salted hash)."""
+    import zlib
+
+    return str(zlib.crc32(thread_id.encode()) % THREADS_INDEX_SHARDS)
+
+
 def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     """Split a sort key into ``(namespace, kind, id, task_id)``.
 
-    ``kind`` is ``c`` (checkpoint), ``w`` (writes) or ``v`` (blob; ``id`` is
-    then ``channel`` and ``task_id`` the version).
+    ``kind`` is ``c`` (checkpoint), ``w`` (writes), ``v`` (blob; ``id`` is
+    then ``channel`` and ``task_id`` the version) or ``m`` (meta item; ``id``
+    is the rest of the key).
     """
     parts = sk.split(SEP)
     ns = unescape(parts[0])
+    if parts[1] == META_ITEM:
+        return "", META_ITEM, SEP.join(parts[2:]), None
     if parts[1] == "c":
         if len(parts) == 3:
             return ns, CHECKPOINT_ITEM, unescape(parts[2]), None
@@ -170,6 +214,8 @@ def table_definition(
             {"AttributeName": PK, "AttributeType": "S"},
             {"AttributeName": SK, "AttributeType": "S"},
             {"AttributeName": ATTR.RUN_ID, "AttributeType": "S"},
+            {"AttributeName": ATTR.THREAD_SHARD, "AttributeType": "S"},
+            {"AttributeName": ATTR.UPDATED_AT, "AttributeType": "N"},
         ],
         "KeySchema": [
             {"AttributeName": PK, "KeyType": "HASH"},
@@ -185,6 +231,21 @@ def table_definition(
                     {"AttributeName": SK, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
+            },
+            {
+                # Sparse: only thread heads carry ``ts``/``ua``.
+                "IndexName": THREADS_INDEX_NAME,
+                "KeySchema": [
+                    {"AttributeName": ATTR.THREAD_SHARD, "KeyType": "HASH"},
+                    {"AttributeName": ATTR.UPDATED_AT, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
         ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": STREAM_VIEW_TYPE},
     }
+
+
+def ttl_specification() -> dict[str, Any]:
+    """``UpdateTimeToLive`` argument (``setup()`` and the CDK construct)."""
+    return {"Enabled": True, "AttributeName": TTL_ATTRIBUTE}

@@ -1,0 +1,48 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast lint format bench synth deploy-local soak clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv with the library and the dev tools
+
+demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0.0.1)
+	$(BIN)/python -m demo
+
+test: setup  ## every test tier, against a moto server on 127.0.0.1
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: setup  ## ruff + mypy
+	$(BIN)/ruff check src tests lambdas infra benchmarks demo
+	$(BIN)/ruff format --check src
+	$(BIN)/mypy
+
+format: setup
+	$(BIN)/ruff check --fix src tests lambdas infra benchmarks demo
+	$(BIN)/ruff format src
+
+bench: setup  ## benchmarks against the reference saver; writes docs/benchmarks.md
+	$(BIN)/python -m benchmarks
+
+synth: setup  ## cdk synth, offline
+	bash infra/synth.sh
+
+deploy-local: setup  ## cdk deploy into a local moto server, then run a graph against it
+	bash infra/deploy_local.sh
+
+soak: setup  ## long fault-injection and differential runs
+	SOAK=1 $(BIN)/python -m pytest -q tests/reliability
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out node_modules

@@ -249,3 +249,28 @@ def table_definition(
 def ttl_specification() -> dict[str, Any]:
     """``UpdateTimeToLive`` argument (``setup()`` and the CDK construct)."""
     return {"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
+
+
+def tenant_partition_prefix(tenant_prefix: str) -> str:
+    """Partition-key prefix of every thread of a tenant.
+
+    A saver created with ``tenant_prefix=P`` stores thread ``T`` under the
+    partition key ``escape(P + T)``, which starts with this string; IAM's
+    ``dynamodb:LeadingKeys`` condition uses it (with a trailing ``*``).
+    """
+    validate_tenant_prefix(tenant_prefix)
+    return escape(tenant_prefix)
+
+
+def tenant_s3_prefix(key_prefix: str, tenant_prefix: str) -> str:
+    """S3 key prefix of every object of a tenant's threads (for IAM conditions)."""
+    validate_tenant_prefix(tenant_prefix)
+    return f"{key_prefix}{quote(tenant_prefix, safe='')}"
+
+
+def validate_tenant_prefix(tenant_prefix: str) -> None:
+    """A tenant prefix must survive escaping and quoting unchanged as a prefix."""
+    if not tenant_prefix or any(c in tenant_prefix for c in "%|*?/"):
+        raise ValueError(
+            "tenant_prefix must be a non-empty string without '%', '|', '*', '?' or '/'"
+        )

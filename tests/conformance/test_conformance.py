@@ -54,3 +54,8 @@ async def test_conformance(variant: str, moto_endpoint: str) -> None:
     }
     assert report.passed_all_base(), results
     assert not failures, {cap: res.failures for cap, res in failures.items()}
+    # The extended capabilities are implemented too: each must be detected and pass.
+    for cap in Capability:
+        res = report.results[cap.value]
+        assert res.detected and res.passed is True, (cap.value, results[cap.value] if cap.value in results else res)
+        assert res.tests_failed == 0 and res.tests_passed > 0, (cap.value, res)

@@ -7,15 +7,22 @@ boto3), so one loop can serve many threads at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb._extended import PruneResult
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.codec import Compression
@@ -327,3 +334,45 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         self._sync(self.adelete_thread(thread_id))
+
+    # ------------------------------------------------ extended capabilities
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await self._run(self._op_delta_history(config, channels))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(self._op_copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> PruneResult:
+        return await self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+        return await self._run(self._op_delete_for_runs(run_ids))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._sync(self.aget_delta_channel_history(config=config, channels=channels))  # type: ignore[no-any-return]
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._sync(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> PruneResult:
+        return self._sync(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))  # type: ignore[no-any-return]
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+        return self._sync(self.adelete_for_runs(run_ids))  # type: ignore[no-any-return]

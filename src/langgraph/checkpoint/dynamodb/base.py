@@ -9,6 +9,7 @@ and retry of unprocessed batch items all live here, once.
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._extended import ExtendedOpsMixin
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import Compression, PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import (
@@ -84,7 +86,7 @@ class _CheckpointRecord:
     writes: list[Item] = field(default_factory=list)
 
 
-class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
+class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
     """Shared configuration and logic of the sync and async DynamoDB savers.
 
     Not used directly: use :class:`~langgraph.checkpoint.dynamodb.DynamoDBSaver`
@@ -311,6 +313,17 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             md_packed, f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/metadata", uploads
         )
         item[ATTR.VALUES] = {"M": vals}
+        # Delta channels whose value at this checkpoint must be rebuilt from
+        # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
+        # this to keep every chain a surviving checkpoint needs, without
+        # decoding anything. Channel names are schema, not state.
+        needs = sorted(
+            ch
+            for ch in (md.get("counters_since_delta_snapshot") or {})
+            if ch in body["channel_versions"] and ch not in values
+        )
+        if needs:
+            item[ATTR.DELTA_NEEDS] = {"SS": needs}
 
         # An item over the limit: move the largest inline values out.
         while _item_size(item) > ITEM_BUDGET:
@@ -371,6 +384,9 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
                     ATTR.KIND: {"S": schema.BLOB_ITEM},
                     ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
                     ATTR.BLOB: {"B": packed},
+                    # Prune never deletes an unreferenced blob younger than a
+                    # grace period: it may belong to a put still in flight.
+                    ATTR.CREATED: {"N": str(int(time.time()))},
                 }
             )
 
@@ -654,7 +670,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         responses = yield Gather(calls, return_exceptions=True)
         missing: list[_Ref] = []
         unprocessed: list[dict[str, Any]] = []
-        for ref, resp in zip(s3_refs, responses[: len(s3_refs)]):
+        for ref, resp in zip(s3_refs, responses[: len(s3_refs)], strict=True):
             if isinstance(resp, BaseException):
                 if isinstance(resp, ClientError) and _code(resp) in ("NoSuchKey", "404"):
                     missing.append(ref)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
@@ -12,9 +12,16 @@ from typing import Any, TypeVar
 import boto3
 from botocore.config import Config
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb._extended import PruneResult
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.codec import Compression
@@ -267,3 +274,35 @@ class DynamoDBSaver(BaseDynamoDBSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Delete every item and S3 object of a thread, in all namespaces."""
         self._run(self._op_delete_thread(thread_id))
+
+    # ------------------------------------------------ extended capabilities
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Delta-channel history in a constant number of round trips (see the core)."""
+        return self._run(self._op_delta_history(config, channels))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread (all namespaces, writes, blobs, S3 objects) to a new thread id."""
+        self._run(self._op_copy_thread(source_thread_id, target_thread_id))
+
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> PruneResult:
+        """Prune threads, delta-safe.
+
+        ``keep_latest`` keeps the latest checkpoint of each namespace (the
+        ``keep_last`` latest, if given) with its writes, plus every ancestor
+        its delta channels need back to their nearest snapshot. ``delete``
+        removes the threads.
+        """
+        return self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+        """Delete the checkpoints and writes of runs (via the run-id index), delta-safe."""
+        return self._run(self._op_delete_for_runs(run_ids))

@@ -45,8 +45,8 @@ __all__ = [
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "escape",
-    "unescape",
     "table_definition",
+    "unescape",
 ]
 
 #: Version of the item format written by this library. A reader that meets a
@@ -99,6 +99,8 @@ class ATTR:
     WRITE_PREFIX: Final = "w"  # w<idx> -> [channel, payload]
     BLOB: Final = "b"  # the payload of a blob item
     TTL: Final = TTL_ATTRIBUTE
+    DELTA_NEEDS: Final = "dn"  # delta channels rebuilt from ancestors here (SS)
+    CREATED: Final = "ct"  # creation time of blob items (epoch s)
     EXPIRES: Final = "exp"  # activity stamp on items (epoch s), not a TTL attribute
     THREAD_SHARD: Final = "ts"  # threads-index partition key (head items only)
     UPDATED_AT: Final = "ua"  # threads-index sort key: last activity (epoch ms)

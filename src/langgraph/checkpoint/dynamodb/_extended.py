@@ -1,0 +1,563 @@
+"""Extended capabilities, I/O-free: delta history, copy, prune, delete_for_runs.
+
+All of them share one idea, the *keep-set*: a checkpoint that survives needs
+its delta channels' history back to the nearest stored value (the seed), so
+the ancestors on that path survive with their writes and blobs. Checkpoint
+items record which delta channels they rebuild from ancestors
+(``ATTR.DELTA_NEEDS``), so the keep-set is computed from keys alone, without
+decoding any state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Item, _CheckpointRecord, _Ref
+
+__all__ = ["ExtendedOpsMixin", "PruneResult", "keep_set"]
+
+#: Unreferenced blobs and S3 value objects younger than this are left alone by
+#: prune: a put may have written them and not yet its checkpoint item.
+BLOB_GRACE_SECONDS = 15 * 60
+
+STRATEGIES = ("keep_latest", "delete")
+
+
+@dataclass
+class PruneResult:
+    """What one prune or delete removed (counts are items and objects)."""
+
+    threads: int = 0
+    checkpoints_deleted: int = 0
+    writes_deleted: int = 0
+    blobs_deleted: int = 0
+    s3_objects_deleted: int = 0
+    bytes_freed: int = 0
+    checkpoints_kept: int = 0
+    kept_for_delta: int = 0
+
+    def add(self, other: PruneResult) -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+@dataclass
+class _Thread:
+    """All items of one thread, grouped by namespace."""
+
+    thread_id: str
+    checkpoints: dict[tuple[str, str], Item] = field(default_factory=dict)
+    writes: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
+    blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
+    meta: list[Item] = field(default_factory=list)
+
+    @classmethod
+    def from_items(cls, thread_id: str, items: Iterable[Item]) -> _Thread:
+        t = cls(thread_id)
+        for it in items:
+            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+            if kind == schema.CHECKPOINT_ITEM:
+                t.checkpoints[(ns, cid)] = it
+            elif kind == schema.WRITES_ITEM:
+                t.writes.setdefault((ns, cid), []).append(it)
+            elif kind == schema.BLOB_ITEM:
+                t.blobs[it[ATTR.SK]["S"]] = it
+            else:
+                t.meta.append(it)
+        return t
+
+    def namespaces(self) -> set[str]:
+        return {ns for ns, _ in self.checkpoints}
+
+
+def keep_set(
+    checkpoints: Mapping[tuple[str, str], Item], survivors: Iterable[tuple[str, str]]
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """Checkpoints that must stay for ``survivors`` to rebuild their state.
+
+    Returns ``(keep, ancestors)``: ``keep`` holds the survivors and every
+    ancestor on a delta path back to the nearest seed; ``ancestors`` holds
+    the ancestors alone, whose writes are part of that history (a survivor's
+    own writes are its pending writes).
+    """
+    keep: set[tuple[str, str]] = set()
+    ancestors: set[tuple[str, str]] = set()
+    for key in survivors:
+        if key not in checkpoints:
+            continue
+        keep.add(key)
+        ns = key[0]
+        item = checkpoints[key]
+        needs = set(item.get(ATTR.DELTA_NEEDS, {}).get("SS", []))
+        parent = item.get(ATTR.PARENT_ID, {}).get("S")
+        while needs and parent is not None:
+            pkey = (ns, parent)
+            pitem = checkpoints.get(pkey)
+            if pitem is None:
+                break  # chain already broken before us: nothing more to keep
+            keep.add(pkey)
+            ancestors.add(pkey)
+            needs -= set(pitem.get(ATTR.VALUES, {}).get("M", {}))
+            parent = pitem.get(ATTR.PARENT_ID, {}).get("S")
+    return keep, ancestors
+
+
+class ExtendedOpsMixin:
+    """Operations beyond the base contract, shared by both savers."""
+
+    # ---------------------------------------------------- delta history
+
+    def _op_delta_history(
+        self: BaseDynamoDBSaver, config: RunnableConfig, channels: Sequence[str]
+    ) -> Op[dict[str, DeltaChannelHistory]]:
+        """Batched ``get_delta_channel_history``: one descending Query from the
+        target (more pages only if the chain outgrows 1 MB), then one wave of
+        fetches for spilled seeds and writes. The number of round trips does
+        not grow with the length of the chain.
+        """
+        from langgraph.checkpoint.dynamodb.base import _check_format, _CheckpointRecord
+
+        if not channels:
+            return {}
+        thread_id, ns, cid = self._ids(config)
+        pk = schema.partition_key(thread_id)
+        values: dict[str, Any] = {":pk": {"S": pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
+        if cid is not None:
+            cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+            values[":hi"] = {"S": schema.checkpoint_range_end(ns, cid)}
+        else:
+            cond = "#pk = :pk AND begins_with(#sk, :lo)"
+        kwargs: dict[str, Any] = dict(
+            TableName=self.table_name,
+            KeyConditionExpression=cond,
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        records: dict[str, _CheckpointRecord] = {}
+        pending_writes: dict[str, list[Item]] = {}
+        lowest: str | None = None  # smallest checkpoint id read so far
+        exhausted = False
+
+        def next_page() -> Op[None]:
+            nonlocal lowest, exhausted
+            resp = yield ddb("query", **kwargs)
+            for it in resp.get("Items", []):
+                _check_format(it)
+                _, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                if kind == schema.WRITES_ITEM:
+                    pending_writes.setdefault(item_cid, []).append(it)
+                elif kind == schema.CHECKPOINT_ITEM:
+                    records[item_cid] = _CheckpointRecord(
+                        thread_id, ns, item_cid, it, pending_writes.pop(item_cid, [])
+                    )
+                    lowest = item_cid
+            if "LastEvaluatedKey" in resp:
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+            else:
+                exhausted = True
+
+        def find(target: str) -> Op[_CheckpointRecord | None]:
+            while target not in records:
+                if exhausted or (lowest is not None and target > lowest):
+                    # Not where id order says it would be (ids from hosts
+                    # with skewed clocks): look it up directly.
+                    items = yield from self._query_all(
+                        KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
+                        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+                        ExpressionAttributeValues={
+                            ":pk": {"S": pk},
+                            ":lo": {"S": schema.checkpoint_sk(ns, target)},
+                            ":hi": {"S": schema.checkpoint_range_end(ns, target)},
+                        },
+                        ConsistentRead=True,
+                    )
+                    from langgraph.checkpoint.dynamodb.base import _group
+
+                    rec = _group(thread_id, items, only=target)
+                    if rec is not None:
+                        records[target] = rec
+                    return rec
+                yield from next_page()
+            return records[target]
+
+        if cid is None:
+            while lowest is None and not exhausted:
+                yield from next_page()
+            if lowest is None:
+                return {ch: {"writes": []} for ch in channels}
+            cid = max(records)
+        target = yield from find(cid)
+        remaining = set(channels)
+        chain: list[_CheckpointRecord] = []
+        seeds: dict[str, _CheckpointRecord] = {}
+        cursor = target.item.get(ATTR.PARENT_ID, {}).get("S") if target else None
+        while cursor is not None and remaining:
+            rec = yield from find(cursor)
+            if rec is None:
+                break
+            chain.append(rec)
+            stored = set(rec.item.get(ATTR.VALUES, {}).get("M", {}))
+            for ch in remaining & stored:
+                seeds[ch] = rec
+            # Writes of this ancestor are collected for the channels still
+            # open *including* the ones it seeds (they produced its child).
+            rec_channels = set(remaining)
+            rec.writes = [w for w in rec.writes if _writes_touch(w, rec_channels)]
+            remaining -= stored
+            cursor = rec.item.get(ATTR.PARENT_ID, {}).get("S")
+
+        # One wave for everything spilled: seed values and write values.
+        refs: list[_Ref] = []
+        for ch, rec in seeds.items():
+            av = rec.item[ATTR.VALUES]["M"][ch]
+            if "M" in av:
+                refs.append(self._value_ref_target(rec, pk, ch, av))
+        for rec in chain:
+            for w in rec.writes:
+                for name, av in w.items():
+                    if _is_write(name) and "M" in av["L"][1]:
+                        from langgraph.checkpoint.dynamodb.base import _Ref
+
+                        refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
+        fetched = yield from self._fetch(refs)
+
+        collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
+        open_channels = set(channels)
+        for rec in chain:
+            if not open_channels:
+                break
+            for w in reversed(self._decode_writes(rec, fetched)):
+                if w[1] in open_channels:
+                    collected[w[1]].append(w)
+            open_channels -= {ch for ch, srec in seeds.items() if srec is rec}
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            entry: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                rec = seeds[ch]
+                av = rec.item[ATTR.VALUES]["M"][ch]
+                packed = av["B"] if "B" in av else fetched[self._value_ref_target(rec, pk, ch, av)]
+                entry["seed"] = self._unpack(packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}")
+            result[ch] = entry
+        return result
+
+    # ------------------------------------------------------- thread items
+
+    def _load_thread(self: BaseDynamoDBSaver, thread_id: str) -> Op[_Thread]:
+        items = yield from self._query_all(
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": ATTR.PK},
+            ExpressionAttributeValues={":pk": {"S": schema.partition_key(thread_id)}},
+            ConsistentRead=True,
+        )
+        return _Thread.from_items(thread_id, items)
+
+    def _delete_items(self: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
+        yield from self._batch_write(
+            [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
+        )
+
+    # ---------------------------------------------------------------- copy
+
+    def _op_copy_thread(
+        self: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str
+    ) -> Op[None]:
+        """Copy every namespace, checkpoint, write, blob and S3 object.
+
+        Same checkpoint ids; S3 objects are copied server-side first, then
+        the items in batches, so the target never points at a missing object.
+        The copy shares nothing with the source: each owns its objects.
+        """
+        for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{name} must be a non-empty string")
+            self._check_keys(value, "", None)
+        if source_thread_id == target_thread_id:
+            raise ValueError("source_thread_id and target_thread_id are the same thread")
+        target = yield from self._load_thread(target_thread_id)
+        if target.checkpoints or target.blobs:
+            raise ValueError(
+                f"target thread {target_thread_id!r} already has checkpoints; "
+                "delete it first (copy_thread never merges two histories)"
+            )
+        source = yield from self._load_thread(source_thread_id)
+        src_prefix = schema.s3_thread_prefix(self.s3_key_prefix, source_thread_id)
+        dst_prefix = schema.s3_thread_prefix(self.s3_key_prefix, target_thread_id)
+        dst_pk = {"S": schema.partition_key(target_thread_id)}
+
+        s3_keys: set[str] = set()
+        new_items: list[Item] = []
+        for group in (
+            source.checkpoints.values(),
+            (w for ws in source.writes.values() for w in ws),
+            source.blobs.values(),
+        ):
+            for it in group:
+                copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
+                copy[ATTR.PK] = dst_pk
+                new_items.append(copy)
+        # Channel values in S3 are keyed by version, not referenced by key.
+        if self.bucket_name is not None:
+            for it in source.checkpoints.values():
+                ns, _, _, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+                    if "M" in av and av["M"]["l"]["S"] == "s3":
+                        s3_keys.add(
+                            self._value_s3_key(source_thread_id, ns, channel, av["M"]["v"]["S"])
+                        )
+        if s3_keys:
+            if self.bucket_name is None:
+                raise ValueError("source thread has S3 payloads but no bucket_name is configured")
+            calls: list[Call] = [
+                s3(
+                    "copy_object",
+                    Bucket=self.bucket_name,
+                    Key=dst_prefix + key[len(src_prefix) :],
+                    CopySource={"Bucket": self.bucket_name, "Key": key},
+                )
+                for key in sorted(s3_keys)
+            ]
+            for i in range(0, len(calls), 64):
+                yield Gather(calls[i : i + 64])
+        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in new_items])
+
+    # --------------------------------------------------------------- prune
+
+    def _op_prune(
+        self: BaseDynamoDBSaver,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> Op[PruneResult]:
+        if isinstance(thread_ids, (str, bytes)):
+            raise TypeError(
+                "thread_ids must be a list of thread ids, not a single string "
+                f"(did you mean [{thread_ids!r}]?)"
+            )
+        thread_ids = list(thread_ids)
+        for t in thread_ids:
+            if not isinstance(t, str) or not t:
+                raise TypeError(f"every thread id must be a non-empty str, got {t!r}")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown prune strategy {strategy!r}; use one of {STRATEGIES}")
+        if keep_last is not None:
+            if strategy != "keep_latest":
+                raise ValueError("keep_last applies to strategy='keep_latest' only")
+            if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
+                raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        total = PruneResult()
+        for thread_id in dict.fromkeys(thread_ids):
+            if strategy == "delete":
+                res = yield from self._op_delete_thread_counted(thread_id)
+            else:
+                res = yield from self._prune_thread(thread_id, keep_last or 1)
+            total.add(res)
+        return total
+
+    def _op_delete_thread_counted(self: BaseDynamoDBSaver, thread_id: str) -> Op[PruneResult]:
+        thread = yield from self._load_thread(thread_id)
+        res = PruneResult(threads=1)
+        res.checkpoints_deleted = len(thread.checkpoints)
+        res.writes_deleted = sum(len(w) for w in thread.writes.values())
+        res.blobs_deleted = len(thread.blobs)
+        res.bytes_freed = sum(
+            _size(it)
+            for group in (thread.checkpoints.values(), thread.blobs.values(), thread.meta)
+            for it in group
+        ) + sum(_size(w) for ws in thread.writes.values() for w in ws)
+        yield from self._op_delete_thread(thread_id)
+        return res
+
+    def _prune_thread(self: BaseDynamoDBSaver, thread_id: str, keep_last: int) -> Op[PruneResult]:
+        thread = yield from self._load_thread(thread_id)
+        res = PruneResult(threads=1)
+        if not thread.checkpoints:
+            return res
+        survivors: list[tuple[str, str]] = []
+        for ns in thread.namespaces():
+            ids = sorted((cid for n, cid in thread.checkpoints if n == ns), reverse=True)
+            survivors.extend((ns, cid) for cid in ids[:keep_last])
+        keep, _ = keep_set(thread.checkpoints, survivors)
+        res.checkpoints_kept = len(keep)
+        res.kept_for_delta = len(keep) - len(survivors)
+        yield from self._delete_unkept(thread, keep, res)
+        return res
+
+    def _delete_unkept(
+        self: BaseDynamoDBSaver,
+        thread: _Thread,
+        keep: set[tuple[str, str]],
+        res: PruneResult,
+        *,
+        drop_writes: Iterable[Item] = (),
+    ) -> Op[None]:
+        """Delete checkpoints outside ``keep`` with their writes, blobs and objects.
+
+        Writes whose checkpoint item does not exist are never deleted: their
+        checkpoint may be a put still in flight (``durability="async"``).
+        """
+        doomed: list[Item] = []
+        kept_s3: set[str] = set()
+        kept_blobs: set[str] = set()
+        doomed_s3: set[str] = set()
+
+        def track(it: Item, kept: bool) -> None:
+            s3_keys, blob_sks = self._item_refs(thread.thread_id, it)
+            (kept_s3 if kept else doomed_s3).update(s3_keys)
+            if kept:
+                kept_blobs.update(blob_sks)
+
+        for key, it in thread.checkpoints.items():
+            track(it, key in keep)
+            if key not in keep:
+                doomed.append(it)
+                res.checkpoints_deleted += 1
+                doomed.extend(thread.writes.get(key, []))
+        drop = list(drop_writes)
+        drop_ids = {id(w) for w in drop}
+        for key, ws in thread.writes.items():
+            for w in ws:
+                track(w, (key in keep or key not in thread.checkpoints) and id(w) not in drop_ids)
+        doomed.extend(drop)
+        res.writes_deleted = sum(1 for it in doomed if it.get(ATTR.KIND, {}).get("S") == schema.WRITES_ITEM)
+        now = time.time()
+        for sk, blob in thread.blobs.items():
+            age = now - int(blob.get(ATTR.CREATED, {}).get("N", "0"))
+            if sk not in kept_blobs and age > BLOB_GRACE_SECONDS:
+                doomed.append(blob)
+                res.blobs_deleted += 1
+        res.bytes_freed += sum(_size(it) for it in doomed)
+        yield from self._delete_items(doomed)
+        # Value objects are keyed by version: a kept checkpoint may share one
+        # with a deleted one, so only unshared objects go.
+        s3_doomed = sorted(doomed_s3 - kept_s3)
+        if s3_doomed and self.bucket_name is not None:
+            yield from self._delete_s3_keys(s3_doomed)
+            res.s3_objects_deleted += len(s3_doomed)
+
+    def _item_refs(self: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
+        """``(S3 keys, blob sort keys)`` an item points to."""
+        s3_keys: set[str] = set()
+        blob_sks: set[str] = set()
+        ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
+        for attr, av in item.items():
+            if attr in (ATTR.BODY, ATTR.METADATA) and "M" in av:
+                s3_keys.add(av["M"]["s3"]["S"])
+            elif _is_write(attr) and "M" in av["L"][1]:
+                s3_keys.add(av["L"][1]["M"]["s3"]["S"])
+        if kind == schema.CHECKPOINT_ITEM:
+            for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
+                if "M" not in av:
+                    continue
+                version = av["M"]["v"]["S"]
+                # Either location: thresholds may have changed since.
+                s3_keys.add(self._value_s3_key(thread_id, ns, channel, version))
+                blob_sks.add(schema.blob_sk(ns, channel, version))
+        return s3_keys, blob_sks
+
+    # ----------------------------------------------------- delete_for_runs
+
+    def _op_delete_for_runs(self: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneResult]:
+        """Delete the checkpoints and writes of runs, found through the run index.
+
+        A checkpoint of a deleted run that a surviving checkpoint still needs
+        for its delta channels stays (with the writes on that path).
+        """
+        if isinstance(run_ids, (str, bytes)):
+            raise TypeError("run_ids must be a list of run ids, not a single string")
+        runs = [str(r) for r in run_ids]
+        total = PruneResult()
+        if not runs:
+            return total
+        by_thread: dict[str, set[str]] = {}  # pk -> sort keys of the runs' items
+        for run_id in dict.fromkeys(runs):
+            kwargs: dict[str, Any] = dict(
+                TableName=self.table_name,
+                IndexName=schema.RUN_INDEX_NAME,
+                KeyConditionExpression="#rid = :rid",
+                ExpressionAttributeNames={"#rid": ATTR.RUN_ID},
+                ExpressionAttributeValues={":rid": {"S": run_id}},
+            )
+            while True:
+                resp = yield ddb("query", **kwargs)
+                for it in resp.get("Items", []):
+                    by_thread.setdefault(it[ATTR.PK]["S"], set()).add(it[ATTR.SK]["S"])
+                if "LastEvaluatedKey" not in resp:
+                    break
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        run_set = set(runs)
+        for pk in sorted(by_thread):
+            thread = yield from self._load_thread(schema.unescape(pk))
+            res = PruneResult(threads=1)
+            # The index is eventually consistent: trust the item's own rid.
+            doomed_cps = {
+                key
+                for key, it in thread.checkpoints.items()
+                if it.get(ATTR.RUN_ID, {}).get("S") in run_set
+            }
+            survivors = [key for key in thread.checkpoints if key not in doomed_cps]
+            keep, ancestors = keep_set(thread.checkpoints, survivors)
+            drop_writes = [
+                w
+                for key, ws in thread.writes.items()
+                if key not in doomed_cps and key not in ancestors
+                for w in ws
+                if w.get(ATTR.RUN_ID, {}).get("S") in run_set
+            ]
+            res.kept_for_delta = len(keep) - len(survivors)
+            yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
+            total.add(res)
+        return total
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _is_write(name: str) -> bool:
+    return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
+
+
+def _writes_touch(item: Item, channels: set[str]) -> bool:
+    return any(_is_write(n) and av["L"][0]["S"] in channels for n, av in item.items())
+
+
+def _size(item: Item) -> int:
+    from langgraph.checkpoint.dynamodb.base import _item_size
+
+    return _item_size(item)
+
+
+def _retarget(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:
+    """Copy an item, moving its S3 references from one thread prefix to another."""
+
+    def fix(av: dict[str, Any]) -> dict[str, Any]:
+        if "M" in av and "s3" in av["M"]:
+            key = av["M"]["s3"]["S"]
+            if key.startswith(src_prefix):
+                s3_keys.add(key)
+                return {"M": {**av["M"], "s3": {"S": dst_prefix + key[len(src_prefix) :]}}}
+        return av
+
+    out: Item = {}
+    for name, av in item.items():
+        if name in (ATTR.BODY, ATTR.METADATA):
+            out[name] = fix(av)
+        elif _is_write(name):
+            out[name] = {"L": [av["L"][0], fix(av["L"][1])]}
+        else:
+            out[name] = av
+    return out

@@ -11,6 +11,7 @@ import logging
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,22 @@ def names() -> dict[str, str]:
     """Fresh table and bucket names for one test."""
     suffix = uuid.uuid4().hex[:10]
     return {"table_name": f"ckpt-{suffix}", "bucket_name": f"ckpt-{suffix}"}
+
+
+@pytest.fixture(scope="session")
+def loop_thread() -> Iterator[Any]:
+    from tests.support.harness import LoopThread
+
+    lt = LoopThread()
+    yield lt
+    lt.close()
+
+
+@pytest.fixture(params=["sync", "async", "sync-s3", "async-s3-encrypted"])
+def harness(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Iterator[Any]:
+    """A saver variant (sync/async x S3 on/off x encryption) with a fresh table."""
+    from tests.support.harness import Harness
+
+    h = Harness(request.param, names["table_name"], names["bucket_name"], loop_thread)
+    yield h
+    h.close()

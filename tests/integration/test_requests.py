@@ -1,0 +1,93 @@
+"""Requests per operation, counted exactly with botocore event hooks (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+
+from tests.support.harness import Harness, cfg, new_thread
+
+
+def _checkpoint(values: dict, versions: dict | None = None) -> dict:  # type: ignore[type-arg]
+    cp = empty_checkpoint()
+    cp["id"] = str(uuid6(clock_seq=-1))
+    cp["channel_values"] = values
+    cp["channel_versions"] = versions or {k: "1" for k in values}
+    return cp  # type: ignore[return-value]
+
+
+def _chain(h: Harness, thread: str, n: int) -> list[dict]:  # type: ignore[type-arg]
+    configs = []
+    parent = cfg(thread)
+    for i in range(n):
+        parent = h.call("put", parent, _checkpoint({"step": i}, {"step": str(i + 1)}), {"step": i}, {"step": str(i + 1)})
+        configs.append(parent)
+    return configs
+
+
+def test_put_is_one_request(harness: Harness) -> None:
+    thread = new_thread()
+    harness.counter.reset()
+    harness.call("put", cfg(thread), _checkpoint({"a": "x" * 200, "b": [1, 2, 3]}), {"source": "input", "step": -1}, {"a": "1", "b": "1"})
+    assert harness.counter.counts == {"dynamodb.PutItem": 1} or (
+        # S3 variants spill values over their 1 KB threshold: one PutObject each, in parallel.
+        harness.bucket_name is not None and harness.counter.total("dynamodb") == 1
+    )
+    assert harness.counter.total("dynamodb") == 1
+
+
+def test_put_writes_of_ten_is_one_request(harness: Harness) -> None:
+    thread = new_thread()
+    stored = harness.call("put", cfg(thread), _checkpoint({}), {}, {})
+    harness.counter.reset()
+    harness.call("put_writes", stored, [(f"ch{i}", i) for i in range(10)], "task-1", "path")
+    assert harness.counter.counts == {"dynamodb.UpdateItem": 1}
+    tup = harness.call("get_tuple", stored)
+    assert [w[1:] for w in tup.pending_writes] == [(f"ch{i}", i) for i in range(10)]
+
+
+def test_get_tuple_is_one_round_trip(harness: Harness) -> None:
+    thread = new_thread()
+    configs = _chain(harness, thread, 5)
+    for i, c in enumerate(configs):
+        harness.call("put_writes", c, [("x", i), ("y", i)], f"task-{i}")
+    for target in (cfg(thread), configs[2]):
+        harness.counter.reset()
+        tup = harness.call("get_tuple", target)
+        assert tup is not None
+        assert harness.counter.counts == {"dynamodb.Query": 1}, harness.counter.counts
+
+
+def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
+    """Large values: one Query, then S3 GETs (bucket) or one BatchGetItem (no bucket), concurrently."""
+    thread = new_thread()
+    rnd = random.Random(3)
+    big = {f"c{i}": base64.b64encode(rnd.randbytes(30_000)).decode() for i in range(4)}
+    stored = harness.call("put", cfg(thread), _checkpoint(big), {}, {k: "1" for k in big})
+    harness.counter.reset()
+    tup = harness.call("get_tuple", stored)
+    assert tup.checkpoint["channel_values"] == big
+    if harness.bucket_name is not None:
+        assert harness.counter.counts == {"dynamodb.Query": 1, "s3.GetObject": 4}
+    else:
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}
+    # A checkpoint whose large channels did not change writes no payload again.
+    harness.counter.reset()
+    child = _checkpoint(big, {k: "1" for k in big})
+    harness.call("put", stored, child, {}, {})
+    assert harness.counter.counts == {"dynamodb.PutItem": 1}
+
+
+def test_list_fifty_checkpoints_in_a_handful_of_requests(harness: Harness) -> None:
+    thread = new_thread()
+    _chain(harness, thread, 50)
+    harness.counter.reset()
+    tuples = harness.list(cfg(thread))
+    assert len(tuples) == 50
+    assert harness.counter.total() <= 3, harness.counter.counts
+    harness.counter.reset()
+    assert len(harness.list(cfg(thread), filter={"step": 7})) == 1
+    assert harness.counter.total() <= 3, harness.counter.counts

@@ -1,0 +1,1 @@
+"""The reference CDK app (``cdk.json`` runs ``infra/app.py``)."""

@@ -1,0 +1,58 @@
+"""The reference CDK app: ``cdk synth`` / ``cdk deploy`` run this (see ``cdk.json``).
+
+Context (``-c key=value``):
+
+* ``stack_name``: default ``LangGraphCheckpoints``.
+* ``removal_policy``: ``retain`` (default) or ``destroy`` (throwaway stacks).
+* ``kms``: ``true`` for a customer managed key.
+* ``alarm_topic_arn``: SNS topic for alarms.
+* ``nag``: ``false`` to skip cdk-nag (it runs by default and fails the synth
+  on any unacknowledged finding).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# Run as a script (``python infra/app.py``): make ``infra`` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from aws_cdk import App, Environment, RemovalPolicy, Validations  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.stacks import LangGraphCheckpointStack  # noqa: E402
+
+
+def _flag(app: App, key: str, default: bool) -> bool:
+    value = app.node.try_get_context(key)
+    if value is None:
+        return default
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+def build_app(app: App | None = None) -> App:
+    """Create the app and its stack (tests call this with their own ``App``)."""
+    app = app or App()
+    removal = str(app.node.try_get_context("removal_policy") or "retain").lower()
+    if removal not in ("retain", "destroy"):
+        raise ValueError(f"removal_policy must be 'retain' or 'destroy', not {removal!r}")
+    account = os.environ.get("CDK_DEFAULT_ACCOUNT")
+    region = os.environ.get("CDK_DEFAULT_REGION")
+    LangGraphCheckpointStack(
+        app,
+        "LangGraphCheckpointStack",
+        stack_name=app.node.try_get_context("stack_name") or "LangGraphCheckpoints",
+        env=Environment(account=account, region=region) if account and region else None,
+        removal_policy=RemovalPolicy.DESTROY if removal == "destroy" else RemovalPolicy.RETAIN,
+        use_kms=_flag(app, "kms", False),
+        alarm_topic_arn=app.node.try_get_context("alarm_topic_arn"),
+    )
+    if _flag(app, "nag", True):
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

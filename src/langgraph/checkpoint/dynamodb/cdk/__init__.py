@@ -1,0 +1,57 @@
+"""AWS CDK constructs for the DynamoDB + S3 checkpointer.
+
+Install with the ``cdk`` extra (``pip install "langgraph-checkpoint-dynamodb-s3[cdk]"``).
+This subpackage is the only place that imports ``aws_cdk``; importing
+``langgraph.checkpoint.dynamodb`` never loads it, and it is left out of the
+Lambda assets it builds.
+
+Example:
+    >>> from aws_cdk import App, Stack
+    >>> from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    >>> app = App()
+    >>> store = CheckpointStore(Stack(app, "Agents"), "Checkpoints")  # doctest: +SKIP
+"""
+
+from langgraph.checkpoint.dynamodb.cdk._bundling import (
+    PipLocalBundling,
+    bundle_python_lambda,
+    library_requirements,
+)
+from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
+from langgraph.checkpoint.dynamodb.cdk._store import (
+    DYNAMODB_READ_ACTIONS,
+    DYNAMODB_READ_WRITE_ACTIONS,
+    KMS_READ_ACTIONS,
+    KMS_READ_WRITE_ACTIONS,
+    MAINTENANCE_HANDLERS,
+    S3_READ_ACTIONS,
+    S3_READ_WRITE_ACTIONS,
+    STREAM_READ_ACTIONS,
+    CheckpointStore,
+    bundled_lambda_code,
+    default_lambda_code_dir,
+    reaper_filter_pattern,
+    runtime_acknowledgement_reason,
+)
+from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
+
+__all__ = [
+    "DYNAMODB_READ_ACTIONS",
+    "DYNAMODB_READ_WRITE_ACTIONS",
+    "KMS_READ_ACTIONS",
+    "KMS_READ_WRITE_ACTIONS",
+    "MAINTENANCE_HANDLERS",
+    "S3_READ_ACTIONS",
+    "S3_READ_WRITE_ACTIONS",
+    "STREAM_READ_ACTIONS",
+    "CheckpointStore",
+    "PipLocalBundling",
+    "acknowledge",
+    "bundle_python_lambda",
+    "bundled_lambda_code",
+    "cfn_table_properties",
+    "default_lambda_code_dir",
+    "library_requirements",
+    "reaper_filter_pattern",
+    "runtime_acknowledgement_reason",
+]

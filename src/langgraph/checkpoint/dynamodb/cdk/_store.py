@@ -1,0 +1,894 @@
+"""``CheckpointStore``: the table, bucket, maintenance Lambdas, alarms and grants."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    DockerImage,
+    Duration,
+    RemovalPolicy,
+    Stack,
+)
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb.cdk._bundling import (
+    PipLocalBundling,
+    asset_fingerprint,
+    library_requirements,
+    pip_platform,
+)
+from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
+from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
+
+__all__ = [
+    "DYNAMODB_READ_ACTIONS",
+    "DYNAMODB_READ_WRITE_ACTIONS",
+    "MAINTENANCE_HANDLERS",
+    "S3_READ_ACTIONS",
+    "S3_READ_WRITE_ACTIONS",
+    "CheckpointStore",
+    "bundled_lambda_code",
+    "default_lambda_code_dir",
+]
+
+#: Every DynamoDB action the savers issue against the table (``list(None)``
+#: scans the table: a tool's operation, deliberately not granted here).
+#: ``DescribeTable``/``CreateTable``/``UpdateTimeToLive`` are used only by
+#: ``setup()``, which is for development: a deployed table exists already.
+DYNAMODB_READ_WRITE_ACTIONS: tuple[str, ...] = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+)
+DYNAMODB_READ_ACTIONS: tuple[str, ...] = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query")
+#: ``DeleteObjects`` (batch delete) is authorized as ``s3:DeleteObject``.
+S3_READ_WRITE_ACTIONS: tuple[str, ...] = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
+S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
+KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
+#: What the Lambda service needs to poll a DynamoDB stream for the reaper.
+STREAM_READ_ACTIONS: tuple[str, ...] = (
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+)
+
+#: name -> (handler folder under ``lambdas/``, Lambda handler string).
+MAINTENANCE_HANDLERS: Mapping[str, str] = {
+    "pruner": "pruner.handler.handler",
+    "reaper": "reaper.handler.handler",
+    "orphan_sweeper": "orphan_sweeper.handler.handler",
+}
+
+
+def default_lambda_code_dir() -> Path:
+    """``lambdas/`` of the repository this package was installed from (editable)."""
+    return Path(__file__).resolve().parents[5] / "lambdas"
+
+
+def bundled_lambda_code(
+    source_dir: str | Path,
+    *,
+    include: Sequence[str] | None = None,
+    extra_requirements: Sequence[str] = (),
+    runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
+    architecture: lambda_.Architecture = lambda_.Architecture.X86_64,
+) -> lambda_.Code:
+    """A Lambda ``Code`` asset: handlers + this library + wheels, no Docker.
+
+    The asset hash is computed from the inputs (handler sources, library
+    sources, requirements, Python version, platform), so pip runs once per
+    distinct input in a ``cdk.out`` and tests that skip bundling
+    (``aws:cdk:bundling-stacks=[]``) still get a stable hash.
+
+    Args:
+        source_dir: The handlers' root folder (handlers are ``<folder>.handler.handler``).
+        include: Top-level folders of ``source_dir`` to ship (``None``: all).
+        extra_requirements: pip requirements beyond the library's own
+            (e.g. ``["langgraph==1.2.24"]`` for an agent).
+        runtime: A ``python3.x`` runtime; decides pip's ``--python-version``.
+        architecture: Decides pip's ``--platform`` (manylinux2014 x86_64/aarch64).
+
+    Returns:
+        The ``lambda_.Code`` to pass to ``Function(code=...)`` or to
+        ``CheckpointStore(lambda_code=...)``.
+
+    Example:
+        >>> code = bundled_lambda_code("lambdas", include=["agent"],  # doctest: +SKIP
+        ...                            extra_requirements=["langgraph==1.2.24"])
+    """
+    if not runtime.name.startswith("python3."):
+        raise ValueError(f"a Python runtime is required, got {runtime.name}")
+    python_version = runtime.name.removeprefix("python")
+    platform = pip_platform(architecture.name)
+    source = Path(source_dir).resolve()
+    if not source.is_dir():
+        raise FileNotFoundError(f"Lambda source folder not found: {source}")
+    fingerprint = asset_fingerprint(
+        source,
+        include=include,
+        requirements=[*library_requirements(), *extra_requirements],
+        python_version=python_version,
+        platform=platform,
+    )
+    return lambda_.Code.from_asset(
+        str(source),
+        asset_hash_type=AssetHashType.CUSTOM,
+        asset_hash=fingerprint,
+        bundling=BundlingOptions(
+            # Never pulled: PipLocalBundling always succeeds or raises, and
+            # CDK only falls back to Docker when the local bundler returns False.
+            image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.12"),
+            local=PipLocalBundling(
+                source,
+                include=include,
+                requirements=extra_requirements,
+                python_version=python_version,
+                platform=platform,
+            ),
+        ),
+    )
+
+
+class CheckpointStore(Construct):
+    """DynamoDB table + S3 bucket for ``DynamoDBSaver``, with maintenance and alarms.
+
+    Owns:
+
+    * the checkpoint table, built from ``schema.table_definition()`` (keys,
+      GSIs ``run_id-index`` and ``threads-index``, stream view type), on-demand,
+      TTL on ``schema.TTL_ATTRIBUTE``, point-in-time recovery, KMS encryption
+      (AWS managed key, or ``kms_key``), the stream;
+    * the payload bucket (private, TLS only, encrypted, access-logged to a
+      separate log bucket, aborting incomplete multipart uploads) unless
+      ``bucket=False``;
+    * the maintenance Lambdas: ``pruner`` (EventBridge schedule), ``reaper``
+      (stream consumer of TTL deletions of thread heads) and ``orphan_sweeper``
+      (daily), each with its own encrypted, TLS-only SQS dead-letter queue;
+    * CloudWatch alarms (Lambda errors, DLQ depth, table throttles and system
+      errors, reaper iterator age), optionally wired to an SNS topic;
+    * least-privilege grants: :meth:`grant_read_write`, :meth:`grant_read`,
+      :meth:`grant_tenant_read_write`.
+
+    Args:
+        scope: Parent construct.
+        id: Construct id. Also the prefix of the table's and buckets' logical
+            ids, which are pinned (see ``logical_ids``) so that moving the
+            construct in the tree never replaces stateful resources.
+        table_name: Physical table name (default: generated by CloudFormation).
+        bucket: Create the payload bucket (``False``: DynamoDB only; payloads
+            then must fit in items, see the saver's ``s3_threshold``).
+        bucket_name: Physical bucket name (default: generated).
+        s3_key_prefix: Key prefix the savers write under (must end with ``/``);
+            grants and the maintenance Lambdas use it.
+        removal_policy: For the table, buckets and log groups. ``RETAIN`` by
+            default: checkpoints are user data.
+        deletion_protection: Table deletion protection (default: on when the
+            removal policy is ``RETAIN``).
+        kms_key: Customer managed key for the table, the bucket and the
+            dead-letter queues. Default: AWS managed keys.
+        versioned: Enable bucket versioning (noncurrent versions expire after
+            ``noncurrent_version_expiration``).
+        noncurrent_version_expiration: Lifetime of noncurrent versions.
+        access_log_retention: How long server access logs are kept.
+        enable_pruner: Create the scheduled pruner.
+        prune_schedule: Its schedule (default: every hour).
+        prune_keep_last: ``PRUNE_KEEP_LAST`` for the pruner.
+        prune_idle_days: ``PRUNE_IDLE_DAYS`` for the pruner.
+        enable_reaper: Create the stream consumer that deletes expired threads.
+        reaper_batch_size: Records per reaper invocation.
+        reaper_retry_attempts: Retries of a failing stream batch before it
+            goes to the reaper's DLQ (the batch is bisected first).
+        enable_orphan_sweeper: Create the daily S3 orphan sweeper (needs the bucket).
+        orphan_sweep_schedule: Its schedule (default: every day).
+        orphan_grace_hours: ``ORPHAN_GRACE_HOURS``: objects younger than this
+            are never swept (a ``put`` may still be about to reference them).
+        lambda_code_dir: Handlers' root (default: this repository's ``lambdas/``).
+        lambda_code: A prebuilt ``Code`` for the maintenance functions (overrides
+            ``lambda_code_dir``; lets an app share one asset with its agent).
+        runtime: Python runtime of the maintenance functions.
+        architecture: Lambda architecture (wheels are fetched to match).
+        log_retention: Retention of the functions' log groups.
+        alarm_topic: SNS topic for alarm and OK notifications.
+
+    Example:
+        >>> from aws_cdk import App, Stack, aws_lambda as lambda_
+        >>> from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+        >>> app = App()
+        >>> stack = Stack(app, "Agents")
+        >>> store = CheckpointStore(stack, "Checkpoints")  # doctest: +SKIP
+        >>> agent = lambda_.Function(stack, "Agent", ...)  # doctest: +SKIP
+        >>> store.grant_read_write(agent)  # doctest: +SKIP
+        >>> agent.add_environment("CHECKPOINT_TABLE", store.table_name)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        table_name: str | None = None,
+        bucket: bool = True,
+        bucket_name: str | None = None,
+        s3_key_prefix: str = "checkpoints/",
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        deletion_protection: bool | None = None,
+        kms_key: kms.IKey | None = None,
+        versioned: bool = False,
+        noncurrent_version_expiration: Duration | None = None,
+        access_log_retention: Duration | None = None,
+        enable_pruner: bool = True,
+        prune_schedule: events.Schedule | None = None,
+        prune_keep_last: int = 1,
+        prune_idle_days: int = 30,
+        enable_reaper: bool = True,
+        reaper_batch_size: int = 100,
+        reaper_retry_attempts: int = 5,
+        enable_orphan_sweeper: bool = True,
+        orphan_sweep_schedule: events.Schedule | None = None,
+        orphan_grace_hours: int = 24,
+        lambda_code_dir: str | Path | None = None,
+        lambda_code: lambda_.Code | None = None,
+        runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
+        architecture: lambda_.Architecture = lambda_.Architecture.X86_64,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        alarm_topic: sns.ITopic | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        # Deliver server access logs via a bucket policy for the logging
+        # service, not the legacy LogDeliveryWrite ACL, so both buckets can keep
+        # ACLs disabled (BucketOwnerEnforced). Context set here, before any
+        # child exists, applies to this construct's subtree only.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        if not s3_key_prefix.endswith("/"):
+            raise ValueError("s3_key_prefix must end with '/'")
+        if prune_keep_last < 1:
+            raise ValueError("prune_keep_last must be >= 1: the latest checkpoint always survives")
+        self.s3_key_prefix = s3_key_prefix
+        self.kms_key = kms_key
+        self.removal_policy = removal_policy
+        self.alarm_topic = alarm_topic
+        self.functions: dict[str, lambda_.Function] = {}
+        self.dlqs: dict[str, sqs.Queue] = {}
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
+        #: Pinned logical ids of the stateful resources (see ``_pin``).
+        self.logical_ids: dict[str, str] = {}
+
+        self.cfn_table = self._create_table(table_name, deletion_protection)
+        #: An ``ITable`` view of the L1 table, for code that expects the L2 API.
+        self.table: dynamodb.ITable = dynamodb.Table.from_table_attributes(
+            self,
+            "TableRef",
+            table_arn=self.cfn_table.attr_arn,
+            table_stream_arn=self.cfn_table.attr_stream_arn,
+            encryption_key=kms_key,
+        )
+        self.table_name: str = self.cfn_table.ref
+        self.table_arn: str = self.cfn_table.attr_arn
+        self.table_stream_arn: str = self.cfn_table.attr_stream_arn
+
+        self.access_log_bucket: s3.Bucket | None = None
+        self.bucket: s3.Bucket | None = None
+        if bucket:
+            self.access_log_bucket, self.bucket = self._create_buckets(
+                bucket_name, versioned, noncurrent_version_expiration, access_log_retention
+            )
+
+        wanted = {
+            "pruner": enable_pruner,
+            "reaper": enable_reaper,
+            # Without a bucket there is nothing to sweep.
+            "orphan_sweeper": enable_orphan_sweeper and bucket,
+        }
+        if any(wanted.values()):
+            code = lambda_code or bundled_lambda_code(
+                lambda_code_dir or default_lambda_code_dir(),
+                include=[name for name, on in wanted.items() if on],
+                runtime=runtime,
+                architecture=architecture,
+            )
+            common: dict[str, Any] = {
+                "code": code,
+                "runtime": runtime,
+                "architecture": architecture,
+                "log_retention": log_retention,
+            }
+            if wanted["pruner"]:
+                timeout = Duration.minutes(5)
+                fn = self._maintenance_function(
+                    "pruner",
+                    "Pruner",
+                    description="Prunes old checkpoints of idle threads (delta-safe, via the library).",
+                    timeout=timeout,
+                    memory_size=512,
+                    environment={
+                        "PRUNE_KEEP_LAST": str(prune_keep_last),
+                        "PRUNE_IDLE_DAYS": str(prune_idle_days),
+                        # Stop starting new threads well before Lambda kills the run,
+                        # so a batch is never cut in half mid-delete.
+                        "TIME_BUDGET_SECONDS": str(timeout.to_seconds() - 30),
+                    },
+                    **common,
+                )
+                self._schedule("pruner", "PrunerSchedule", fn, prune_schedule or events.Schedule.rate(Duration.hours(1)))
+            if wanted["reaper"]:
+                self._create_reaper(reaper_batch_size, reaper_retry_attempts, common)
+            if wanted["orphan_sweeper"]:
+                timeout = Duration.minutes(15)
+                fn = self._maintenance_function(
+                    "orphan_sweeper",
+                    "OrphanSweeper",
+                    description="Deletes S3 payload objects no checkpoint references (after a grace period).",
+                    timeout=timeout,
+                    memory_size=512,
+                    environment={
+                        "ORPHAN_GRACE_HOURS": str(orphan_grace_hours),
+                        "TIME_BUDGET_SECONDS": str(timeout.to_seconds() - 60),
+                    },
+                    **common,
+                )
+                self._schedule(
+                    "orphan_sweeper",
+                    "OrphanSweeperSchedule",
+                    fn,
+                    orphan_sweep_schedule or events.Schedule.rate(Duration.days(1)),
+                )
+        self._table_alarms()
+
+    # ------------------------------------------------------------------ table
+
+    def _pin(self, resource: Any, suffix: str) -> None:
+        """Give a stateful resource a logical id derived from this construct's id only.
+
+        CDK's default logical id hashes the whole construct path: wrapping the
+        store in another construct later would rename the table, and
+        CloudFormation would create a new, empty one. ``<id><suffix>`` is
+        stable under such refactors and readable in the console.
+        """
+        logical_id = f"{self.node.id}{suffix}"
+        resource.override_logical_id(logical_id)
+        self.logical_ids[suffix] = logical_id
+
+    def _create_table(self, table_name: str | None, deletion_protection: bool | None) -> dynamodb.CfnTable:
+        definition = schema.table_definition(table_name or "unused")
+        ttl = schema.ttl_specification()
+        sse: dict[str, Any] = {"sse_enabled": True, "sse_type": "KMS"}
+        if self.kms_key is not None:
+            sse["kms_master_key_id"] = self.kms_key.key_arn
+        if deletion_protection is None:
+            deletion_protection = self.removal_policy == RemovalPolicy.RETAIN
+        table = dynamodb.CfnTable(
+            self,
+            "Table",
+            table_name=table_name,
+            **cfn_table_properties({k: v for k, v in definition.items() if k != "TableName"}),
+            time_to_live_specification=dynamodb.CfnTable.TimeToLiveSpecificationProperty(
+                attribute_name=ttl["AttributeName"], enabled=ttl["Enabled"]
+            ),
+            point_in_time_recovery_specification=dynamodb.CfnTable.PointInTimeRecoverySpecificationProperty(
+                point_in_time_recovery_enabled=True
+            ),
+            # Without a key id this is the AWS managed key (aws/dynamodb), which
+            # shows up in CloudTrail, unlike the default AWS owned key.
+            sse_specification=dynamodb.CfnTable.SSESpecificationProperty(**sse),
+            deletion_protection_enabled=deletion_protection,
+        )
+        table.apply_removal_policy(self.removal_policy)
+        self._pin(table, "Table")
+        return table
+
+    # ----------------------------------------------------------------- bucket
+
+    def _create_buckets(
+        self,
+        bucket_name: str | None,
+        versioned: bool,
+        noncurrent_version_expiration: Duration | None,
+        access_log_retention: Duration | None,
+    ) -> tuple[s3.Bucket, s3.Bucket]:
+        log_bucket = s3.Bucket(
+            self,
+            "AccessLogBucket",
+            # Server access logs can only be delivered to SSE-S3 buckets.
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=self.removal_policy,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireAccessLogs",
+                    expiration=access_log_retention or Duration.days(90),
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                )
+            ],
+        )
+        self._pin(log_bucket.node.default_child, "AccessLogBucket")
+        lifecycle = [
+            s3.LifecycleRule(
+                id="AbortIncompleteMultipartUploads",
+                abort_incomplete_multipart_upload_after=Duration.days(1),
+            )
+        ]
+        if versioned:
+            lifecycle.append(
+                s3.LifecycleRule(
+                    id="ExpireNoncurrentVersions",
+                    noncurrent_version_expiration=noncurrent_version_expiration or Duration.days(30),
+                )
+            )
+        bucket = s3.Bucket(
+            self,
+            "Bucket",
+            bucket_name=bucket_name,
+            encryption=s3.BucketEncryption.KMS if self.kms_key is not None else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=self.kms_key,
+            # One KMS call per bucket key instead of per object: payload writes
+            # are frequent and small.
+            bucket_key_enabled=True if self.kms_key is not None else None,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=versioned,
+            removal_policy=self.removal_policy,
+            server_access_logs_bucket=log_bucket,
+            server_access_logs_prefix="checkpoint-bucket/",
+            lifecycle_rules=lifecycle,
+        )
+        self._pin(bucket.node.default_child, "Bucket")
+        return log_bucket, bucket
+
+    # ---------------------------------------------------------------- lambdas
+
+    def _dead_letter_queue(self, name: str, construct_id: str) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            f"{construct_id}Dlq",
+            # SSE-SQS even when a customer key is given: EventBridge and Lambda
+            # deliver dead letters as service principals, which with a customer
+            # key would need key-policy grants outside this construct's control.
+            # Dead letters hold scheduler events and stream keys, not state.
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            # The maximum: time to notice the alarm, fix, and redrive.
+            retention_period=Duration.days(14),
+        )
+        self.dlqs[name] = queue
+        self._alarm(
+            f"{construct_id}DlqDepthAlarm",
+            queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5), statistic="Maximum"),
+            threshold=1,
+            description=f"Failed {name} invocations are waiting in its dead-letter queue.",
+        )
+        return queue
+
+    def _maintenance_function(
+        self,
+        name: str,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        runtime: lambda_.Runtime,
+        architecture: lambda_.Architecture,
+        log_retention: logs.RetentionDays,
+        description: str,
+        timeout: Duration,
+        memory_size: int,
+        environment: Mapping[str, str],
+        async_invoked: bool = True,
+    ) -> lambda_.Function:
+        dlq = self._dead_letter_queue(name, construct_id)
+        # An explicit role without the AWSLambdaBasicExecutionRole managed
+        # policy: logging rights are granted on this function's log group only.
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of the checkpoint {name} Lambda",
+        )
+        log_group = logs.LogGroup(
+            self, f"{construct_id}Logs", retention=log_retention, removal_policy=self.removal_policy
+        )
+        env = {
+            "TABLE_NAME": self.table_name,
+            "S3_KEY_PREFIX": self.s3_key_prefix,
+            **environment,
+        }
+        if self.bucket is not None:
+            env["BUCKET_NAME"] = self.bucket.bucket_name
+        fn = lambda_.Function(
+            self,
+            construct_id,
+            code=code,
+            handler=MAINTENANCE_HANDLERS[name],
+            runtime=runtime,
+            architecture=architecture,
+            role=role,
+            log_group=log_group,
+            description=description,
+            timeout=timeout,
+            memory_size=memory_size,
+            environment=env,
+            # Async invocations (EventBridge): 2 retries, then the DLQ. For the
+            # stream consumer the event source mapping owns retries instead.
+            dead_letter_queue=dlq if async_invoked else None,
+            retry_attempts=2 if async_invoked else None,
+        )
+        log_group.grant_write(role)
+        self.grant_read_write(role)
+        acknowledge(fn, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))
+        self.functions[name] = fn
+        self._alarm(
+            f"{construct_id}ErrorsAlarm",
+            fn.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+            threshold=1,
+            description=f"The checkpoint {name} Lambda failed.",
+        )
+        return fn
+
+    def _schedule(self, name: str, construct_id: str, fn: lambda_.Function, schedule: events.Schedule) -> None:
+        events.Rule(
+            self,
+            construct_id,
+            schedule=schedule,
+            description=f"Runs the checkpoint {name}",
+            targets=[
+                targets.LambdaFunction(
+                    fn,
+                    # Delivery failures (throttling, missing permission) land in
+                    # the same DLQ as function failures.
+                    dead_letter_queue=self.dlqs[name],
+                    retry_attempts=2,
+                    max_event_age=Duration.hours(1),
+                )
+            ],
+        )
+
+    def _create_reaper(self, batch_size: int, retry_attempts: int, common: dict[str, Any]) -> None:
+        fn = self._maintenance_function(
+            "reaper",
+            "Reaper",
+            description="Deletes all items and payloads of threads whose head item expired (DynamoDB TTL).",
+            timeout=Duration.minutes(5),
+            memory_size=512,
+            environment={},
+            async_invoked=False,
+            **common,
+        )
+        role = fn.role
+        assert role is not None
+        iam.Grant.add_to_principal(grantee=role, actions=list(STREAM_READ_ACTIONS), resource_arns=[self.table_stream_arn])
+        # ListStreams has no resource-level permissions: "*" is the only valid resource.
+        iam.Grant.add_to_principal(grantee=role, actions=["dynamodb:ListStreams"], resource_arns=["*"])
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "dynamodb:ListStreams supports no resource-level permissions (resource must be '*'); the "
+            "statement grants that one action only. Stream reads are limited to this table's stream.",
+        )
+        acknowledge(
+            self.dlqs["reaper"],
+            "AwsSolutions-SQS3",
+            "This queue is itself a dead-letter destination (the on-failure destination of the reaper's "
+            "stream event source mapping); a DLQ for a DLQ would only move the problem.",
+        )
+        self.reaper_event_source = lambda_.EventSourceMapping(
+            self,
+            "ReaperStreamMapping",
+            target=fn,
+            event_source_arn=self.table_stream_arn,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=batch_size,
+            max_batching_window=Duration.seconds(30),
+            bisect_batch_on_error=True,
+            retry_attempts=retry_attempts,
+            # The stream keeps records for 24 h; give up a little earlier, into
+            # the DLQ, rather than lose them silently at the trim horizon.
+            max_record_age=Duration.hours(23),
+            report_batch_item_failures=True,
+            on_failure=event_sources.SqsDlq(self.dlqs["reaper"]),
+            filters=[reaper_filter_pattern()],
+        )
+        self._alarm(
+            "ReaperIteratorAgeAlarm",
+            fn.metric("IteratorAge", period=Duration.minutes(5), statistic="Maximum"),
+            threshold=Duration.hours(1).to_milliseconds(),
+            description="The reaper is more than an hour behind the table stream.",
+        )
+
+    # ----------------------------------------------------------------- alarms
+
+    def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, *, threshold: float, description: str) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            # No data means no errors, no messages, no throttles.
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        if self.alarm_topic is not None:
+            action = cw_actions.SnsAction(self.alarm_topic)
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+        self.alarms[construct_id] = alarm
+
+    def _table_metric(self, metric_name: str, index_name: str | None = None) -> cloudwatch.Metric:
+        dims = {"TableName": self.table_name}
+        if index_name is not None:
+            dims["GlobalSecondaryIndexName"] = index_name
+        return cloudwatch.Metric(
+            namespace="AWS/DynamoDB",
+            metric_name=metric_name,
+            dimensions_map=dims,
+            statistic="Sum",
+            period=Duration.minutes(5),
+        )
+
+    def _table_alarms(self) -> None:
+        # Index names come from the schema: a GSI added there is watched too.
+        indexes = [g["IndexName"] for g in schema.table_definition("unused").get("GlobalSecondaryIndexes", [])]
+        for kind in ("Read", "Write"):
+            metrics = {"t": self._table_metric(f"{kind}ThrottleEvents")}
+            for i, index in enumerate(indexes):
+                metrics[f"g{i}"] = self._table_metric(f"{kind}ThrottleEvents", index)
+            self._alarm(
+                f"Table{kind}ThrottleAlarm",
+                cloudwatch.MathExpression(
+                    expression="+".join(f"FILL({k},0)" for k in metrics),
+                    using_metrics=metrics,
+                    label=f"{kind}ThrottleEvents (table + GSIs)",
+                    period=Duration.minutes(5),
+                ),
+                threshold=1,
+                description=f"The checkpoint table or one of its indexes throttled {kind.lower()}s.",
+            )
+        operations = [a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS if a != "dynamodb:ConditionCheckItem"]
+        system_errors = {
+            f"e{i}": cloudwatch.Metric(
+                namespace="AWS/DynamoDB",
+                metric_name="SystemErrors",
+                dimensions_map={"TableName": self.table_name, "Operation": op},
+                statistic="Sum",
+                period=Duration.minutes(5),
+            )
+            for i, op in enumerate(operations)
+        }
+        self._alarm(
+            "TableSystemErrorsAlarm",
+            cloudwatch.MathExpression(
+                expression="+".join(f"FILL({k},0)" for k in system_errors),
+                using_metrics=system_errors,
+                label="SystemErrors (saver operations)",
+                period=Duration.minutes(5),
+            ),
+            threshold=1,
+            description="DynamoDB returned HTTP 500s for the checkpoint table.",
+        )
+
+    # ----------------------------------------------------------------- grants
+
+    def _kms_statement(self, actions: Sequence[str]) -> iam.PolicyStatement | None:
+        if self.kms_key is None:
+            return None
+        region = Stack.of(self).region
+        services = [f"dynamodb.{region}.amazonaws.com"]
+        if self.bucket is not None:
+            services.append(f"s3.{region}.amazonaws.com")
+        return iam.PolicyStatement(
+            actions=list(actions),
+            resources=[self.kms_key.key_arn],
+            # Only usable through DynamoDB/S3 on behalf of the grantee: no raw
+            # Encrypt/Decrypt calls against the key.
+            conditions={"StringEquals": {"kms:ViaService": services}},
+        )
+
+    def read_write_statements(self) -> list[iam.PolicyStatement]:
+        """The statements :meth:`grant_read_write` attaches (exposed for tests and docs)."""
+        stmts = [
+            iam.PolicyStatement(actions=list(DYNAMODB_READ_WRITE_ACTIONS), resources=[self.table_arn]),
+            # run_id-index (delete_for_runs) and threads-index (prune, thread listing).
+            iam.PolicyStatement(actions=["dynamodb:Query"], resources=[f"{self.table_arn}/index/*"]),
+        ]
+        stmts += self._s3_statements(S3_READ_WRITE_ACTIONS, self.s3_key_prefix)
+        kms_stmt = self._kms_statement(KMS_READ_WRITE_ACTIONS)
+        return [*stmts, *([kms_stmt] if kms_stmt else [])]
+
+    def read_statements(self) -> list[iam.PolicyStatement]:
+        """The statements :meth:`grant_read` attaches."""
+        stmts = [
+            iam.PolicyStatement(actions=list(DYNAMODB_READ_ACTIONS), resources=[self.table_arn]),
+            iam.PolicyStatement(actions=["dynamodb:Query"], resources=[f"{self.table_arn}/index/*"]),
+        ]
+        stmts += self._s3_statements(S3_READ_ACTIONS, self.s3_key_prefix)
+        kms_stmt = self._kms_statement(KMS_READ_ACTIONS)
+        return [*stmts, *([kms_stmt] if kms_stmt else [])]
+
+    def tenant_read_write_statements(self, tenant_prefix: str) -> list[iam.PolicyStatement]:
+        """The statements :meth:`grant_tenant_read_write` attaches."""
+        leading = schema.tenant_partition_prefix(tenant_prefix) + "*"
+        stmts = [
+            iam.PolicyStatement(
+                actions=list(DYNAMODB_READ_WRITE_ACTIONS),
+                # The table only: on a GSI, LeadingKeys would be the index's
+                # partition key (run id, shard), and both indexes span tenants.
+                resources=[self.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading]}},
+            )
+        ]
+        stmts += self._s3_statements(S3_READ_WRITE_ACTIONS, schema.tenant_s3_prefix(self.s3_key_prefix, tenant_prefix))
+        kms_stmt = self._kms_statement(KMS_READ_WRITE_ACTIONS)
+        return [*stmts, *([kms_stmt] if kms_stmt else [])]
+
+    def _s3_statements(self, object_actions: Sequence[str], prefix: str) -> list[iam.PolicyStatement]:
+        if self.bucket is None:
+            return []
+        return [
+            iam.PolicyStatement(actions=list(object_actions), resources=[self.bucket.arn_for_objects(f"{prefix}*")]),
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            ),
+        ]
+
+    def _grant(self, grantee: iam.IGrantable, statements: Sequence[iam.PolicyStatement]) -> iam.Grant:
+        grant: iam.Grant | None = None
+        for stmt in statements:
+            g = iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=stmt.actions,
+                resource_arns=stmt.resources,
+                conditions=stmt.conditions or None,
+            )
+            grant = g if grant is None else grant.combine(g)
+        assert grant is not None
+        self._acknowledge_grant_wildcards(grantee, statements)
+        return grant
+
+    def _acknowledge_grant_wildcards(self, grantee: iam.IGrantable, statements: Sequence[iam.PolicyStatement]) -> None:
+        principal = grantee.grant_principal
+        if not isinstance(principal, Construct):
+            return
+        reasons = {
+            "index/*": "Query on the table's own GSIs (run_id-index, threads-index); index names are the "
+            "schema's, and index ARNs admit no other action.",
+            "objects": "Object actions are confined to the checkpoint key prefix the saver writes under "
+            "(per-thread keys are created at run time, so a prefix wildcard is the narrowest ARN).",
+        }
+        stack = Stack.of(self)
+        for stmt in statements:
+            for res in stmt.resources:
+                resolved = stack.resolve(res)
+                finding = _nag_resource_string(resolved)
+                if finding is None or "*" not in finding:
+                    continue
+                reason = reasons["index/*"] if finding.endswith("/index/*") else reasons["objects"]
+                acknowledge(principal, f"AwsSolutions-IAM5[Resource::{finding}]", reason)
+
+    def grant_read_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Everything ``DynamoDBSaver``/``AsyncDynamoDBSaver`` need, nothing more.
+
+        * DynamoDB ``BatchGetItem``, ``BatchWriteItem``, ``ConditionCheckItem``,
+          ``DeleteItem``, ``GetItem``, ``PutItem``, ``Query``, ``UpdateItem`` on
+          the table; ``Query`` on ``table/index/*``. No ``DescribeTable``: only
+          ``setup()`` needs it, and a deployed table needs no setup.
+        * S3 ``GetObject``, ``PutObject``, ``DeleteObject`` on
+          ``bucket/<s3_key_prefix>*``; ``ListBucket`` on the bucket with
+          ``s3:prefix`` like ``<s3_key_prefix>*`` (``delete_thread``).
+        * With a customer key: ``kms:Decrypt``, ``kms:Encrypt``,
+          ``kms:GenerateDataKey`` on it, via DynamoDB/S3 only.
+
+        Example:
+            >>> store.grant_read_write(agent_function)  # doctest: +SKIP
+        """
+        return self._grant(grantee, self.read_write_statements())
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Read-only access (dashboards, the CLI's read commands).
+
+        DynamoDB ``BatchGetItem``, ``GetItem``, ``Query`` (table, and ``Query``
+        on its indexes); S3 ``GetObject`` under the prefix and ``ListBucket``
+        with the prefix condition; ``kms:Decrypt`` with a customer key.
+
+        Example:
+            >>> store.grant_read(dashboard_role)  # doctest: +SKIP
+        """
+        return self._grant(grantee, self.read_statements())
+
+    def grant_tenant_read_write(self, grantee: iam.IGrantable, tenant_prefix: str) -> iam.Grant:
+        """Read/write confined to one tenant's threads.
+
+        The saver created with ``tenant_prefix=P`` keys every thread under
+        ``schema.tenant_partition_prefix(P)``; this grant carries the
+        read/write DynamoDB actions on the table only, with
+        ``ForAllValues:StringLike`` ``dynamodb:LeadingKeys`` =
+        ``[tenant_partition_prefix(P) + "*"]``, and the S3 object actions on
+        ``bucket/<tenant_s3_prefix(prefix, P)>*`` (``ListBucket`` with the same
+        ``s3:prefix`` condition). Index queries are not granted: both indexes
+        span tenants, so ``delete_for_runs`` and thread listing are operator
+        tasks.
+
+        Example:
+            >>> store.grant_tenant_read_write(acme_role, "acme-")  # doctest: +SKIP
+        """
+        return self._grant(grantee, self.tenant_read_write_statements(tenant_prefix))
+
+
+def runtime_acknowledgement_reason(runtime: lambda_.Runtime) -> str:
+    """Why a function is not on the newest Python runtime (cdk-nag AwsSolutions-L1)."""
+    return (
+        f"The runtime is pinned ({runtime.name}) so that a runtime upgrade is a reviewed change: the "
+        "asset's binary wheels (pydantic-core, ormsgpack, orjson, xxhash) are resolved for exactly this "
+        "Python minor version by the local bundler. Pass runtime= to move to a newer one."
+    )
+
+
+def reaper_filter_pattern() -> dict[str, Any]:
+    """Event filter of the reaper: TTL deletions of thread heads, nothing else.
+
+    TTL deletions are ``REMOVE`` records whose ``userIdentity`` is the
+    DynamoDB service; a user's ``DeleteItem`` has no ``userIdentity``. The
+    head's sort key comes from the schema, so locks and request records that
+    also expire never wake the reaper.
+    """
+    return lambda_.FilterCriteria.filter(
+        {
+            "eventName": lambda_.FilterRule.is_equal("REMOVE"),
+            "userIdentity": {
+                "type": lambda_.FilterRule.is_equal("Service"),
+                "principalId": lambda_.FilterRule.is_equal("dynamodb.amazonaws.com"),
+            },
+            "dynamodb": {"Keys": {schema.ATTR.SK: {"S": lambda_.FilterRule.is_equal(schema.HEAD_SK)}}},
+        }
+    )
+
+
+def _nag_resource_string(resolved: Any) -> str | None:
+    """Render a resolved IAM resource the way cdk-nag names it in IAM5 findings.
+
+    cdk-nag replaces ``Fn::GetAtt`` with ``<LogicalId.Attr>`` and ``Ref`` with
+    ``<LogicalId>`` and joins ``Fn::Join`` parts.
+    """
+    if isinstance(resolved, str):
+        return resolved
+    if isinstance(resolved, dict):
+        if "Fn::GetAtt" in resolved:
+            logical_id, attr = resolved["Fn::GetAtt"]
+            return f"<{logical_id}.{attr}>"
+        if "Ref" in resolved:
+            return f"<{resolved['Ref']}>"
+        if "Fn::Join" in resolved:
+            sep, parts = resolved["Fn::Join"]
+            rendered = [_nag_resource_string(p) for p in parts]
+            if any(r is None for r in rendered):
+                return None
+            return sep.join(r for r in rendered if r is not None)
+    return None

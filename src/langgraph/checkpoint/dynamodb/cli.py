@@ -1,0 +1,1787 @@
+"""``langgraph-dynamodb``: look at and manage threads stored by the DynamoDB savers.
+
+Run ``langgraph-dynamodb --help`` (or ``python -m langgraph.checkpoint.dynamodb``).
+Standard library only (argparse); docs/cli.md describes every command, its
+JSON output and the exit codes:
+
+====  ==========================================================================
+0     success
+1     any other error (an AWS error we do not map, an unreachable endpoint)
+2     usage or configuration: bad arguments, no table given, table or bucket
+      does not exist, no region
+3     credentials: none found, or rejected / not permitted by AWS
+4     not found: unknown thread or checkpoint
+5     refused: confirmation declined, or needed (``--yes``) with stdin not a
+      terminal, or a copy onto an existing thread without ``--force``
+6     not supported by the installed saver (e.g. ``copy_thread`` missing)
+130   interrupted (Ctrl-C)
+====  ==========================================================================
+
+This module is also a small library for tools: :func:`describe_history`,
+:func:`list_threads`, :func:`collect_stats`, :func:`diff_checkpoints` return
+plain dicts (what ``--json`` prints); the demo uses them.
+
+Nothing here is imported by the savers, so the CLI never costs a Lambda a
+cold-start millisecond.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, NoReturn, TextIO
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+__all__ = [
+    "EXIT_CREDENTIALS",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_UNSUPPORTED",
+    "EXIT_USAGE",
+    "CLIError",
+    "collect_stats",
+    "describe_checkpoint",
+    "describe_history",
+    "diff_checkpoints",
+    "list_threads",
+    "main",
+    "next_tasks",
+]
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_CREDENTIALS: Final = 3
+EXIT_NOT_FOUND: Final = 4
+EXIT_REFUSED: Final = 5
+EXIT_UNSUPPORTED: Final = 6
+EXIT_INTERRUPTED: Final = 130
+
+ENV_TABLE: Final = "LANGGRAPH_DYNAMODB_TABLE"
+ENV_BUCKET: Final = "LANGGRAPH_DYNAMODB_BUCKET"
+ENV_S3_PREFIX: Final = "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX"
+
+DEFAULT_LOCAL_TABLE: Final = "langgraph-checkpoints"
+DEFAULT_LOCAL_BUCKET: Final = "langgraph-checkpoints"
+
+# LangGraph's reserved channel and task names (langgraph._internal._constants;
+# copied because the CLI must work without langgraph installed).
+_START = "__start__"
+_TASKS = "__pregel_tasks"
+_INTERRUPT = "__interrupt__"
+_ERROR = "__error__"
+_RESUME = "__resume__"
+_PULL = "__pregel_pull"
+_PUSH = "__pregel_push"
+_NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+_NS_SEP = "|"
+_NOT_NODES = {"__input__", _INTERRUPT}
+
+_CREDENTIAL_CODES = {
+    "UnrecognizedClientException",
+    "InvalidClientTokenId",
+    "InvalidSignatureException",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidAccessKeyId",
+    "AccessDenied",
+    "AccessDeniedException",
+    "MissingAuthenticationToken",
+}
+
+
+class CLIError(Exception):
+    """An error with a message for people, a stable ``code`` for scripts and an exit code.
+
+    Example:
+        >>> raise CLIError("thread 't-1' not found", EXIT_NOT_FOUND, "thread_not_found")
+        Traceback (most recent call last):
+        ...
+        langgraph.checkpoint.dynamodb.cli.CLIError: thread 't-1' not found
+    """
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR, code: str = "error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.code = code
+
+
+# ============================================================== inspection
+# Pure functions over checkpoint tuples: no I/O, no langgraph import needed.
+
+
+def is_internal_channel(name: str) -> bool:
+    """Channels LangGraph uses for control flow rather than state."""
+    return name.startswith(("branch:", "join:", "__")) or name == _START
+
+
+def checkpoint_time(checkpoint_id: str) -> str | None:
+    """ISO time encoded in a uuid6 checkpoint id (``None`` for other ids).
+
+    Example:
+        >>> checkpoint_time("1f0c3a3e-8d1b-6b5e-8001-0242ac120002")[:4]
+        '2025'
+    """
+    try:
+        raw = int(checkpoint_id.replace("-", ""), 16)
+    except ValueError:
+        return None
+    if len(checkpoint_id.replace("-", "")) != 32 or (raw >> 76) & 0xF != 6:
+        return None
+    ts = (((raw >> 80) & 0xFFFFFFFFFFFF) << 12) | ((raw >> 64) & 0x0FFF)
+    unix_ns = (ts - 0x01B21DD213814000) * 100
+    return _iso(unix_ns / 1e9)
+
+
+def _iso(epoch_s: float) -> str:
+    return (
+        dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
+def _task_id(
+    checkpoint: Mapping[str, Any], checkpoint_ns: str, name: str, step: int, *parts: str
+) -> str | None:
+    """LangGraph's deterministic task id (``pregel._algo``), or ``None`` if it cannot be computed."""
+    try:
+        cid_bytes = binascii.unhexlify(checkpoint["id"].replace("-", ""))
+    except (binascii.Error, KeyError, AttributeError):
+        return None
+    task_ns = f"{checkpoint_ns}{_NS_SEP}{name}" if checkpoint_ns else name
+    data = b"".join(p.encode() for p in (task_ns, str(step), name, *parts))
+    if checkpoint.get("v", 1) > 1:
+        try:
+            from xxhash import xxh3_128_hexdigest  # a langgraph dependency
+        except ImportError:
+            return None
+        hx = xxh3_128_hexdigest(cid_bytes + data)
+    else:
+        sha = hashlib.sha1(cid_bytes, usedforsecurity=False)
+        sha.update(data)
+        hx = sha.hexdigest()
+    return f"{hx[:8]}-{hx[8:12]}-{hx[12:16]}-{hx[16:20]}-{hx[20:32]}"
+
+
+def _available(name: str, values: Mapping[str, Any]) -> bool:
+    if name not in values:  # absent: never written, or consumed (ephemeral)
+        return False
+    if name.startswith("join:"):
+        # join:a+b:target is a barrier: ready once every source has written.
+        sources = name[len("join:") :].rsplit(":", 1)[0].split("+")
+        seen = values[name]
+        return isinstance(seen, (set, frozenset, list, tuple)) and set(seen) >= set(sources)
+    return True
+
+
+def _node_triggers(checkpoint: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Nodes and their trigger channels, as far as the checkpoint tells (no graph needed)."""
+    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
+    seen: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
+    nodes: dict[str, set[str]] = {}
+    for chan in list(versions) + [c for s in seen.values() for c in s]:
+        if chan.startswith("branch:to:"):
+            nodes.setdefault(chan[len("branch:to:") :], set()).add(chan)
+        elif chan.startswith("join:"):
+            nodes.setdefault(chan.rsplit(":", 1)[1], set()).add(chan)
+    if _START in versions:
+        nodes.setdefault(_START, set()).add(_START)
+    for name, chans in seen.items():
+        if name not in _NOT_NODES:
+            nodes.setdefault(name, set()).update(chans)
+    # StateGraph gives every node a ``branch:to:<node>`` trigger (Command
+    # goto and conditional edges write it), written or not; task ids hash
+    # the full trigger list, so it must be there.
+    for name, chans in nodes.items():
+        if name != _START:
+            chans.add(f"branch:to:{name}")
+    return nodes
+
+
+def _task_statuses(pending_writes: Iterable[Sequence[Any]]) -> dict[str, str]:
+    status: dict[str, str] = {}
+    for task_id, channel, _ in pending_writes:
+        if task_id == _NULL_TASK_ID:
+            continue
+        if channel == _INTERRUPT:
+            status[task_id] = "interrupted"
+        elif channel == _ERROR:
+            status.setdefault(task_id, "error")
+        elif channel != _RESUME:
+            status.setdefault(task_id, "done")
+    return status
+
+
+def next_tasks(
+    checkpoint: Mapping[str, Any],
+    pending_writes: Sequence[Sequence[Any]] = (),
+    *,
+    step: int | None = None,
+    checkpoint_ns: str = "",
+) -> list[dict[str, Any]]:
+    """The tasks LangGraph would run from this checkpoint, derived without the graph.
+
+    Mirrors ``prepare_next_tasks``: a node runs when one of its trigger
+    channels is available and has a newer version than the node has seen;
+    pending ``Send`` packets are tasks too. Trigger channels are recovered
+    from channel names (``branch:to:X``, ``join:a+b:X``) and
+    ``versions_seen``, which matches ``graph.get_state(...).next`` for
+    graphs built with ``StateGraph``. Task ids are LangGraph's (when the
+    ``xxhash`` package is installed), so each task's status comes from the
+    checkpoint's pending writes.
+
+    Args:
+        checkpoint: a decoded checkpoint.
+        pending_writes: the checkpoint's pending writes.
+        step: the checkpoint's ``metadata["step"]`` (for task ids).
+        checkpoint_ns: the checkpoint's namespace (for task ids).
+
+    Returns:
+        ``[{"name", "id", "status"}]``; status is ``pending``, ``done``,
+        ``interrupted`` or ``error`` (``id`` is ``None`` when unknown).
+
+    Example:
+        >>> cp = {"id": "x", "channel_versions": {"branch:to:a": "2"},
+        ...       "versions_seen": {"a": {"branch:to:a": "1"}}, "channel_values": {"branch:to:a": None}}
+        >>> [t["name"] for t in next_tasks(cp)]
+        ['a']
+    """
+    values: Mapping[str, Any] = checkpoint.get("channel_values", {})
+    versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
+    seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
+    statuses = _task_statuses(pending_writes)
+    task_step = (step if step is not None else 0) + 1
+    tasks: list[dict[str, Any]] = []
+    sends = values.get(_TASKS)
+    if isinstance(sends, (list, tuple)):
+        for idx, packet in enumerate(sends):
+            node = getattr(packet, "node", None)
+            if node is None and isinstance(packet, Mapping):
+                node = packet.get("node")
+            if node is None:
+                continue
+            tid = (
+                _task_id(checkpoint, checkpoint_ns, node, task_step, _PUSH, str(idx))
+                if step is not None
+                else None
+            )
+            tasks.append({"name": node, "id": tid, "status": statuses.get(tid or "", "pending")})
+    if not versions:
+        return tasks
+    for name, triggers in sorted(_node_triggers(checkpoint).items()):
+        seen = seen_all.get(name)
+        fired = any(
+            _available(chan, values)
+            and (seen is None or str(versions.get(chan, "")) > str(seen.get(chan, "")))
+            for chan in triggers
+        )
+        if not fired:
+            continue
+        tid = (
+            _task_id(checkpoint, checkpoint_ns, name, task_step, _PULL, *sorted(triggers))
+            if step is not None
+            else None
+        )
+        tasks.append({"name": name, "id": tid, "status": statuses.get(tid or "", "pending")})
+    return tasks
+
+
+def produced_by(
+    checkpoint: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    parent: Any | None,
+) -> dict[str, list[str]]:
+    """Which node wrote which channels to produce this checkpoint.
+
+    LangGraph 1.x no longer stores ``metadata["writes"]``; the writes that
+    made checkpoint *C* are the pending writes its tasks left on the parent
+    *P* (a resume and a crash recovery also leave them there). Tasks are
+    matched to node names through LangGraph's task ids (see
+    :func:`next_tasks`); a task that cannot be matched shows as
+    ``task:<id prefix>``. Without a parent (the input checkpoint), or for
+    ``update_state`` checkpoints, the channels whose version changed are
+    reported under ``input`` / ``update``.
+
+    Args:
+        checkpoint: the decoded checkpoint *C*.
+        metadata: *C*'s metadata.
+        parent: *P*'s ``CheckpointTuple`` (``None`` if unknown or absent).
+
+    Returns:
+        ``{node: [channel, ...]}`` in write order (control channels left out).
+
+    Example:
+        >>> produced_by({"channel_versions": {"q": "1"}}, {"source": "input"}, None)
+        {'input': ['q']}
+    """
+    legacy = metadata.get("writes")
+    if isinstance(legacy, Mapping):
+        return {str(node): sorted(w) if isinstance(w, Mapping) else [] for node, w in legacy.items() if node}
+    source = metadata.get("source")
+    pcp: Mapping[str, Any] = parent.checkpoint if parent is not None else {}
+    if parent is None or source not in ("loop", None):
+        label = "input" if source == "input" or parent is None else str(source or "update")
+        if source == "input":
+            start = checkpoint.get("channel_values", {}).get(_START)
+            if isinstance(start, Mapping):
+                return {label: [str(k) for k in start]}
+        changed = changed_channels(pcp, checkpoint)
+        return {label: changed} if changed else {}
+    pmeta = parent.metadata or {}
+    tasks = next_tasks(
+        pcp,
+        parent.pending_writes or [],
+        step=pmeta.get("step"),
+        checkpoint_ns=(parent.config.get("configurable") or {}).get("checkpoint_ns", ""),
+    )
+    names = {t["id"]: t["name"] for t in tasks if t["id"]}
+    out: dict[str, list[str]] = {}
+    for task_id, channel, _ in parent.pending_writes or []:
+        if task_id == _NULL_TASK_ID or is_internal_channel(channel):
+            continue
+        node = names.get(task_id, f"task:{task_id[:8]}")
+        chans = out.setdefault(node, [])
+        if channel not in chans:
+            chans.append(channel)
+    for t in tasks:  # a task that ran but wrote only control channels
+        if t["status"] == "done":
+            out.setdefault(t["name"], [])
+    return out
+
+
+def changed_channels(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """State channels whose version differs between two checkpoints (sorted)."""
+    bv: Mapping[str, Any] = before.get("channel_versions", {}) if before else {}
+    av: Mapping[str, Any] = after.get("channel_versions", {})
+    return sorted(c for c in set(bv) | set(av) if not is_internal_channel(c) and bv.get(c) != av.get(c))
+
+
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON-compatible rendering of a state value (messages, dataclasses, sets, bytes...).
+
+    Example:
+        >>> jsonable({"tags": {"b", "a"}, "raw": b"\\x00\\x01"})
+        {'tags': ['a', 'b'], 'raw': {'bytes': 2, 'base64': 'AAE='}}
+    """
+    if _depth > 50:
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        items = [jsonable(v, _depth + 1) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, _depth + 1) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": len(value), "base64": base64.b64encode(bytes(value[:4096])).decode()}
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return jsonable(dump(), _depth + 1)
+        except Exception:
+            pass
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name), _depth + 1) for f in dataclasses.fields(value)}
+    if hasattr(value, "node") and hasattr(value, "arg"):  # langgraph.types.Send
+        return {"send": value.node, "arg": jsonable(value.arg, _depth + 1)}
+    return repr(value)
+
+
+def short(value: Any, width: int = 60) -> str:
+    """A one-line preview of a value, at most ``width`` characters."""
+    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False, default=str)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def describe_checkpoint(
+    tup: Any, parent: Any | None = None, *, size: int | None = None, live: bool = False
+) -> dict[str, Any]:
+    """One history row: ids, step, source, node writes, next tasks, interrupts, size.
+
+    Args:
+        tup: the ``CheckpointTuple``.
+        parent: its parent's tuple, for the node writes (see :func:`produced_by`).
+        size: stored bytes, if known.
+        live: as ``graph.get_state`` on the latest checkpoint: tasks that
+            already finished are left out of ``next``.
+    """
+    conf = tup.config["configurable"]
+    md = tup.metadata or {}
+    cp = tup.checkpoint
+    # A parent id whose checkpoint is gone (pruned): its writes went with it.
+    parent_missing = bool(tup.parent_config) and parent is None
+    tasks = next_tasks(
+        cp, tup.pending_writes or [], step=md.get("step"), checkpoint_ns=conf.get("checkpoint_ns", "")
+    )
+    if live:
+        tasks = [t for t in tasks if t["status"] != "done"]
+    interrupts = [
+        jsonable(getattr(v, "value", v))
+        for tid, ch, val in tup.pending_writes or []
+        if ch == _INTERRUPT
+        for v in _as_list(val)
+    ]
+    return {
+        "checkpoint_id": conf["checkpoint_id"],
+        "checkpoint_ns": conf.get("checkpoint_ns", ""),
+        "parent_id": (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+        "step": md.get("step"),
+        "source": md.get("source"),
+        "created_at": cp.get("ts") or checkpoint_time(conf["checkpoint_id"]),
+        "writes": {} if parent_missing else produced_by(cp, md, parent),
+        "parent_missing": parent_missing,
+        "next": tasks,
+        "interrupts": interrupts,
+        "bytes": size,
+    }
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def diff_checkpoints(a: Any, b: Any) -> dict[str, Any]:
+    """Channel-level differences between two checkpoint tuples.
+
+    A channel is ``added``, ``removed``, ``changed`` (value differs) or
+    ``rewritten`` (new version, equal value). Equal versions are equal
+    values, so unchanged channels are not even compared.
+
+    Example:
+        ```python
+        d = diff_checkpoints(saver.get_tuple(cfg_a), saver.get_tuple(cfg_b))
+        [c["channel"] for c in d["changes"] if c["change"] == "changed"]
+        ```
+    """
+    av, bv = a.checkpoint.get("channel_values", {}), b.checkpoint.get("channel_values", {})
+    aver, bver = a.checkpoint.get("channel_versions", {}), b.checkpoint.get("channel_versions", {})
+    changes = []
+    for chan in sorted(set(av) | set(bv)):
+        if is_internal_channel(chan):
+            continue
+        if chan not in av:
+            change = "added"
+        elif chan not in bv:
+            change = "removed"
+        elif aver.get(chan) == bver.get(chan):
+            continue
+        else:
+            change = "rewritten" if _equal(av[chan], bv[chan]) else "changed"
+        changes.append(
+            {
+                "channel": chan,
+                "change": change,
+                "a": jsonable(av.get(chan)) if chan in av else None,
+                "b": jsonable(bv.get(chan)) if chan in bv else None,
+                "a_version": aver.get(chan),
+                "b_version": bver.get(chan),
+            }
+        )
+    return {
+        "a": {
+            "checkpoint_id": a.config["configurable"]["checkpoint_id"],
+            "step": (a.metadata or {}).get("step"),
+        },
+        "b": {
+            "checkpoint_id": b.config["configurable"]["checkpoint_id"],
+            "step": (b.metadata or {}).get("step"),
+        },
+        "changes": changes,
+    }
+
+
+def _equal(x: Any, y: Any) -> bool:
+    try:
+        return bool(x == y)
+    except Exception:
+        return jsonable(x) == jsonable(y)
+
+
+# ============================================================ store queries
+
+
+def _item_size(item: Mapping[str, Any]) -> int:
+    from langgraph.checkpoint.dynamodb.base import _item_size as size
+
+    return size(dict(item))
+
+
+def _ddb(saver: Any) -> Any:
+    return saver._clients["dynamodb"]
+
+
+def _s3(saver: Any) -> Any:
+    return saver._clients.get("s3")
+
+
+def _paginate(
+    call: Callable[..., Mapping[str, Any]], key: str, token_in: str, token_out: str, **kwargs: Any
+) -> Iterable[Any]:
+    while True:
+        resp = call(**kwargs)
+        yield from resp.get(key, [])
+        token = resp.get(token_out)
+        if not token:
+            return
+        kwargs[token_in] = token
+
+
+def _query(saver: Any, **kwargs: Any) -> Iterable[dict[str, Any]]:
+    return _paginate(
+        _ddb(saver).query,
+        "Items",
+        "ExclusiveStartKey",
+        "LastEvaluatedKey",
+        TableName=saver.table_name,
+        **kwargs,
+    )
+
+
+def _scan(saver: Any, **kwargs: Any) -> Iterable[dict[str, Any]]:
+    return _paginate(
+        _ddb(saver).scan,
+        "Items",
+        "ExclusiveStartKey",
+        "LastEvaluatedKey",
+        TableName=saver.table_name,
+        **kwargs,
+    )
+
+
+def _s3_objects(saver: Any, prefix: str) -> Iterable[dict[str, Any]]:
+    if saver.bucket_name is None or _s3(saver) is None:
+        return []
+    return _paginate(
+        _s3(saver).list_objects_v2,
+        "Contents",
+        "ContinuationToken",
+        "NextContinuationToken",
+        Bucket=saver.bucket_name,
+        Prefix=prefix,
+    )
+
+
+def _partition(
+    saver: Any, thread_id: str, sk_prefix: str | None = None, projection: bool = False
+) -> Iterable[dict[str, Any]]:
+    kwargs: dict[str, Any] = {
+        "KeyConditionExpression": "#pk = :pk" + (" AND begins_with(#sk, :pre)" if sk_prefix else ""),
+        "ExpressionAttributeNames": {"#pk": ATTR.PK, **({"#sk": ATTR.SK} if sk_prefix or projection else {})},
+        "ExpressionAttributeValues": {
+            ":pk": {"S": schema.partition_key(thread_id)},
+            **({":pre": {"S": sk_prefix}} if sk_prefix else {}),
+        },
+        "ConsistentRead": True,
+    }
+    if projection:
+        kwargs["ProjectionExpression"] = "#pk, #sk"
+    return _query(saver, **kwargs)
+
+
+def thread_checkpoint_count(saver: Any, thread_id: str) -> int:
+    """Checkpoints of a thread in all namespaces (0: the thread does not exist)."""
+    return sum(
+        1
+        for it in _partition(saver, thread_id, projection=True)
+        if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM
+    )
+
+
+def _require_thread(saver: Any, thread_id: str) -> int:
+    count = thread_checkpoint_count(saver, thread_id)
+    if count == 0:
+        raise CLIError(
+            f"thread {thread_id!r} not found in table {saver.table_name!r}",
+            EXIT_NOT_FOUND,
+            "thread_not_found",
+        )
+    return count
+
+
+def _encode_token(state: Mapping[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> dict[str, Any]:
+    try:
+        state = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (ValueError, binascii.Error) as exc:
+        raise CLIError(f"invalid --page-token: {exc}", EXIT_USAGE, "bad_page_token") from exc
+    if not isinstance(state, dict) or state.get("v") != 1:
+        raise CLIError("invalid --page-token", EXIT_USAGE, "bad_page_token")
+    return state
+
+
+def list_threads(
+    saver: Any, *, limit: int = 50, page_token: str | None = None, source: str = "auto"
+) -> dict[str, Any]:
+    """Threads, most recent activity first, one page at a time.
+
+    Two sources:
+
+    * ``index``: the threads GSI over thread heads (``schema.HEAD_SK``
+      items, sharded by ``ATTR.THREAD_SHARD`` and sorted by
+      ``ATTR.UPDATED_AT``): one Query per shard per page, merged.
+    * ``scan``: a Scan of the table's keys, grouped by thread, sorted by
+      the time in the newest checkpoint id. Reads the whole table on
+      every page: for tables written before thread heads existed.
+
+    ``auto`` uses the index when it holds any head and falls back to the
+    scan otherwise (or when the index does not exist).
+
+    Returns:
+        ``{"source", "note", "threads": [...], "next_page_token"}``.
+    """
+    state = _decode_token(page_token) if page_token else None
+    if state is not None:
+        source = state["src"]
+    if source in ("auto", "index"):
+        try:
+            page = _threads_from_index(saver, limit, state)
+        except Exception as exc:
+            if _client_code(exc) != "ValidationException" or source == "index":
+                raise
+            return _threads_from_scan(
+                saver, limit, None, note=f"index {schema.THREADS_INDEX_NAME!r} is missing: scanned the table"
+            )
+        if page["threads"] or source == "index" or state is not None:
+            return page
+        return _threads_from_scan(
+            saver,
+            limit,
+            None,
+            note="no thread heads in the threads index yet: scanned the table's checkpoint items",
+        )
+    return _threads_from_scan(saver, limit, state, note="scan requested")
+
+
+def _client_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        return str(response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _threads_from_index(saver: Any, limit: int, state: dict[str, Any] | None) -> dict[str, Any]:
+    shards = [str(i) for i in range(schema.THREADS_INDEX_SHARDS)]
+    cursors: dict[str, Any] = dict(state["s"]) if state else dict.fromkeys(shards)
+    fetched: list[tuple[str, dict[str, Any]]] = []
+    exhausted: dict[str, bool] = {}
+    for shard in shards:
+        cursor = cursors.get(shard)
+        if cursor == "done":
+            continue
+        kwargs: dict[str, Any] = {
+            "TableName": saver.table_name,
+            "IndexName": schema.THREADS_INDEX_NAME,
+            "KeyConditionExpression": "#ts = :ts",
+            "ExpressionAttributeNames": {"#ts": ATTR.THREAD_SHARD},
+            "ExpressionAttributeValues": {":ts": {"S": shard}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if cursor:
+            kwargs["ExclusiveStartKey"] = cursor
+        resp = _ddb(saver).query(**kwargs)
+        items = resp.get("Items", [])
+        exhausted[shard] = "LastEvaluatedKey" not in resp
+        fetched.extend((shard, it) for it in items)
+    # Merge the shards newest first; each shard's cursor moves past what we show.
+    fetched.sort(key=lambda p: int(p[1].get(ATTR.UPDATED_AT, {"N": "0"})["N"]), reverse=True)
+    page = fetched[:limit]
+    shown = {shard: 0 for shard in shards}
+    for shard, it in page:
+        shown[shard] += 1
+        cursors[shard] = {k: it[k] for k in (ATTR.THREAD_SHARD, ATTR.UPDATED_AT, ATTR.PK, ATTR.SK) if k in it}
+    for shard in shards:
+        if cursors.get(shard) == "done":
+            continue
+        total = sum(1 for s, _ in fetched if s == shard)
+        if exhausted.get(shard) and shown[shard] == total:
+            cursors[shard] = "done"
+    more = any(cursors.get(s) != "done" for s in shards)
+    threads = []
+    for _, it in page:
+        thread_id = it.get(ATTR.THREAD_ID, {}).get("S") or schema.unescape(it[ATTR.PK]["S"])
+        ua = int(it.get(ATTR.UPDATED_AT, {"N": "0"})["N"])
+        ttl = it.get(schema.TTL_ATTRIBUTE, {}).get("N")
+        threads.append(
+            {
+                "thread_id": thread_id,
+                "updated_at": _iso(ua / 1000),
+                "expires_at": _iso(int(ttl)) if ttl else None,
+            }
+        )
+    return {
+        "source": "index",
+        "note": f"thread heads from the {schema.THREADS_INDEX_NAME!r} index",
+        "threads": threads,
+        "next_page_token": _encode_token({"v": 1, "src": "index", "s": cursors}) if more else None,
+    }
+
+
+def _threads_from_scan(saver: Any, limit: int, state: dict[str, Any] | None, *, note: str) -> dict[str, Any]:
+    offset = int(state.get("o", 0)) if state else 0
+    by_thread: dict[str, dict[str, Any]] = {}
+    for it in _scan(
+        saver,
+        ProjectionExpression="#pk, #sk",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+        ConsistentRead=True,
+    ):
+        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        if kind != schema.CHECKPOINT_ITEM:
+            continue
+        pk = it[ATTR.PK]["S"]
+        info = by_thread.setdefault(pk, {"checkpoints": 0, "namespaces": set(), "latest": ""})
+        info["checkpoints"] += 1
+        info["namespaces"].add(ns)
+        info["latest"] = max(info["latest"], cid)
+    ordered = sorted(
+        by_thread.items(),
+        key=lambda kv: (checkpoint_time(kv[1]["latest"]) or "", kv[1]["latest"]),
+        reverse=True,
+    )
+    page = ordered[offset : offset + limit]
+    threads = [
+        {
+            "thread_id": schema.unescape(pk),
+            "updated_at": checkpoint_time(info["latest"]),
+            "checkpoints": info["checkpoints"],
+            "namespaces": len(info["namespaces"]),
+            "latest_checkpoint_id": info["latest"],
+        }
+        for pk, info in page
+    ]
+    more = offset + limit < len(ordered)
+    return {
+        "source": "scan",
+        "note": note,
+        "threads": threads,
+        "next_page_token": _encode_token({"v": 1, "src": "scan", "o": offset + limit}) if more else None,
+    }
+
+
+def _value_sizes(
+    saver: Any, thread_id: str, items: Iterable[dict[str, Any]], s3_prefix: str
+) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
+    """Split raw items, and collect blob item sizes and S3 object sizes of a thread."""
+    kept: list[dict[str, Any]] = []
+    blobs: dict[str, int] = {}
+    for it in items:
+        kind = schema.parse_sk(it[ATTR.SK]["S"])[1]
+        if kind == schema.BLOB_ITEM:
+            blobs[it[ATTR.SK]["S"]] = _item_size(it)
+        else:
+            kept.append(it)
+    objects = {o["Key"]: int(o["Size"]) for o in _s3_objects(saver, s3_prefix)}
+    return kept, blobs, objects
+
+
+def checkpoint_sizes(
+    saver: Any, thread_id: str, checkpoint_ns: str | None = ""
+) -> dict[tuple[str, str], int]:
+    """Stored bytes per checkpoint of a thread: ``{(ns, checkpoint_id): bytes}``.
+
+    A checkpoint's size is its item, its writes items, and every payload it
+    references (blob items, S3 objects); a payload shared by several
+    checkpoints (an unchanged large channel) counts in each.
+    """
+    prefix = schema.ns_prefix(checkpoint_ns) if checkpoint_ns is not None else None
+    items, blobs, objects = _value_sizes(
+        saver,
+        thread_id,
+        _partition(saver, thread_id, sk_prefix=prefix),
+        schema.s3_thread_prefix(saver.s3_key_prefix, thread_id),
+    )
+    sizes: dict[tuple[str, str], int] = {}
+    for it in items:
+        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
+            continue
+        total = _item_size(it)
+        refs: list[str] = []
+        for attr in (ATTR.BODY, ATTR.METADATA):
+            av = it.get(attr, {})
+            if "M" in av and "s3" in av["M"]:
+                refs.append(av["M"]["s3"]["S"])
+        for name, av in it.items():
+            if name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit():
+                payload = av.get("L", [{}, {}])[1]
+                if "M" in payload and "s3" in payload["M"]:
+                    refs.append(payload["M"]["s3"]["S"])
+        total += sum(objects.get(k, 0) for k in refs)
+        for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+            if "M" not in av:
+                continue
+            version = av["M"]["v"]["S"]
+            blob_key = schema.blob_sk(ns, channel, version)
+            if blob_key in blobs:
+                total += blobs[blob_key]
+            else:
+                total += objects.get(saver._value_s3_key(thread_id, ns, channel, version), 0)
+        sizes[(ns, cid)] = sizes.get((ns, cid), 0) + total
+    return sizes
+
+
+def describe_history(
+    saver: Any,
+    thread_id: str,
+    *,
+    checkpoint_ns: str | None = "",
+    limit: int | None = None,
+    with_sizes: bool = True,
+) -> list[dict[str, Any]]:
+    """The checkpoints of a thread, newest first, as :func:`describe_checkpoint` rows.
+
+    Args:
+        saver: a ``DynamoDBSaver``.
+        thread_id: the thread.
+        checkpoint_ns: namespace (``""`` root, ``None`` all namespaces).
+        limit: at most this many checkpoints.
+        with_sizes: compute stored bytes (reads the thread's items and S3 listing).
+
+    Example:
+        >>> rows = describe_history(saver, "t-1", limit=5)  # doctest: +SKIP
+        >>> rows[0]["next"]  # doctest: +SKIP
+        [{'name': 'reviewer', 'id': '...', 'status': 'pending'}]
+    """
+    conf: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_ns is not None:
+        conf["checkpoint_ns"] = checkpoint_ns
+    tuples = list(saver.list({"configurable": conf}, limit=limit))
+    by_id = {
+        (t.config["configurable"].get("checkpoint_ns", ""), t.config["configurable"]["checkpoint_id"]): t
+        for t in tuples
+    }
+    sizes = checkpoint_sizes(saver, thread_id, checkpoint_ns) if with_sizes and tuples else {}
+    rows = []
+    for t in tuples:
+        ns = t.config["configurable"].get("checkpoint_ns", "")
+        parent = None
+        if t.parent_config:
+            pid = t.parent_config["configurable"]["checkpoint_id"]
+            parent = by_id.get((ns, pid))
+            if parent is None:
+                parent = saver.get_tuple(t.parent_config)
+        rows.append(
+            describe_checkpoint(
+                t,
+                parent,
+                size=sizes.get((ns, t.config["configurable"]["checkpoint_id"])) if with_sizes else None,
+                live=False,
+            )
+        )
+    return rows
+
+
+def _s3_kind(key: str) -> str:
+    parts = key.split("/")
+    if "v" in parts[-4:-2]:
+        return "value"
+    if len(parts) >= 3 and parts[-3] == "c" and parts[-1] in ("body", "metadata"):
+        return "checkpoint " + parts[-1]
+    if "w" in parts[-4:-1]:
+        return "write"
+    return "other"
+
+
+def _item_kind(sk: str) -> str:
+    _, kind, rest, _ = schema.parse_sk(sk)
+    if kind == schema.CHECKPOINT_ITEM:
+        return "checkpoint"
+    if kind == schema.WRITES_ITEM:
+        return "writes"
+    if kind == schema.BLOB_ITEM:
+        return "blob"
+    if sk == schema.HEAD_SK:
+        return "thread head"
+    if sk == schema.LOCK_SK:
+        return "lock"
+    if rest.startswith("req" + schema.SEP):
+        return "request"
+    return "meta"
+
+
+def collect_stats(saver: Any, thread_id: str | None = None) -> dict[str, Any]:
+    """What the store holds: items and bytes by kind, threads, checkpoints, S3 objects.
+
+    Without ``thread_id`` this Scans the table and lists the bucket under
+    the saver's key prefix (a tool for operators, not for request paths).
+
+    Example:
+        >>> collect_stats(saver)["dynamodb"]["by_kind"]["checkpoint"]["items"]  # doctest: +SKIP
+        12
+    """
+    if thread_id is None:
+        items: Iterable[dict[str, Any]] = _scan(saver, ConsistentRead=True)
+        s3_prefix = saver.s3_key_prefix
+    else:
+        items = _partition(saver, thread_id)
+        s3_prefix = schema.s3_thread_prefix(saver.s3_key_prefix, thread_id)
+    by_kind: dict[str, dict[str, int]] = {}
+    threads: set[str] = set()
+    namespaces: set[tuple[str, str]] = set()
+    total_items = total_bytes = checkpoints = 0
+    for it in items:
+        sk = it[ATTR.SK]["S"]
+        kind = _item_kind(sk)
+        size = _item_size(it)
+        entry = by_kind.setdefault(kind, {"items": 0, "bytes": 0})
+        entry["items"] += 1
+        entry["bytes"] += size
+        total_items += 1
+        total_bytes += size
+        if kind == "checkpoint":
+            checkpoints += 1
+            threads.add(it[ATTR.PK]["S"])
+            namespaces.add((it[ATTR.PK]["S"], schema.parse_sk(sk)[0]))
+    s3: dict[str, Any] = {
+        "bucket": saver.bucket_name,
+        "prefix": s3_prefix,
+        "objects": 0,
+        "bytes": 0,
+        "by_kind": {},
+    }
+    for obj in _s3_objects(saver, s3_prefix):
+        kind = _s3_kind(obj["Key"])
+        e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})
+        e["objects"] += 1
+        e["bytes"] += int(obj["Size"])
+        s3["objects"] += 1
+        s3["bytes"] += int(obj["Size"])
+    return {
+        "table": saver.table_name,
+        "thread_id": thread_id,
+        "threads": len(threads),
+        "namespaces": len(namespaces),
+        "checkpoints": checkpoints,
+        "dynamodb": {"items": total_items, "bytes": total_bytes, "by_kind": dict(sorted(by_kind.items()))},
+        "s3": s3,
+    }
+
+
+# ================================================================ rendering
+
+
+def render_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[tuple[str, str]],
+    *,
+    max_width: int = 60,
+    indent: str = "",
+) -> str:
+    """Rows as an aligned text table; ``columns`` are ``(key, header)`` pairs.
+
+    Example:
+        >>> print(render_table([{"a": 1, "b": "x"}], [("a", "A"), ("b", "B")]))
+        A  B
+        1  x
+    """
+    cells = [[header for _, header in columns]]
+    for row in rows:
+        cells.append([_cell(row.get(key), max_width) for key, _ in columns])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    lines = []
+    for r in cells:
+        line = "  ".join(
+            c.ljust(w) if i < len(columns) - 1 else c for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        lines.append((indent + line).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: Any, max_width: int) -> str:
+    if value is None:
+        text = "-"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= max_width else text[: max_width - 1] + "…"
+
+
+def _fmt_writes(writes: Mapping[str, Sequence[str]], parent_missing: bool = False) -> str:
+    if parent_missing:
+        return "? (parent pruned)"
+    return "; ".join(f"{node}: {', '.join(chans) or '-'}" for node, chans in writes.items()) or "-"
+
+
+def _fmt_next(tasks: Sequence[Mapping[str, Any]]) -> str:
+    return (
+        ", ".join(t["name"] + ("" if t["status"] == "pending" else f" ({t['status']})") for t in tasks) or "-"
+    )
+
+
+def _human_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return str(n)  # pragma: no cover
+
+
+# ================================================================= commands
+
+
+@dataclasses.dataclass
+class _Ctx:
+    args: argparse.Namespace
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+    saver: Any = None
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    def out(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+
+    def emit(self, obj: Any) -> None:
+        self.stdout.write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+
+    def note(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "table": args.table or os.environ.get(ENV_TABLE) or None,
+        "bucket": args.bucket or os.environ.get(ENV_BUCKET) or None,
+        "region": args.region,
+        "endpoint_url": args.endpoint_url,
+        "s3_key_prefix": args.s3_key_prefix or os.environ.get(ENV_S3_PREFIX) or "checkpoints/",
+        "profile": args.profile,
+    }
+
+
+def _make_saver(args: argparse.Namespace) -> Any:
+    s = _settings(args)
+    if not s["table"]:
+        raise CLIError(f"no table: pass --table or set {ENV_TABLE}", EXIT_USAGE, "no_table")
+    import boto3
+
+    from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
+
+    serde = None
+    if getattr(args, "encrypted", False):
+        from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+        try:
+            serde = EncryptedSerializer.from_pycryptodome_aes()
+        except Exception as exc:
+            raise CLIError(f"--encrypted: {exc}", EXIT_USAGE, "bad_encryption_key") from exc
+    session = boto3.session.Session(profile_name=s["profile"], region_name=s["region"])
+    return DynamoDBSaver(
+        table_name=s["table"],
+        bucket_name=s["bucket"],
+        region_name=s["region"],
+        endpoint_url=s["endpoint_url"],
+        boto3_session=session,
+        s3_key_prefix=s["s3_key_prefix"],
+        serde=serde,
+        max_attempts=3,  # a CLI should fail fast, not retry for a minute
+    )
+
+
+def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
+    """A checkpoint tuple from a full id, a unique id prefix, or ``latest``/nothing."""
+    saver = ctx.saver
+    base = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if ref in (None, "", "latest"):
+        tup = saver.get_tuple({"configurable": base})
+        if tup is None:
+            _require_thread(saver, thread_id)
+            raise CLIError(
+                f"thread {thread_id!r} has no checkpoint in namespace {ns!r}",
+                EXIT_NOT_FOUND,
+                "checkpoint_not_found",
+            )
+        return tup
+    assert ref is not None
+    tup = saver.get_tuple({"configurable": {**base, "checkpoint_id": ref}})
+    if tup is not None:
+        return tup
+    matches = [
+        t
+        for t in saver.list({"configurable": base})
+        if t.config["configurable"]["checkpoint_id"].startswith(ref)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        _require_thread(saver, thread_id)
+        raise CLIError(
+            f"checkpoint {ref!r} not found in thread {thread_id!r}", EXIT_NOT_FOUND, "checkpoint_not_found"
+        )
+    raise CLIError(
+        f"checkpoint prefix {ref!r} is ambiguous ({len(matches)} matches)", EXIT_USAGE, "ambiguous_checkpoint"
+    )
+
+
+def _confirm(ctx: _Ctx, question: str) -> None:
+    if getattr(ctx.args, "yes", False):
+        return
+    if not ctx.stdin.isatty():
+        raise CLIError(
+            f"refusing without --yes: {question} (stdin is not a terminal, nobody can confirm)",
+            EXIT_REFUSED,
+            "confirmation_required",
+        )
+    ctx.stderr.write(f"{question} [y/N] ")
+    ctx.stderr.flush()
+    answer = ctx.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise CLIError("aborted: not confirmed", EXIT_REFUSED, "not_confirmed")
+
+
+def _saver_call(name: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except NotImplementedError as exc:
+        raise CLIError(
+            f"saver.{name} is not implemented by the installed langgraph-checkpoint-dynamodb-s3",
+            EXIT_UNSUPPORTED,
+            "not_supported",
+        ) from exc
+
+
+def cmd_local(ctx: _Ctx) -> int:
+    from langgraph.checkpoint.dynamodb.local import LocalAWS
+
+    args = ctx.args
+    table = args.table or DEFAULT_LOCAL_TABLE
+    bucket = args.bucket or DEFAULT_LOCAL_BUCKET
+    region = args.region or "us-east-1"
+    try:
+        aws = LocalAWS(args.host, args.port, region=region)
+    except ValueError as exc:
+        raise CLIError(str(exc), EXIT_USAGE, "bad_host") from exc
+    try:
+        aws.start()
+    except ImportError as exc:
+        raise CLIError(str(exc), EXIT_UNSUPPORTED, "moto_missing") from exc
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc}", EXIT_USAGE, "bad_port") from exc
+    stop = threading.Event()
+    try:
+        aws.saver(
+            table_name=table, bucket_name=bucket, s3_key_prefix=_settings(args)["s3_key_prefix"]
+        ).close()
+        env = aws.env(table_name=table, bucket_name=bucket)
+        lines = aws.export_lines(table_name=table, bucket_name=bucket)
+        if args.env_file:
+            with open(args.env_file, "w", encoding="utf-8") as fh:
+                fh.write("\n".join(lines) + "\n")
+        if ctx.json:
+            ctx.emit({"endpoint_url": aws.endpoint_url, "table": table, "bucket": bucket, "env": env})
+        else:
+            ctx.out(f"# local AWS endpoint (moto) on {aws.endpoint_url}: table {table!r}, bucket {bucket!r}")
+            ctx.out("# in another shell:")
+            for line in lines:
+                ctx.out(line)
+            ctx.out("# Ctrl-C stops the server; everything stored in it is lost.")
+        ctx.stdout.flush()
+
+        def on_term(signum: int, frame: Any) -> None:
+            stop.set()
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_term)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        return EXIT_OK
+    finally:
+        aws.stop()
+
+
+def cmd_threads(ctx: _Ctx) -> int:
+    page = list_threads(
+        ctx.saver, limit=ctx.args.limit, page_token=ctx.args.page_token, source=ctx.args.source
+    )
+    if ctx.json:
+        ctx.emit(page)
+        return EXIT_OK
+    ctx.out(f"source: {page['source']} ({page['note']})")
+    if page["source"] == "index":
+        cols = [("thread_id", "THREAD"), ("updated_at", "LAST ACTIVITY"), ("expires_at", "EXPIRES")]
+    else:
+        cols = [
+            ("thread_id", "THREAD"),
+            ("updated_at", "LAST ACTIVITY"),
+            ("checkpoints", "CHECKPOINTS"),
+            ("namespaces", "NAMESPACES"),
+        ]
+    if page["threads"]:
+        ctx.out(render_table(page["threads"], cols, max_width=80))
+    else:
+        ctx.out("no threads")
+    if page["next_page_token"]:
+        ctx.out(f"more: --page-token {page['next_page_token']}")
+    return EXIT_OK
+
+
+def cmd_history(ctx: _Ctx) -> int:
+    args = ctx.args
+    ns = None if args.all_namespaces else args.ns
+    rows = describe_history(
+        ctx.saver, args.thread, checkpoint_ns=ns, limit=args.limit, with_sizes=not args.no_sizes
+    )
+    if not rows:
+        _require_thread(ctx.saver, args.thread)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, "checkpoint_ns": ns, "checkpoints": rows})
+        return EXIT_OK
+    table_rows = [
+        {
+            **r,
+            "writes_s": _fmt_writes(r["writes"], r["parent_missing"]),
+            "next_s": _fmt_next(r["next"]),
+            "bytes_s": _human_bytes(r["bytes"]),
+        }
+        for r in rows
+    ]
+    cols = [("checkpoint_id", "CHECKPOINT"), ("step", "STEP"), ("source", "SOURCE")]
+    if ns is None:
+        cols.append(("checkpoint_ns", "NS"))
+    cols += [("writes_s", "WRITES"), ("next_s", "NEXT"), ("bytes_s", "SIZE")]
+    ctx.out(f"thread {args.thread!r}: {len(rows)} checkpoint(s), newest first")
+    ctx.out(render_table(table_rows, cols, max_width=args.width))
+    return EXIT_OK
+
+
+def cmd_show(ctx: _Ctx) -> int:
+    args = ctx.args
+    tup = _resolve_checkpoint(ctx, args.thread, args.checkpoint, args.ns)
+    parent = ctx.saver.get_tuple(tup.parent_config) if tup.parent_config else None
+    live = args.checkpoint in (None, "", "latest")
+    info = describe_checkpoint(tup, parent, live=live)
+    values = tup.checkpoint.get("channel_values", {})
+    shown = {k: v for k, v in values.items() if args.all_channels or not is_internal_channel(k)}
+    pending = [
+        {"task_id": tid, "channel": ch, "value": jsonable(v)}
+        for tid, ch, v in tup.pending_writes or []
+        if args.all_channels or not is_internal_channel(ch) or ch in (_INTERRUPT, _ERROR)
+    ]
+    if ctx.json:
+        ctx.emit(
+            {
+                **info,
+                "thread_id": args.thread,
+                "metadata": tup.metadata,
+                "values": shown,
+                "pending_writes": pending,
+            }
+        )
+        return EXIT_OK
+    ctx.out(f"thread      {args.thread}")
+    ctx.out(
+        f"checkpoint  {info['checkpoint_id']}  (step {info['step']}, {info['source']}, {info['created_at']})"
+    )
+    ctx.out(f"namespace   {info['checkpoint_ns'] or '(root)'}")
+    ctx.out(f"parent      {info['parent_id'] or '-'}")
+    ctx.out(f"written by  {_fmt_writes(info['writes'], info['parent_missing'])}")
+    ctx.out(f"next        {_fmt_next(info['next'])}")
+    for intr in info["interrupts"]:
+        ctx.out(f"interrupt   {short(intr, 200)}")
+    ctx.out("")
+    ctx.out(f"values ({len(shown)} channel(s)):")
+    width = 10**9 if args.full else args.width
+    rows = []
+    for name in sorted(shown):
+        value = shown[name]
+        if args.full:
+            text = (
+                value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+            )
+        else:
+            text = short(value, width)
+        rows.append({"name": name, "type": _type_label(value), "value": text})
+    if args.full:
+        for r in rows:
+            ctx.out(f"--- {r['name']} ({r['type']})")
+            ctx.out(r["value"])
+    else:
+        ctx.out(
+            render_table(
+                rows,
+                [("name", "CHANNEL"), ("type", "TYPE"), ("value", "VALUE")],
+                max_width=width,
+                indent="  ",
+            )
+        )
+    if pending:
+        ctx.out("")
+        ctx.out(f"pending writes ({len(pending)}):")
+        ctx.out(
+            render_table(
+                [{"t": p["task_id"][:8], "c": p["channel"], "v": short(p["value"], width)} for p in pending],
+                [("t", "TASK"), ("c", "CHANNEL"), ("v", "VALUE")],
+                max_width=width,
+                indent="  ",
+            )
+        )
+    return EXIT_OK
+
+
+def _type_label(value: Any) -> str:
+    name = type(value).__name__
+    if isinstance(value, (str, bytes, list, tuple, dict, set)):
+        return f"{name}[{len(value)}]"
+    return name
+
+
+def cmd_diff(ctx: _Ctx) -> int:
+    args = ctx.args
+    a = _resolve_checkpoint(ctx, args.thread, args.a, args.ns)
+    b = _resolve_checkpoint(ctx, args.thread, args.b, args.ns)
+    d = diff_checkpoints(a, b)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, **d})
+        return EXIT_OK
+    ctx.out(f"A = {d['a']['checkpoint_id']} (step {d['a']['step']})")
+    ctx.out(f"B = {d['b']['checkpoint_id']} (step {d['b']['step']})")
+    if not d["changes"]:
+        ctx.out("no channel differences")
+        return EXIT_OK
+    rows = [
+        {
+            "channel": c["channel"],
+            "change": c["change"],
+            "a": "-" if c["change"] == "added" else short(c["a"], args.width),
+            "b": "-" if c["change"] == "removed" else short(c["b"], args.width),
+        }
+        for c in d["changes"]
+    ]
+    ctx.out(
+        render_table(
+            rows, [("channel", "CHANNEL"), ("change", "CHANGE"), ("a", "A"), ("b", "B")], max_width=args.width
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_copy(ctx: _Ctx) -> int:
+    args = ctx.args
+    saver = ctx.saver
+    src_count = _require_thread(saver, args.source)
+    dst_count = thread_checkpoint_count(saver, args.target)
+    if dst_count and not args.force:
+        raise CLIError(
+            f"target thread {args.target!r} already has {dst_count} checkpoint(s); pass --force to copy into it",
+            EXIT_REFUSED,
+            "target_exists",
+        )
+    _saver_call("copy_thread", lambda: saver.copy_thread(args.source, args.target))
+    after = thread_checkpoint_count(saver, args.target)
+    result = {
+        "source": args.source,
+        "target": args.target,
+        "source_checkpoints": src_count,
+        "target_checkpoints": after,
+    }
+    if ctx.json:
+        ctx.emit(result)
+    else:
+        ctx.out(
+            f"copied {args.source!r} -> {args.target!r}: {after} checkpoint(s) in the target ({src_count} in the source)"
+        )
+    return EXIT_OK
+
+
+def cmd_prune(ctx: _Ctx) -> int:
+    args = ctx.args
+    saver = ctx.saver
+    before = {t: _require_thread(saver, t) for t in args.threads}
+    if args.keep_last is not None:
+        if args.keep_last < 1:
+            raise CLIError("--keep-last must be >= 1", EXIT_USAGE, "bad_keep_last")
+        what = f"keep the last {args.keep_last} checkpoint(s) per namespace of"
+    elif args.strategy == "delete":
+        what = "DELETE every checkpoint of"
+    else:
+        what = "keep only the latest checkpoint per namespace of"
+    _confirm(ctx, f"{what} {len(args.threads)} thread(s): {', '.join(args.threads)}?")
+    if args.keep_last is not None:
+        result = _saver_call("prune", lambda: saver.prune(list(args.threads), keep_last=args.keep_last))
+    else:
+        result = _saver_call("prune", lambda: saver.prune(list(args.threads), strategy=args.strategy))
+    rows = [
+        {
+            "thread_id": t,
+            "checkpoints_before": before[t],
+            "checkpoints_after": thread_checkpoint_count(saver, t),
+        }
+        for t in args.threads
+    ]
+    summary = jsonable(result) if result is not None else None
+    if ctx.json:
+        ctx.emit(
+            {
+                "strategy": args.strategy if args.keep_last is None else "keep_latest",
+                "keep_last": args.keep_last,
+                "threads": rows,
+                "result": summary,
+            }
+        )
+    else:
+        ctx.out(
+            render_table(
+                rows,
+                [("thread_id", "THREAD"), ("checkpoints_before", "BEFORE"), ("checkpoints_after", "AFTER")],
+            )
+        )
+        if isinstance(summary, Mapping):
+            ctx.out(
+                ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in summary.items() if isinstance(v, int))
+            )
+    return EXIT_OK
+
+
+def cmd_delete(ctx: _Ctx) -> int:
+    args = ctx.args
+    count = _require_thread(ctx.saver, args.thread)
+    _confirm(ctx, f"delete thread {args.thread!r} ({count} checkpoint(s), all namespaces, its S3 objects)?")
+    ctx.saver.delete_thread(args.thread)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, "deleted_checkpoints": count})
+    else:
+        ctx.out(f"deleted thread {args.thread!r} ({count} checkpoint(s))")
+    return EXIT_OK
+
+
+def cmd_stats(ctx: _Ctx) -> int:
+    if ctx.args.thread:
+        _require_thread(ctx.saver, ctx.args.thread)
+    stats = collect_stats(ctx.saver, ctx.args.thread)
+    if ctx.json:
+        ctx.emit(stats)
+        return EXIT_OK
+    ctx.out(render_stats(stats))
+    return EXIT_OK
+
+
+def render_stats(stats: Mapping[str, Any]) -> str:
+    """:func:`collect_stats` output as text tables."""
+    d, s3 = stats["dynamodb"], stats["s3"]
+    scope = f"thread {stats['thread_id']!r}" if stats.get("thread_id") else f"table {stats['table']!r}"
+    lines = [
+        f"{scope}: {stats['threads']} thread(s), {stats['checkpoints']} checkpoint(s), {stats['namespaces']} namespace(s)",
+        "",
+        f"DynamoDB: {d['items']:,} item(s), {_human_bytes(d['bytes'])}",
+    ]
+    rows = [
+        {"kind": k, "items": v["items"], "bytes": _human_bytes(v["bytes"])} for k, v in d["by_kind"].items()
+    ]
+    lines.append(render_table(rows, [("kind", "KIND"), ("items", "ITEMS"), ("bytes", "BYTES")], indent="  "))
+    lines.append("")
+    if s3["bucket"] is None:
+        lines.append("S3: no bucket configured (--bucket / LANGGRAPH_DYNAMODB_BUCKET)")
+    else:
+        lines.append(
+            f"S3 s3://{s3['bucket']}/{s3['prefix']}: {s3['objects']:,} object(s), {_human_bytes(s3['bytes'])}"
+        )
+        rows = [
+            {"kind": k, "objects": v["objects"], "bytes": _human_bytes(v["bytes"])}
+            for k, v in s3["by_kind"].items()
+        ]
+        if rows:
+            lines.append(
+                render_table(
+                    rows, [("kind", "KIND"), ("objects", "OBJECTS"), ("bytes", "BYTES")], indent="  "
+                )
+            )
+    return "\n".join(lines)
+
+
+# =================================================================== parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors go through our error path (exit 2, JSON if asked)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(f"{self.prog}: {message}", EXIT_USAGE, "usage")
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    d = argparse.SUPPRESS if suppress else None
+    g = parser.add_argument_group("connection (global; may also follow the command)")
+    g.add_argument("--table", default=d, help=f"DynamoDB table (env {ENV_TABLE})")
+    g.add_argument("--bucket", default=d, help=f"S3 bucket for large payloads (env {ENV_BUCKET})")
+    g.add_argument(
+        "--region", default=d, help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION / profile)"
+    )
+    g.add_argument(
+        "--endpoint-url", default=d, help="endpoint for DynamoDB and S3 (default: AWS_ENDPOINT_URL)"
+    )
+    g.add_argument(
+        "--s3-key-prefix",
+        default=d,
+        help=f"S3 key prefix of the saver (env {ENV_S3_PREFIX}; default checkpoints/)",
+    )
+    g.add_argument("--profile", default=d, help="AWS shared-config profile")
+    g.add_argument(
+        "--encrypted",
+        action="store_true",
+        default=d if suppress else False,
+        help="decode with EncryptedSerializer (AES key from LANGGRAPH_AES_KEY)",
+    )
+    g.add_argument(
+        "--json", action="store_true", default=d if suppress else False, help="machine-readable JSON output"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``langgraph-dynamodb`` argument parser."""
+    common = _Parser(add_help=False)
+    _global_options(common, suppress=True)
+    parser = _Parser(
+        prog="langgraph-dynamodb",
+        description="Inspect and manage LangGraph threads stored in DynamoDB + S3.",
+        epilog="exit codes: 0 ok, 1 error, 2 usage/configuration, 3 credentials, 4 not found, "
+        "5 refused/not confirmed, 6 not supported, 130 interrupted. See docs/cli.md.",
+    )
+    _global_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(
+        name: str, help_: str, fn: Callable[[_Ctx], int], *, saver: bool = True
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_, parents=[common])
+        p.set_defaults(func=fn, needs_saver=saver)
+        return p
+
+    p = add(
+        "local",
+        "serve a local AWS endpoint (moto) with the table and bucket; Ctrl-C stops it",
+        cmd_local,
+        saver=False,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed)")
+    p.add_argument("--env-file", help="also write the export lines to this file (to `source` it)")
+
+    p = add("threads", "list threads, most recent activity first", cmd_threads)
+    p.add_argument("--limit", type=_positive, default=50, help="threads per page (default 50)")
+    p.add_argument("--page-token", help="continue from a previous page")
+    p.add_argument(
+        "--source",
+        choices=("auto", "index", "scan"),
+        default="auto",
+        help="thread heads index, table scan, or auto (index if it has heads)",
+    )
+
+    p = add("history", "checkpoints of a thread, newest first", cmd_history)
+    p.add_argument("thread")
+    p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
+    p.add_argument("--all-namespaces", action="store_true", help="all namespaces (subgraphs) merged")
+    p.add_argument("--limit", type=_positive, default=None, help="at most N checkpoints")
+    p.add_argument("--no-sizes", action="store_true", help="skip the size column (saves reads)")
+    p.add_argument("--width", type=_positive, default=48, help="column width limit (default 48)")
+
+    p = add("show", "decoded state of a checkpoint (default: the latest)", cmd_show)
+    p.add_argument("thread")
+    p.add_argument("checkpoint", nargs="?", help="checkpoint id, unique prefix, or 'latest'")
+    p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
+    p.add_argument("--full", action="store_true", help="print values in full")
+    p.add_argument("--all-channels", action="store_true", help="include LangGraph's control channels")
+    p.add_argument("--width", type=_positive, default=80, help="value preview width (default 80)")
+
+    p = add("diff", "channel-level differences between two checkpoints", cmd_diff)
+    p.add_argument("thread")
+    p.add_argument("a", help="checkpoint id, unique prefix, or 'latest'")
+    p.add_argument("b", help="checkpoint id, unique prefix, or 'latest'")
+    p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
+    p.add_argument("--width", type=_positive, default=40, help="value preview width (default 40)")
+
+    p = add("copy", "copy a thread (all namespaces, same checkpoint ids) to a new thread id", cmd_copy)
+    p.add_argument("source")
+    p.add_argument("target")
+    p.add_argument("--force", action="store_true", help="copy even if the target thread exists")
+
+    p = add("prune", "delete old checkpoints of threads (their latest state stays loadable)", cmd_prune)
+    p.add_argument("threads", nargs="+", metavar="THREAD")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--keep-last", type=int, metavar="N", help="keep the last N checkpoints per namespace")
+    how.add_argument(
+        "--strategy",
+        choices=("keep_latest", "delete"),
+        default="keep_latest",
+        help="keep_latest (default) or delete (the whole thread)",
+    )
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+    p = add("delete", "delete a thread: every item and S3 object, all namespaces", cmd_delete)
+    p.add_argument("thread")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+    p = add("stats", "what the table and bucket hold: items, bytes, objects by kind", cmd_stats)
+    p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
+    return value
+
+
+# ===================================================================== main
+
+
+def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: Any) -> CLIError:
+    """Turn AWS and saver exceptions into CLI errors with exit codes."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+    )
+
+    table = getattr(saver, "table_name", None) or (args and _settings(args)["table"])
+    bucket = getattr(saver, "bucket_name", None) or (args and _settings(args)["bucket"])
+    where = ""
+    if saver is not None:
+        meta = getattr(_ddb(saver), "meta", None)
+        if meta is not None:
+            where = f" (region {meta.region_name}, endpoint {meta.endpoint_url})"
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return CLIError(
+            f"no AWS credentials found: {exc}; set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY",
+            EXIT_CREDENTIALS,
+            "no_credentials",
+        )
+    if isinstance(exc, NoRegionError):
+        return CLIError("no AWS region: pass --region or set AWS_REGION", EXIT_USAGE, "no_region")
+    if isinstance(exc, EndpointConnectionError):
+        return CLIError(f"cannot reach the endpoint: {exc}", EXIT_ERROR, "endpoint_unreachable")
+    if isinstance(exc, ClientError):
+        code = _client_code(exc)
+        op = getattr(exc, "operation_name", "")
+        if code == "ResourceNotFoundException":
+            return CLIError(f"table {table!r} does not exist{where}", EXIT_USAGE, "table_not_found")
+        if code in ("NoSuchBucket",) or (
+            code in ("404", "NotFound") and op in ("HeadBucket", "ListObjectsV2")
+        ):
+            return CLIError(f"bucket {bucket!r} does not exist{where}", EXIT_USAGE, "bucket_not_found")
+        if code in _CREDENTIAL_CODES:
+            return CLIError(
+                f"AWS rejected the credentials ({code}){where}: {exc}", EXIT_CREDENTIALS, "bad_credentials"
+            )
+        return CLIError(
+            f"AWS error {code or '?'} in {op or 'a request'}{where}: {exc}", EXIT_ERROR, "aws_error"
+        )
+    from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+
+    if isinstance(exc, CheckpointStoreError):
+        return CLIError(f"{type(exc).__name__}: {exc}", EXIT_ERROR, "store_error")
+    return CLIError(f"unexpected error: {type(exc).__name__}: {exc}", EXIT_ERROR, "unexpected")
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it).
+
+    Example:
+        >>> main(["--table", "checkpoints", "threads", "--json"])  # doctest: +SKIP
+        0
+    """
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wants_json = "--json" in argv
+    args: argparse.Namespace | None = None
+    ctx: _Ctx | None = None
+    try:
+        try:
+            parser = build_parser()
+            if not argv:
+                parser.print_help(stdout)
+                return EXIT_USAGE
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help / --version
+            return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_OK
+        if not getattr(args, "command", None):
+            raise CLIError("missing command (see --help)", EXIT_USAGE, "usage")
+        ctx = _Ctx(args, stdin, stdout, stderr)
+        if args.needs_saver:
+            ctx.saver = _make_saver(args)
+        try:
+            code: int = args.func(ctx)
+            return code
+        finally:
+            if ctx.saver is not None:
+                ctx.saver.close()
+    except KeyboardInterrupt:
+        stderr.write("interrupted\n")
+        return EXIT_INTERRUPTED
+    except CLIError as err:
+        return _report(err, stderr, wants_json)
+    except Exception as exc:
+        return _report(_map_exception(exc, args, ctx.saver if ctx else None), stderr, wants_json)
+
+
+def _report(err: CLIError, stderr: TextIO, as_json: bool) -> int:
+    if as_json:
+        stderr.write(
+            json.dumps({"error": err.code, "message": err.message, "exit_code": err.exit_code}) + "\n"
+        )
+    else:
+        stderr.write(f"error: {err.message}\n")
+    return err.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

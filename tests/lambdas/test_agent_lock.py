@@ -1,0 +1,304 @@
+"""``lock``: lease locks, request idempotency and staleness, sync and async, on a moto server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb.lock import (
+    ANY_CHECKPOINT,
+    AsyncThreadLease,
+    LeaseLostError,
+    LeaseUnavailableError,
+    ResultNotStoredError,
+    StaleCheckpointError,
+    ThreadLease,
+    arun_once,
+    check_checkpoint,
+    get_request,
+    run_once,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+
+@pytest.fixture
+def saver(moto_endpoint: str, names: dict[str, str]) -> Iterator[DynamoDBSaver]:
+    with DynamoDBSaver(**names) as s:
+        s.setup()
+        yield s
+
+
+def _thread() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"
+
+
+def _item(saver: DynamoDBSaver, thread_id: str, sk: str) -> dict[str, Any] | None:
+    resp = saver._clients["dynamodb"].get_item(
+        TableName=saver.table_name,
+        Key={ATTR.PK: {"S": schema.partition_key(thread_id)}, ATTR.SK: {"S": sk}},
+        ConsistentRead=True,
+    )
+    return resp.get("Item")  # type: ignore[no-any-return]
+
+
+def _checkpoint(saver: DynamoDBSaver, thread_id: str, cid: str, parent: str | None = None) -> str:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    cp = empty_checkpoint()
+    cp["id"] = cid
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if parent:
+        conf["checkpoint_id"] = parent
+    saver.put({"configurable": conf}, cp, {"source": "input", "step": -1}, {})
+    return cid
+
+
+# ------------------------------------------------------------------ leases
+
+
+def test_lease_excludes_other_owners_until_released(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    a = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    b = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    info = a.acquire()
+    assert info.owner == a.owner and info.expires_at > time.time() + 25 and info.token == 1
+    with pytest.raises(LeaseUnavailableError) as err:
+        b.acquire()
+    assert err.value.holder == a.owner
+    assert err.value.expires_at == pytest.approx(info.expires_at, abs=0.01)
+    assert b.release() is False  # never held
+    assert a.release() is True
+    assert _item(saver, t, schema.LOCK_SK) is None
+    with b:
+        assert b.held
+        assert b.info is not None and b.info.token == 1  # the item was deleted: a fresh count
+    assert not b.held
+
+
+def test_lock_item_carries_format_ttl_and_thread(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    with ThreadLease(saver, t, lease_seconds=20, heartbeat=False) as lease:
+        item = _item(saver, t, schema.LOCK_SK)
+        assert item is not None
+        assert item[ATTR.FORMAT] == {"N": str(schema.FORMAT_VERSION)}
+        assert item[ATTR.KIND] == {"S": schema.META_ITEM}
+        assert item[ATTR.THREAD_ID] == {"S": t}
+        assert lease.info is not None
+        ttl = int(item[schema.TTL_ATTRIBUTE]["N"])
+        assert lease.info.expires_at < ttl < lease.info.expires_at + 2 * 3600
+        # Not a thread head: it must stay out of the threads index.
+        assert ATTR.THREAD_SHARD not in item and ATTR.UPDATED_AT not in item
+
+
+def test_expired_lease_is_taken_over_and_old_owner_loses_it(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    old = ThreadLease(saver, t, lease_seconds=0.3, heartbeat=False)
+    old.acquire()
+    new = ThreadLease(saver, t, lease_seconds=30, wait_seconds=5, poll_seconds=0.05, heartbeat=False)
+    began = time.monotonic()
+    info = new.acquire()
+    assert time.monotonic() - began < 3
+    assert info.owner == new.owner and info.token == 2  # fencing token moved on
+    with pytest.raises(LeaseLostError):
+        old.renew()
+    assert old.lost
+    assert old.release() is False
+    assert new.release() is True
+
+
+def test_same_owner_reacquires_and_renews(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    lease = ThreadLease(saver, t, lease_seconds=5, heartbeat=False, owner="worker-1")
+    first = lease.acquire()
+    again = lease.acquire()  # re-entrant for the same owner token
+    assert again.owner == "worker-1" and again.token == first.token + 1
+    time.sleep(0.05)
+    renewed = lease.renew()
+    assert renewed.expires_at > first.expires_at
+    lease.release()
+
+
+def test_heartbeat_keeps_a_long_holder_alive(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    with ThreadLease(saver, t, lease_seconds=0.6) as lease:
+        time.sleep(1.5)  # more than twice the lease
+        with pytest.raises(LeaseUnavailableError):
+            ThreadLease(saver, t, heartbeat=False).acquire()
+        assert lease.held
+    without = ThreadLease(saver, t, lease_seconds=0.3, heartbeat=False)
+    without.acquire()
+    time.sleep(0.5)
+    ThreadLease(saver, t, heartbeat=False).acquire()  # expired: taken over
+
+
+def test_lease_with_a_plain_client(saver: DynamoDBSaver) -> None:
+    client = boto3.client("dynamodb")
+    with pytest.raises(ValueError, match="table_name"):
+        ThreadLease(client, "t")
+    with ThreadLease(client, _thread(), table_name=saver.table_name, heartbeat=False) as lease:
+        assert lease.held
+
+
+def test_meta_items_do_not_break_the_saver(saver: DynamoDBSaver) -> None:
+    """The core reads every item of a thread; lock and request items must pass its checks."""
+    t = _thread()
+    cid = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
+    out = run_once(saver, t, "r1", cid, lambda: {"ok": True})
+    assert out.value == {"ok": True}
+    with ThreadLease(saver, t, heartbeat=False):
+        listed = list(saver.list({"configurable": {"thread_id": t}}))  # all namespaces: whole partition
+        assert [c.config["configurable"]["checkpoint_id"] for c in listed] == [cid]
+        assert list(saver.list(None))
+    saver.delete_thread(t)
+    assert _item(saver, t, schema.request_sk("r1")) is None
+
+
+# ---------------------------------------------------------------- run_once
+
+
+def test_run_once_replays_the_first_result(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    cid = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
+    calls: list[int] = []
+
+    def work() -> dict[str, Any]:
+        calls.append(1)
+        return {"answer": 42, "items": [1, 2, 3]}
+
+    first = run_once(saver, t, "req", cid, work)
+    second = run_once(saver, t, "req", "some-other-id", work)  # staleness is not re-checked
+    assert (first.replayed, second.replayed) == (False, True)
+    assert first.value == second.value == {"answer": 42, "items": [1, 2, 3]}
+    assert len(calls) == 1
+    rec = get_request(saver, t, "req")
+    assert rec is not None
+    assert (rec.status, rec.attempts, rec.start_checkpoint_id, rec.result_stored) == ("done", 1, cid, True)
+    item = _item(saver, t, schema.request_sk("req"))
+    assert item is not None and item[ATTR.FORMAT] == {"N": str(schema.FORMAT_VERSION)}
+    assert schema.TTL_ATTRIBUTE in item
+    assert _item(saver, t, schema.LOCK_SK) is None  # released
+
+
+def test_run_once_rejects_stale_and_new_thread_expectations(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    first = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
+    second = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000002", parent=first)
+    ran: list[str] = []
+    with pytest.raises(StaleCheckpointError) as err:
+        run_once(saver, t, "r-stale", first, lambda: ran.append("x"))
+    assert (err.value.expected, err.value.actual) == (first, second)
+    with pytest.raises(StaleCheckpointError):
+        run_once(saver, t, "r-new", None, lambda: ran.append("x"))
+    assert ran == []
+    assert get_request(saver, t, "r-stale") is None  # nothing recorded for a refused request
+    assert run_once(saver, t, "r-any", ANY_CHECKPOINT, lambda: "ok").value == "ok"
+    assert run_once(saver, _thread(), "r-fresh", None, lambda: "new").value == "new"
+    assert check_checkpoint(saver, t, second) == second
+
+
+def test_failed_attempt_is_retried_and_recovered(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    cid = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
+
+    def boom() -> None:
+        # The failed attempt moved the thread before failing.
+        _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000002", parent=cid)
+        raise RuntimeError("half-way")
+
+    with pytest.raises(RuntimeError, match="half-way"):
+        run_once(saver, t, "r", cid, boom)
+    rec = get_request(saver, t, "r")
+    assert rec is not None and rec.status == "failed" and "half-way" in (rec.error or "")
+    out = run_once(saver, t, "r", cid, lambda: "second try")
+    assert (out.value, out.recovered, out.replayed) == ("second try", True, False)
+    # Another request id against the old checkpoint is stale, though.
+    with pytest.raises(StaleCheckpointError):
+        run_once(saver, t, "r-other", cid, lambda: "no")
+
+
+def test_large_results_are_not_stored(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    big = "x" * 5000
+    out = run_once(saver, t, "r", ANY_CHECKPOINT, lambda: big, max_result_bytes=1000)
+    assert out.value == big
+    rec = get_request(saver, t, "r")
+    assert (
+        rec is not None and rec.status == "done" and not rec.result_stored and (rec.result_size or 0) > 5000
+    )
+    with pytest.raises(ResultNotStoredError, match="not stored"):
+        run_once(saver, t, "r", ANY_CHECKPOINT, lambda: big)
+    with pytest.raises(ValueError):
+        run_once(saver, t, "r2", ANY_CHECKPOINT, lambda: 1, max_result_bytes=10**7)
+
+
+def test_busy_thread_and_clock_injection(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    now = [time.time()]
+    holder = ThreadLease(saver, t, lease_seconds=60, heartbeat=False, clock=lambda: now[0])
+    holder.acquire()
+    with pytest.raises(LeaseUnavailableError):
+        run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 1, wait_seconds=0)
+    # A caller whose clock is past the holder's expiry takes the lock over.
+    later = now[0] + 120
+    assert run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 2, wait_seconds=0, clock=lambda: later).value == 2
+
+
+def test_invalid_arguments(saver: DynamoDBSaver) -> None:
+    with pytest.raises(ValueError):
+        ThreadLease(saver, "")
+    with pytest.raises(ValueError):
+        ThreadLease(saver, "t", lease_seconds=0)
+    with pytest.raises(ValueError):
+        run_once(saver, "t", "", ANY_CHECKPOINT, lambda: 1)
+    with pytest.raises(ValueError):
+        run_once(saver, "t", "r" * 2000, ANY_CHECKPOINT, lambda: 1)
+
+
+# ------------------------------------------------------------------- async
+
+
+async def test_async_lease_and_run_once(moto_endpoint: str, names: dict[str, str]) -> None:
+    async with AsyncDynamoDBSaver(**names) as saver:
+        await saver.setup()
+        t = _thread()
+        a = AsyncThreadLease(saver, t, lease_seconds=0.6)
+        async with a:
+            await asyncio.sleep(1.4)  # the heartbeat keeps it
+            with pytest.raises(LeaseUnavailableError):
+                await AsyncThreadLease(saver, t, heartbeat=False).acquire()
+        assert not a.held
+
+        calls: list[int] = []
+
+        async def work() -> str:
+            calls.append(1)
+            await asyncio.sleep(0.3)
+            return "done once"
+
+        # Two concurrent requests with one id on one event loop: one runs.
+        results = await asyncio.gather(
+            arun_once(saver, t, "req", ANY_CHECKPOINT, work, wait_seconds=5),
+            arun_once(saver, t, "req", ANY_CHECKPOINT, work, wait_seconds=5),
+        )
+        assert [r.value for r in results] == ["done once", "done once"]
+        assert sorted(r.replayed for r in results) == [False, True]
+        assert calls == [1]
+
+        with pytest.raises(StaleCheckpointError):
+            await arun_once(saver, t, "req-2", "1f0c0000-0000-6000-8000-00000000dead", work)
+        old = AsyncThreadLease(saver, t, lease_seconds=0.2, heartbeat=False)
+        await old.acquire()
+        await asyncio.sleep(0.3)
+        taken = AsyncThreadLease(saver, t, heartbeat=False)
+        await taken.acquire()
+        with pytest.raises(LeaseLostError):
+            await old.renew()
+        assert await old.release() is False
+        assert await taken.release() is True

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -1211,7 +1212,9 @@ def cmd_local(ctx: _Ctx) -> int:
             with open(args.env_file, "w", encoding="utf-8") as fh:
                 fh.write("\n".join(lines) + "\n")
         if ctx.json:
-            ctx.emit({"endpoint_url": aws.endpoint_url, "table": table, "bucket": bucket, "env": env})
+            # One line, so a supervising process can read it before we block.
+            info = {"endpoint_url": aws.endpoint_url, "table": table, "bucket": bucket, "env": env}
+            ctx.out(json.dumps(info))
         else:
             ctx.out(f"# local AWS endpoint (moto) on {aws.endpoint_url}: table {table!r}, bucket {bucket!r}")
             ctx.out("# in another shell:")
@@ -1750,7 +1753,8 @@ def main(
             if not argv:
                 parser.print_help(stdout)
                 return EXIT_USAGE
-            args = parser.parse_args(argv)
+            with contextlib.redirect_stdout(stdout):  # --help goes where we were told
+                args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_OK
         if not getattr(args, "command", None):

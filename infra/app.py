@@ -6,6 +6,8 @@ Context (``-c key=value``):
 * ``removal_policy``: ``retain`` (default) or ``destroy`` (throwaway stacks).
 * ``kms``: ``true`` for a customer managed key.
 * ``alarm_topic_arn``: SNS topic for alarms.
+* ``runtime``: ``python3.11``, ``python3.12`` (default) or ``python3.13``.
+* ``lambda_code_dir``: handlers' root (default: ``lambdas/``).
 * ``nag``: ``false`` to skip cdk-nag (it runs by default and fails the synth
   on any unacknowledged finding).
 """
@@ -19,10 +21,10 @@ from pathlib import Path
 # Run as a script (``python infra/app.py``): make ``infra`` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aws_cdk import App, Environment, RemovalPolicy, Validations  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
+from aws_cdk import App, Environment, RemovalPolicy, Validations
+from cdk_nag import AwsSolutionsChecks
 
-from infra.stacks import LangGraphCheckpointStack  # noqa: E402
+from infra.stacks import PYTHON_RUNTIMES, RUNTIME, LangGraphCheckpointStack
 
 
 def _flag(app: App, key: str, default: bool) -> bool:
@@ -38,6 +40,9 @@ def build_app(app: App | None = None) -> App:
     removal = str(app.node.try_get_context("removal_policy") or "retain").lower()
     if removal not in ("retain", "destroy"):
         raise ValueError(f"removal_policy must be 'retain' or 'destroy', not {removal!r}")
+    runtime_name = str(app.node.try_get_context("runtime") or RUNTIME.name)
+    if runtime_name not in PYTHON_RUNTIMES:
+        raise ValueError(f"runtime must be one of {sorted(PYTHON_RUNTIMES)}, not {runtime_name!r}")
     account = os.environ.get("CDK_DEFAULT_ACCOUNT")
     region = os.environ.get("CDK_DEFAULT_REGION")
     LangGraphCheckpointStack(
@@ -48,6 +53,8 @@ def build_app(app: App | None = None) -> App:
         removal_policy=RemovalPolicy.DESTROY if removal == "destroy" else RemovalPolicy.RETAIN,
         use_kms=_flag(app, "kms", False),
         alarm_topic_arn=app.node.try_get_context("alarm_topic_arn"),
+        lambda_code_dir=app.node.try_get_context("lambda_code_dir"),
+        runtime=PYTHON_RUNTIMES[runtime_name],
     )
     if _flag(app, "nag", True):
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -27,11 +27,26 @@ from langgraph.checkpoint.dynamodb.cdk import (
     runtime_acknowledgement_reason,
 )
 
-__all__ = ["AGENT_HANDLER", "REPO_ROOT", "LangGraphCheckpointStack", "langgraph_requirement"]
+__all__ = [
+    "AGENT_HANDLER",
+    "PYTHON_RUNTIMES",
+    "REPO_ROOT",
+    "RUNTIME",
+    "LangGraphCheckpointStack",
+    "langgraph_requirement",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_HANDLER = "agent.handler.handler"
+#: Default runtime of all four functions (see ``runtime`` below).
 RUNTIME = lambda_.Runtime.PYTHON_3_12
+
+#: Runtimes the ``runtime`` context value may name.
+PYTHON_RUNTIMES = {
+    "python3.11": lambda_.Runtime.PYTHON_3_11,
+    "python3.12": lambda_.Runtime.PYTHON_3_12,
+    "python3.13": lambda_.Runtime.PYTHON_3_13,
+}
 
 
 def langgraph_requirement() -> str:
@@ -58,6 +73,9 @@ class LangGraphCheckpointStack(Stack):
         use_kms: Encrypt table, bucket and queues with a customer managed key
             created here (rotation on).
         alarm_topic_arn: Existing SNS topic for alarm notifications.
+        runtime: Python runtime of every function; the asset's wheels are
+            resolved for it (``deploy-local`` uses the local interpreter's
+            version so it can run the packaged handlers itself).
         **kwargs: Passed to ``Stack`` (``env``, ``stack_name``, ...).
 
     Example:
@@ -75,6 +93,7 @@ class LangGraphCheckpointStack(Stack):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         use_kms: bool = False,
         alarm_topic_arn: str | None = None,
+        runtime: lambda_.Runtime = RUNTIME,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -82,7 +101,7 @@ class LangGraphCheckpointStack(Stack):
             lambda_code_dir or REPO_ROOT / "lambdas",
             include=[*MAINTENANCE_HANDLERS, "agent"],
             extra_requirements=[langgraph_requirement()],
-            runtime=RUNTIME,
+            runtime=runtime,
         )
         key = None
         if use_kms:
@@ -98,12 +117,12 @@ class LangGraphCheckpointStack(Stack):
             self,
             "CheckpointStore",
             lambda_code=code,
-            runtime=RUNTIME,
+            runtime=runtime,
             removal_policy=removal_policy,
             kms_key=key,
             alarm_topic=topic,
         )
-        self.agent = self._agent(code, removal_policy)
+        self.agent = self._agent(code, runtime, removal_policy)
 
         CfnOutput(self, "TableName", value=self.store.table_name, description="Checkpoint table")
         if self.store.bucket is not None:
@@ -111,7 +130,9 @@ class LangGraphCheckpointStack(Stack):
         CfnOutput(self, "AgentFunctionName", value=self.agent.function_name, description="Example agent")
         CfnOutput(self, "AgentFunctionUrl", value=self.agent_url.url, description="Agent URL (AWS_IAM auth)")
 
-    def _agent(self, code: lambda_.Code, removal_policy: RemovalPolicy) -> lambda_.Function:
+    def _agent(
+        self, code: lambda_.Code, runtime: lambda_.Runtime, removal_policy: RemovalPolicy
+    ) -> lambda_.Function:
         role = iam.Role(
             self,
             "AgentRole",
@@ -129,7 +150,7 @@ class LangGraphCheckpointStack(Stack):
             "AgentFunction",
             code=code,
             handler=AGENT_HANDLER,
-            runtime=RUNTIME,
+            runtime=runtime,
             role=role,
             log_group=log_group,
             description="Example LangGraph agent: starts a thread, interrupts, resumes with an answer",
@@ -143,6 +164,5 @@ class LangGraphCheckpointStack(Stack):
         self.store.grant_read_write(agent)
         # AWS_IAM: callers sign with SigV4 and need lambda:InvokeFunctionUrl.
         self.agent_url = agent.add_function_url(auth_type=lambda_.FunctionUrlAuthType.AWS_IAM)
-        acknowledge(agent, "AwsSolutions-L1", runtime_acknowledgement_reason(RUNTIME))
+        acknowledge(agent, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))
         return agent
-

@@ -421,7 +421,7 @@ def short(value: Any, width: int = 60) -> str:
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+    return text if len(text) <= width else text[: max(1, width - 3)] + "..."
 
 
 def describe_checkpoint(
@@ -1001,8 +1001,12 @@ def render_table(
     *,
     max_width: int = 60,
     indent: str = "",
+    no_truncate: Sequence[str] = (),
 ) -> str:
     """Rows as an aligned text table; ``columns`` are ``(key, header)`` pairs.
+
+    Cells longer than ``max_width`` are cut (with ``...``), except in the
+    columns named in ``no_truncate`` (ids must stay copyable).
 
     Example:
         >>> print(render_table([{"a": 1, "b": "x"}], [("a", "A"), ("b", "B")]))
@@ -1011,7 +1015,7 @@ def render_table(
     """
     cells = [[header for _, header in columns]]
     for row in rows:
-        cells.append([_cell(row.get(key), max_width) for key, _ in columns])
+        cells.append([_cell(row.get(key), 10**9 if key in no_truncate else max_width) for key, _ in columns])
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = []
     for r in cells:
@@ -1032,7 +1036,7 @@ def _cell(value: Any, max_width: int) -> str:
     else:
         text = str(value)
     text = " ".join(text.split())
-    return text if len(text) <= max_width else text[: max_width - 1] + "…"
+    return text if len(text) <= max_width else text[: max(1, max_width - 3)] + "..."
 
 
 def _fmt_writes(writes: Mapping[str, Sequence[str]], parent_missing: bool = False) -> str:
@@ -1256,7 +1260,7 @@ def cmd_threads(ctx: _Ctx) -> int:
             ("namespaces", "NAMESPACES"),
         ]
     if page["threads"]:
-        ctx.out(render_table(page["threads"], cols, max_width=80))
+        ctx.out(render_table(page["threads"], cols, max_width=80, no_truncate=("thread_id",)))
     else:
         ctx.out("no threads")
     if page["next_page_token"]:
@@ -1289,7 +1293,7 @@ def cmd_history(ctx: _Ctx) -> int:
         cols.append(("checkpoint_ns", "NS"))
     cols += [("writes_s", "WRITES"), ("next_s", "NEXT"), ("bytes_s", "SIZE")]
     ctx.out(f"thread {args.thread!r}: {len(rows)} checkpoint(s), newest first")
-    ctx.out(render_table(table_rows, cols, max_width=args.width))
+    ctx.out(render_table(table_rows, cols, max_width=args.width, no_truncate=("checkpoint_id",)))
     return EXIT_OK
 
 

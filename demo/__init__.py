@@ -1,0 +1,1 @@
+"""``python -m demo``: the whole story on an embedded local AWS endpoint (see ``demo.main``)."""

@@ -1,0 +1,5 @@
+"""Entry point of ``python -m demo`` (``make demo``)."""
+
+from demo.main import main
+
+raise SystemExit(main())

@@ -494,3 +494,13 @@ def test_local_serves_until_interrupted(tmp_path: Path) -> None:
 def test_local_refuses_non_loopback() -> None:
     code, _, err = run("local", "--host", "0.0.0.0")
     assert code == cli.EXIT_USAGE and "loopback" in err
+
+
+def test_local_port_in_use() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        code, _, err = run("local", "--port", str(busy.getsockname()[1]))
+    assert code == cli.EXIT_USAGE and "cannot listen" in err

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import socket
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -118,6 +119,7 @@ class LocalAWS:
 
         Raises:
             ImportError: moto's server extra is not installed.
+            OSError: the port is in use.
         """
         if self._server is not None:
             return self
@@ -127,6 +129,11 @@ class LocalAWS:
             raise ImportError(
                 'the local endpoint needs moto: pip install "moto[server,dynamodb,s3]>=5.1"'
             ) from exc
+        if self.port:
+            # moto binds in its server thread, where a busy port would leave
+            # start() waiting forever: find out here, in the caller's thread.
+            with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as probe:
+                probe.bind((self.host, self.port))
         # werkzeug logs every request at INFO; a local endpoint should be quiet.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)

@@ -6,6 +6,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VENV=${VENV:-.venv}
 PY="$VENV/bin/python"
 CDK="node_modules/.bin/cdk"
+# Cloud assembly folder (tests point it at a temporary directory).
+CDK_OUT=${CDK_OUT:-cdk.out}
 
 export CDK_DISABLE_CLI_TELEMETRY=true
 export CDK_DISABLE_VERSION_CHECK=1

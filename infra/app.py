@@ -57,7 +57,9 @@ def build_app(app: App | None = None) -> App:
         runtime=PYTHON_RUNTIMES[runtime_name],
     )
     if _flag(app, "nag", True):
-        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+        # Acknowledged findings are also written into the template metadata
+        # (cdk_nag.rules_to_suppress): an audit trail next to each resource.
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app, write_suppressions_to_cloud_formation=True))
     return app
 
 

@@ -10,7 +10,7 @@ step() { echo "==> [$(( $(date +%s) - t0 ))s] $*"; }
 
 PORT=${MOTO_PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 LOG=$(mktemp -t moto-XXXXXX.log)
-OUTPUTS=cdk.out/deploy-local-outputs.json
+OUTPUTS=$CDK_OUT/deploy-local-outputs.json
 STACK=${STACK_NAME:-LangGraphCheckpoints}
 
 step "starting moto on 127.0.0.1:$PORT (log: $LOG)"
@@ -41,7 +41,7 @@ export AWS_ENDPOINT_URL=http://localhost:$PORT
 # Package for the local interpreter's Python version, so that the handlers in
 # the deployed asset can also be imported and run right here (step 4).
 RUNTIME=python$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-CTX=(-c removal_policy=destroy -c "stack_name=$STACK" -c "runtime=$RUNTIME" "$@")
+CTX=(--output "$CDK_OUT" -c removal_policy=destroy -c "stack_name=$STACK" -c "runtime=$RUNTIME" "$@")
 
 step "cdk bootstrap"
 # From outside the project: with cdk.json in sight the CLI would synthesize
@@ -59,7 +59,7 @@ step "running a graph against the deployed table and bucket"
 "$PY" infra/smoke_graph.py "$OUTPUTS" "$STACK"
 
 step "running the packaged handlers from the deployed asset (asset contents only on sys.path)"
-"$PY" infra/check_asset.py "$STACK" "$OUTPUTS"
+"$PY" infra/check_asset.py "$STACK" "$OUTPUTS" "$CDK_OUT"
 
 step "cdk destroy"
 CDK_VALIDATION=false "$CDK" destroy --force --no-notices "${CTX[@]}"

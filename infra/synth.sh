@@ -10,5 +10,5 @@ ensure_tools
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL
 
 start=$(date +%s)
-"$CDK" synth --no-notices --quiet "$@"
-echo "==> synthesized into cdk.out/ in $(( $(date +%s) - start ))s: $(ls cdk.out/*.template.json | tr '\n' ' ')"
+"$CDK" synth --no-notices --quiet --output "$CDK_OUT" "$@"
+echo "==> synthesized into $CDK_OUT/ in $(( $(date +%s) - start ))s: $(ls "$CDK_OUT"/*.template.json | tr '\n' ' ')"

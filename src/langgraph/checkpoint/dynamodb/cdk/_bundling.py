@@ -109,7 +109,12 @@ def _library_files(library_dir: Path) -> list[Path]:
     files = []
     for p in sorted(library_dir.rglob("*")):
         rel = p.relative_to(library_dir)
-        if not p.is_file() or rel.parts[0] == "cdk" or "__pycache__" in rel.parts or p.suffix in (".pyc", ".pyo"):
+        if (
+            not p.is_file()
+            or rel.parts[0] == "cdk"
+            or "__pycache__" in rel.parts
+            or p.suffix in (".pyc", ".pyo")
+        ):
             continue
         files.append(p)
     return files
@@ -263,8 +268,12 @@ class PipLocalBundling:
         self.platform = platform
         self.include_library = include_library
 
-    def try_bundle(self, output_dir: str, **_options: Any) -> bool:
-        """Bundle into ``output_dir``; ``True`` tells CDK not to try Docker."""
+    def try_bundle(self, output_dir: str, *_options: Any, **_kw_options: Any) -> bool:
+        """Bundle into ``output_dir``; ``True`` tells CDK not to try Docker.
+
+        The jsii kernel passes the ``BundlingOptions`` positionally (the
+        Python protocol stub shows them as keywords); neither is needed.
+        """
         bundle_python_lambda(
             output_dir,
             self.source_dir,

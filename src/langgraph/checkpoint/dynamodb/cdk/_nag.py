@@ -29,6 +29,7 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
     Example:
         >>> acknowledge(queue, "AwsSolutions-SQS3", "This queue is a DLQ.")  # doctest: +SKIP
     """
-    if "::" not in rule_id:
+    # "::" inside the finding (``[Resource::*]``) is not a namespace separator.
+    if "::" not in rule_id.split("[", 1)[0]:
         rule_id = f"{NAG_NAMESPACE}::{rule_id}"
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))

@@ -128,6 +128,10 @@ def bundled_lambda_code(
     source = Path(source_dir).resolve()
     if not source.is_dir():
         raise FileNotFoundError(f"Lambda source folder not found: {source}")
+    missing = [name for name in include or () if not (source / name).is_dir()]
+    if missing:
+        # Fail at synth, not with an ImportModuleError in production.
+        raise FileNotFoundError(f"Lambda handler folders missing under {source}: {missing}")
     fingerprint = asset_fingerprint(
         source,
         include=include,
@@ -334,7 +338,9 @@ class CheckpointStore(Construct):
                     },
                     **common,
                 )
-                self._schedule("pruner", "PrunerSchedule", fn, prune_schedule or events.Schedule.rate(Duration.hours(1)))
+                self._schedule(
+                    "pruner", "PrunerSchedule", fn, prune_schedule or events.Schedule.rate(Duration.hours(1))
+                )
             if wanted["reaper"]:
                 self._create_reaper(reaper_batch_size, reaper_retry_attempts, common)
             if wanted["orphan_sweeper"]:
@@ -445,7 +451,9 @@ class CheckpointStore(Construct):
             self,
             "Bucket",
             bucket_name=bucket_name,
-            encryption=s3.BucketEncryption.KMS if self.kms_key is not None else s3.BucketEncryption.S3_MANAGED,
+            encryption=s3.BucketEncryption.KMS
+            if self.kms_key is not None
+            else s3.BucketEncryption.S3_MANAGED,
             encryption_key=self.kms_key,
             # One KMS call per bucket key instead of per object: payload writes
             # are frequent and small.
@@ -480,7 +488,9 @@ class CheckpointStore(Construct):
         self.dlqs[name] = queue
         self._alarm(
             f"{construct_id}DlqDepthAlarm",
-            queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5), statistic="Maximum"),
+            queue.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"
+            ),
             threshold=1,
             description=f"Failed {name} invocations are waiting in its dead-letter queue.",
         )
@@ -550,7 +560,9 @@ class CheckpointStore(Construct):
         )
         return fn
 
-    def _schedule(self, name: str, construct_id: str, fn: lambda_.Function, schedule: events.Schedule) -> None:
+    def _schedule(
+        self, name: str, construct_id: str, fn: lambda_.Function, schedule: events.Schedule
+    ) -> None:
         events.Rule(
             self,
             construct_id,
@@ -581,7 +593,9 @@ class CheckpointStore(Construct):
         )
         role = fn.role
         assert role is not None
-        iam.Grant.add_to_principal(grantee=role, actions=list(STREAM_READ_ACTIONS), resource_arns=[self.table_stream_arn])
+        iam.Grant.add_to_principal(
+            grantee=role, actions=list(STREAM_READ_ACTIONS), resource_arns=[self.table_stream_arn]
+        )
         # ListStreams has no resource-level permissions: "*" is the only valid resource.
         iam.Grant.add_to_principal(grantee=role, actions=["dynamodb:ListStreams"], resource_arns=["*"])
         acknowledge(
@@ -622,7 +636,9 @@ class CheckpointStore(Construct):
 
     # ----------------------------------------------------------------- alarms
 
-    def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, *, threshold: float, description: str) -> None:
+    def _alarm(
+        self, construct_id: str, metric: cloudwatch.IMetric, *, threshold: float, description: str
+    ) -> None:
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
@@ -654,7 +670,9 @@ class CheckpointStore(Construct):
 
     def _table_alarms(self) -> None:
         # Index names come from the schema: a GSI added there is watched too.
-        indexes = [g["IndexName"] for g in schema.table_definition("unused").get("GlobalSecondaryIndexes", [])]
+        indexes = [
+            g["IndexName"] for g in schema.table_definition("unused").get("GlobalSecondaryIndexes", [])
+        ]
         for kind in ("Read", "Write"):
             metrics = {"t": self._table_metric(f"{kind}ThrottleEvents")}
             for i, index in enumerate(indexes):
@@ -670,7 +688,9 @@ class CheckpointStore(Construct):
                 threshold=1,
                 description=f"The checkpoint table or one of its indexes throttled {kind.lower()}s.",
             )
-        operations = [a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS if a != "dynamodb:ConditionCheckItem"]
+        operations = [
+            a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS if a != "dynamodb:ConditionCheckItem"
+        ]
         system_errors = {
             f"e{i}": cloudwatch.Metric(
                 namespace="AWS/DynamoDB",
@@ -743,7 +763,9 @@ class CheckpointStore(Construct):
                 conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading]}},
             )
         ]
-        stmts += self._s3_statements(S3_READ_WRITE_ACTIONS, schema.tenant_s3_prefix(self.s3_key_prefix, tenant_prefix))
+        stmts += self._s3_statements(
+            S3_READ_WRITE_ACTIONS, schema.tenant_s3_prefix(self.s3_key_prefix, tenant_prefix)
+        )
         kms_stmt = self._kms_statement(KMS_READ_WRITE_ACTIONS)
         return [*stmts, *([kms_stmt] if kms_stmt else [])]
 
@@ -751,7 +773,9 @@ class CheckpointStore(Construct):
         if self.bucket is None:
             return []
         return [
-            iam.PolicyStatement(actions=list(object_actions), resources=[self.bucket.arn_for_objects(f"{prefix}*")]),
+            iam.PolicyStatement(
+                actions=list(object_actions), resources=[self.bucket.arn_for_objects(f"{prefix}*")]
+            ),
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
                 resources=[self.bucket.bucket_arn],
@@ -773,7 +797,9 @@ class CheckpointStore(Construct):
         self._acknowledge_grant_wildcards(grantee, statements)
         return grant
 
-    def _acknowledge_grant_wildcards(self, grantee: iam.IGrantable, statements: Sequence[iam.PolicyStatement]) -> None:
+    def _acknowledge_grant_wildcards(
+        self, grantee: iam.IGrantable, statements: Sequence[iam.PolicyStatement]
+    ) -> None:
         principal = grantee.grant_principal
         if not isinstance(principal, Construct):
             return
@@ -851,7 +877,7 @@ def runtime_acknowledgement_reason(runtime: lambda_.Runtime) -> str:
     )
 
 
-def reaper_filter_pattern() -> dict[str, Any]:
+def reaper_filter_pattern() -> Mapping[str, Any]:
     """Event filter of the reaper: TTL deletions of thread heads, nothing else.
 
     TTL deletions are ``REMOVE`` records whose ``userIdentity`` is the

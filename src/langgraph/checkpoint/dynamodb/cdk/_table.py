@@ -30,7 +30,10 @@ _KNOWN_KEYS = frozenset(
 
 
 def _key_schema(keys: list[Mapping[str, str]]) -> list[dynamodb.CfnTable.KeySchemaProperty]:
-    return [dynamodb.CfnTable.KeySchemaProperty(attribute_name=k["AttributeName"], key_type=k["KeyType"]) for k in keys]
+    return [
+        dynamodb.CfnTable.KeySchemaProperty(attribute_name=k["AttributeName"], key_type=k["KeyType"])
+        for k in keys
+    ]
 
 
 def cfn_table_properties(definition: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,293 @@
+"""Maintenance Lambdas: code, environment, schedules, the stream mapping, DLQs and alarms."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
+
+from langgraph.checkpoint.dynamodb import schema
+
+REF = "LangGraphCheckpointStack"
+FUNCTIONS = {
+    "Pruner": "pruner.handler.handler",
+    "Reaper": "reaper.handler.handler",
+    "OrphanSweeper": "orphan_sweeper.handler.handler",
+}
+
+
+def _fn(synth, stack: str, name: str, prefix: str = "CheckpointStore") -> tuple[str, dict]:
+    return synth.one(stack, "AWS::Lambda::Function", f"{prefix}{name}")
+
+
+def test_handlers_runtime_and_environment(reference) -> None:
+    common = {
+        "TABLE_NAME": {"Ref": "CheckpointStoreTable"},
+        "BUCKET_NAME": {"Ref": "CheckpointStoreBucket"},
+        "S3_KEY_PREFIX": "checkpoints/",
+    }
+    expected_env = {
+        "Pruner": {**common, "PRUNE_KEEP_LAST": "1", "PRUNE_IDLE_DAYS": "30", "TIME_BUDGET_SECONDS": "270"},
+        "Reaper": common,
+        "OrphanSweeper": {**common, "ORPHAN_GRACE_HOURS": "24", "TIME_BUDGET_SECONDS": "840"},
+    }
+    timeouts = {"Pruner": 300, "Reaper": 300, "OrphanSweeper": 900}
+    codes = set()
+    for name, handler in FUNCTIONS.items():
+        _, fn = _fn(reference, REF, name)
+        props = fn["Properties"]
+        assert props["Handler"] == handler
+        assert props["Runtime"] == "python3.12"
+        assert props["Architectures"] == ["x86_64"]
+        assert props["Environment"]["Variables"] == expected_env[name]
+        assert props["Timeout"] == timeouts[name]
+        assert "LoggingConfig" in props  # an explicit log group with retention
+        codes.add(json.dumps(props["Code"], sort_keys=True))
+    # One asset shared by all functions (and the agent): one pip run, one upload.
+    _, agent = reference.one(REF, "AWS::Lambda::Function", "AgentFunction")
+    codes.add(json.dumps(agent["Properties"]["Code"], sort_keys=True))
+    assert len(codes) == 1
+
+
+def test_custom_settings_reach_the_environment(custom) -> None:
+    _, pruner = _fn(custom, "Custom", "Pruner", "Store")
+    env = pruner["Properties"]["Environment"]["Variables"]
+    assert env["PRUNE_KEEP_LAST"] == "3"
+    assert env["PRUNE_IDLE_DAYS"] == "7"
+    assert env["S3_KEY_PREFIX"] == "ckpt/"
+    _, sweeper = _fn(custom, "Custom", "OrphanSweeper", "Store")
+    assert sweeper["Properties"]["Environment"]["Variables"]["ORPHAN_GRACE_HOURS"] == "48"
+
+
+def test_roles_have_no_managed_policies(reference, reference_kms, custom) -> None:
+    """Logging rights come from grants on each function's own log group (no AWSLambdaBasicExecutionRole)."""
+    for synth in (reference, reference_kms, custom):
+        for stack in synth.templates:
+            for role_id, role in synth.resources(stack, "AWS::IAM::Role").items():
+                assert "ManagedPolicyArns" not in role["Properties"], role_id
+
+
+def test_log_groups_have_retention(reference) -> None:
+    groups = reference.resources(REF, "AWS::Logs::LogGroup")
+    assert len(groups) == 4
+    assert {g["Properties"]["RetentionInDays"] for g in groups.values()} == {30}
+
+
+def _rule_for(synth, stack: str, fn_id: str) -> dict:
+    rules = [
+        r["Properties"]
+        for r in synth.resources(stack, "AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
+    ]
+    assert len(rules) == 1
+    return rules[0]
+
+
+def test_schedules(reference, custom) -> None:
+    pruner_id, _ = _fn(reference, REF, "Pruner")
+    sweeper_id, _ = _fn(reference, REF, "OrphanSweeper")
+    dlqs = reference.resources(REF, "AWS::SQS::Queue")
+    for fn_id, expression, dlq_prefix in (
+        (pruner_id, "rate(1 hour)", "CheckpointStorePrunerDlq"),
+        (sweeper_id, "rate(1 day)", "CheckpointStoreOrphanSweeperDlq"),
+    ):
+        rule = _rule_for(reference, REF, fn_id)
+        assert rule["ScheduleExpression"] == expression
+        assert rule["State"] == "ENABLED"
+        (target,) = rule["Targets"]
+        (dlq_id,) = [q for q in dlqs if q.startswith(dlq_prefix)]
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
+        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 3600, "MaximumRetryAttempts": 2}
+    c_pruner, _ = _fn(custom, "Custom", "Pruner", "Store")
+    c_sweeper, _ = _fn(custom, "Custom", "OrphanSweeper", "Store")
+    assert _rule_for(custom, "Custom", c_pruner)["ScheduleExpression"] == "rate(15 minutes)"
+    assert _rule_for(custom, "Custom", c_sweeper)["ScheduleExpression"] == "cron(30 3 * * ? *)"
+    # The stream consumer has no schedule.
+    reaper_id, _ = _fn(reference, REF, "Reaper")
+    assert not [
+        r
+        for r in reference.resources(REF, "AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [reaper_id, "Arn"]}
+    ]
+
+
+def test_async_failures_go_to_each_functions_dlq(reference) -> None:
+    invoke_configs = reference.resources(REF, "AWS::Lambda::EventInvokeConfig")
+    for name in ("Pruner", "OrphanSweeper"):
+        fn_id, fn = _fn(reference, REF, name)
+        dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{name}Dlq")
+        assert fn["Properties"]["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
+        (cfg,) = [c for c in invoke_configs.values() if c["Properties"]["FunctionName"] == {"Ref": fn_id}]
+        assert cfg["Properties"]["MaximumRetryAttempts"] == 2
+    _, reaper = _fn(reference, REF, "Reaper")
+    assert "DeadLetterConfig" not in reaper["Properties"]  # the event source mapping owns its failures
+
+
+def test_reaper_stream_mapping(reference, custom) -> None:
+    reaper_id, _ = _fn(reference, REF, "Reaper")
+    dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", "CheckpointStoreReaperDlq")
+    _, esm = reference.one(REF, "AWS::Lambda::EventSourceMapping")
+    props = esm["Properties"]
+    assert props["FunctionName"] == {"Ref": reaper_id}
+    assert props["EventSourceArn"] == {"Fn::GetAtt": ["CheckpointStoreTable", "StreamArn"]}
+    assert props["StartingPosition"] == "TRIM_HORIZON"
+    assert props["BatchSize"] == 100
+    assert props["BisectBatchOnFunctionError"] is True
+    assert props["MaximumRetryAttempts"] == 5
+    assert props["MaximumRecordAgeInSeconds"] == 23 * 3600
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq_id, "Arn"]}}}
+    (flt,) = props["FilterCriteria"]["Filters"]
+    assert json.loads(flt["Pattern"]) == {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+        "dynamodb": {"Keys": {"SK": {"S": [schema.HEAD_SK]}}},
+    }
+    assert schema.HEAD_SK == "|m|thread"
+    _, c_esm = custom.one("Custom", "AWS::Lambda::EventSourceMapping")
+    assert c_esm["Properties"]["BatchSize"] == 50
+    assert c_esm["Properties"]["MaximumRetryAttempts"] == 3
+
+
+def test_reaper_role_reads_only_this_tables_stream(reference) -> None:
+    statements = reference.role_statements(REF, "CheckpointStoreReaperRole")
+    dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", "CheckpointStoreReaperDlq")
+    assert {
+        "Action": ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": ["CheckpointStoreTable", "StreamArn"]},
+    } in statements
+    # ListStreams admits no resource-level permission; it is the only "*" statement.
+    assert {"Action": ["dynamodb:ListStreams"], "Effect": "Allow", "Resource": "*"} in statements
+    assert {
+        "Action": ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [dlq_id, "Arn"]},
+    } in statements
+
+
+def test_dead_letter_queues(reference, reference_kms) -> None:
+    for synth in (reference, reference_kms):
+        queues = synth.resources(REF, "AWS::SQS::Queue")
+        assert sorted(q.rstrip("0123456789ABCDEF") for q in queues) == [
+            "CheckpointStoreOrphanSweeperDlq",
+            "CheckpointStorePrunerDlq",
+            "CheckpointStoreReaperDlq",
+        ]
+        for qid, queue in queues.items():
+            # SSE-SQS even with a customer key (service principals deliver dead letters).
+            assert queue["Properties"] == {
+                "MessageRetentionPeriod": 14 * 24 * 3600,
+                "SqsManagedSseEnabled": True,
+            }
+            (policy,) = [
+                p
+                for p in synth.resources(REF, "AWS::SQS::QueuePolicy").values()
+                if p["Properties"]["Queues"] == [{"Ref": qid}]
+            ]
+            assert {
+                "Action": "sqs:*",
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Resource": {"Fn::GetAtt": [qid, "Arn"]},
+            } in policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+def _alarms(synth, stack: str) -> dict[str, dict]:
+    return {
+        k.rstrip("0123456789ABCDEF"): v["Properties"]
+        for k, v in synth.resources(stack, "AWS::CloudWatch::Alarm").items()
+    }
+
+
+def test_alarms(reference) -> None:
+    alarms = _alarms(reference, REF)
+    assert sorted(alarms) == sorted(
+        [f"CheckpointStore{n}ErrorsAlarm" for n in FUNCTIONS]
+        + [f"CheckpointStore{n}DlqDepthAlarm" for n in FUNCTIONS]
+        + [
+            "CheckpointStoreReaperIteratorAgeAlarm",
+            "CheckpointStoreTableReadThrottleAlarm",
+            "CheckpointStoreTableWriteThrottleAlarm",
+            "CheckpointStoreTableSystemErrorsAlarm",
+        ]
+    )
+    for props in alarms.values():
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert props["EvaluationPeriods"] == 1
+        assert props["TreatMissingData"] == "notBreaching"
+        assert "AlarmActions" not in props  # no topic in the reference app by default
+    for name in FUNCTIONS:
+        fn_id, _ = _fn(reference, REF, name)
+        errors = alarms[f"CheckpointStore{name}ErrorsAlarm"]
+        assert (errors["Namespace"], errors["MetricName"], errors["Statistic"]) == (
+            "AWS/Lambda",
+            "Errors",
+            "Sum",
+        )
+        assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn_id}}]
+        assert (errors["Threshold"], errors["Period"]) == (1, 300)
+        dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{name}Dlq")
+        depth = alarms[f"CheckpointStore{name}DlqDepthAlarm"]
+        assert (depth["Namespace"], depth["MetricName"], depth["Statistic"]) == (
+            "AWS/SQS",
+            "ApproximateNumberOfMessagesVisible",
+            "Maximum",
+        )
+        assert depth["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
+        assert depth["Threshold"] == 1
+    age = alarms["CheckpointStoreReaperIteratorAgeAlarm"]
+    assert (age["MetricName"], age["Statistic"], age["Threshold"]) == ("IteratorAge", "Maximum", 3_600_000)
+
+    table = {"Name": "TableName", "Value": {"Ref": "CheckpointStoreTable"}}
+    for kind in ("Read", "Write"):
+        throttles = alarms[f"CheckpointStoreTable{kind}ThrottleAlarm"]
+        expr, *metrics = throttles["Metrics"]
+        assert expr["Expression"] == "FILL(t,0)+FILL(g0,0)+FILL(g1,0)"
+        assert [
+            (m["MetricStat"]["Metric"]["MetricName"], m["MetricStat"]["Metric"]["Dimensions"])
+            for m in metrics
+        ] == [
+            (f"{kind}ThrottleEvents", [table]),
+            (f"{kind}ThrottleEvents", [{"Name": "GlobalSecondaryIndexName", "Value": "run_id-index"}, table]),
+            (
+                f"{kind}ThrottleEvents",
+                [{"Name": "GlobalSecondaryIndexName", "Value": "threads-index"}, table],
+            ),
+        ]
+        assert throttles["Threshold"] == 1
+    system = alarms["CheckpointStoreTableSystemErrorsAlarm"]
+    expr, *metrics = system["Metrics"]
+    assert {m["MetricStat"]["Metric"]["MetricName"] for m in metrics} == {"SystemErrors"}
+    operations = sorted(
+        d["Value"]
+        for m in metrics
+        for d in m["MetricStat"]["Metric"]["Dimensions"]
+        if d["Name"] == "Operation"
+    )
+    assert operations == sorted(
+        ["BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"]
+    )
+    assert expr["Expression"] == "+".join(f"FILL(e{i},0)" for i in range(7))
+
+
+def test_alarm_topic_receives_alarm_and_ok(custom) -> None:
+    topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
+    alarms = _alarms(custom, "Custom")
+    assert len(alarms) == 10
+    for props in alarms.values():
+        assert props["AlarmActions"] == [{"Ref": topic_id}]
+        assert props["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_bucketless_store_has_no_sweeper_and_no_bucket_env(custom) -> None:
+    functions = custom.resources("NoBucket", "AWS::Lambda::Function")
+    assert sorted(f["Properties"]["Handler"] for f in functions.values()) == [
+        "pruner.handler.handler",
+        "reaper.handler.handler",
+    ]
+    for fn in functions.values():
+        assert "BUCKET_NAME" not in fn["Properties"]["Environment"]["Variables"]

@@ -1,0 +1,178 @@
+"""Every statement of every grant, exactly; and no wildcard beyond index/* and object prefixes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
+
+from cdk_helpers import flatten
+
+from langgraph.checkpoint.dynamodb import schema
+
+REF = "LangGraphCheckpointStack"
+RW_DDB = [
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+]
+
+
+def _arn(logical_id: str) -> dict:
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def _join(*parts: object) -> dict:
+    return {"Fn::Join": ["", list(parts)]}
+
+
+def _expected(table: str, bucket: str | None, prefix: str, *, read_only: bool = False) -> list[dict]:
+    ddb = ["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"] if read_only else RW_DDB
+    out = [
+        {"Action": ddb, "Effect": "Allow", "Resource": _arn(table)},
+        {"Action": ["dynamodb:Query"], "Effect": "Allow", "Resource": _join(_arn(table), "/index/*")},
+    ]
+    if bucket is not None:
+        objects = ["s3:GetObject"] if read_only else ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+        out += [
+            {"Action": objects, "Effect": "Allow", "Resource": _join(_arn(bucket), f"/{prefix}*")},
+            {
+                "Action": ["s3:ListBucket"],
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                "Effect": "Allow",
+                "Resource": _arn(bucket),
+            },
+        ]
+    return out
+
+
+def test_grant_read_write_statements(custom) -> None:
+    assert custom.role_statements("Custom", "ReadWriteRole") == _expected(
+        "StoreTable", "StoreBucket", "ckpt/"
+    )
+
+
+def test_grant_read_statements(custom) -> None:
+    assert custom.role_statements("Custom", "ReadRole") == _expected(
+        "StoreTable", "StoreBucket", "ckpt/", read_only=True
+    )
+
+
+def test_grant_tenant_read_write_statements(custom) -> None:
+    leading = schema.tenant_partition_prefix("acme-") + "*"
+    s3_prefix = schema.tenant_s3_prefix("ckpt/", "acme-")
+    assert (leading, s3_prefix) == ("acme-*", "ckpt/acme-")
+    assert custom.role_statements("Custom", "TenantRole") == [
+        {
+            "Action": RW_DDB,
+            "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading]}},
+            "Effect": "Allow",
+            # The table only: GSIs span tenants, so no index/* here.
+            "Resource": _arn("StoreTable"),
+        },
+        {
+            "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+            "Effect": "Allow",
+            "Resource": _join(_arn("StoreBucket"), f"/{s3_prefix}*"),
+        },
+        {
+            "Action": ["s3:ListBucket"],
+            "Condition": {"StringLike": {"s3:prefix": [f"{s3_prefix}*"]}},
+            "Effect": "Allow",
+            "Resource": _arn("StoreBucket"),
+        },
+    ]
+
+
+def test_tenant_prefix_is_validated(custom) -> None:
+    from aws_cdk import aws_iam as iam
+
+    store = custom.stores["Custom"]
+    for bad in ("", "a/b", "a|b", "a*", "50%"):
+        with pytest.raises(ValueError, match="tenant_prefix"):
+            store.tenant_read_write_statements(bad)
+    assert isinstance(store.tenant_read_write_statements("ok-")[0], iam.PolicyStatement)
+
+
+def test_bucketless_grant_has_no_s3(custom) -> None:
+    assert custom.role_statements("NoBucket", "ReadWriteRole") == _expected("StoreTable", None, "")
+
+
+def test_agent_and_maintenance_roles_get_exactly_read_write(reference) -> None:
+    rw = _expected("CheckpointStoreTable", "CheckpointStoreBucket", "checkpoints/")
+    for role in (
+        "AgentRole",
+        "CheckpointStorePrunerRole",
+        "CheckpointStoreOrphanSweeperRole",
+        "CheckpointStoreReaperRole",
+    ):
+        statements = reference.role_statements(REF, role)
+        for stmt in rw:
+            assert stmt in statements, (role, stmt)
+        assert not [s for s in statements if s["Action"][0].startswith("kms:")]
+    agent = reference.role_statements(REF, "AgentRole")
+    (logs,) = [s for s in agent if s["Action"][0].startswith("logs:")]
+    log_group, _ = reference.one(REF, "AWS::Logs::LogGroup", "AgentLogs")
+    assert logs == {
+        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+        "Effect": "Allow",
+        "Resource": _arn(log_group),
+    }
+    assert agent == [logs, *rw]
+
+
+def test_customer_key_statement(reference_kms) -> None:
+    key_id, _ = reference_kms.one(REF, "AWS::KMS::Key")
+    region = {"Ref": "AWS::Region"}
+    kms_rw = {
+        "Action": ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
+        "Condition": {
+            "StringEquals": {
+                "kms:ViaService": [
+                    _join("dynamodb.", region, ".amazonaws.com"),
+                    _join("s3.", region, ".amazonaws.com"),
+                ]
+            }
+        },
+        "Effect": "Allow",
+        "Resource": _arn(key_id),
+    }
+    agent = reference_kms.role_statements(REF, "AgentRole")
+    assert agent[1:] == [*_expected("CheckpointStoreTable", "CheckpointStoreBucket", "checkpoints/"), kms_rw]
+    store = reference_kms.stores[REF]
+    (read_kms,) = [s for s in store.read_statements() if s.actions[0].startswith("kms:")]
+    assert read_kms.actions == ["kms:Decrypt"]
+
+
+def test_no_wildcards_beyond_indexes_and_object_prefixes(reference, reference_kms, custom) -> None:
+    """Across every IAM policy of every stack: no wildcard actions, and "*" resources only where justified."""
+    checked = 0
+    for synth in (reference, reference_kms, custom):
+        for stack in synth.templates:
+            for pid, policy in synth.resources(stack, "AWS::IAM::Policy").items():
+                for stmt in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    actions = [stmt["Action"]] if isinstance(stmt["Action"], str) else stmt["Action"]
+                    assert not [a for a in actions if "*" in a], (pid, actions)
+                    resources = stmt["Resource"] if isinstance(stmt["Resource"], list) else [stmt["Resource"]]
+                    for res in map(flatten, resources):
+                        checked += 1
+                        if "*" not in res:
+                            continue
+                        if res == "*":
+                            assert actions == ["dynamodb:ListStreams"], (pid, actions)
+                        elif res.endswith("/index/*"):
+                            assert (
+                                res.startswith("<") and "Table.Arn>" in res and actions == ["dynamodb:Query"]
+                            )
+                        else:
+                            assert res.count("*") == 1 and res.endswith("*"), res
+                            assert "Bucket.Arn>/" in res, res
+                            assert set(actions) <= {"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}, (
+                                actions
+                            )
+    assert checked > 50

@@ -205,15 +205,15 @@ def _node_triggers(checkpoint: Mapping[str, Any]) -> dict[str, set[str]]:
             nodes.setdefault(chan.rsplit(":", 1)[1], set()).add(chan)
     if _START in versions:
         nodes.setdefault(_START, set()).add(_START)
-    for name, chans in seen.items():
+    for name, seen_chans in seen.items():
         if name not in _NOT_NODES:
-            nodes.setdefault(name, set()).update(chans)
+            nodes.setdefault(name, set()).update(seen_chans)
     # StateGraph gives every node a ``branch:to:<node>`` trigger (Command
     # goto and conditional edges write it), written or not; task ids hash
     # the full trigger list, so it must be there.
-    for name, chans in nodes.items():
+    for name, triggers in nodes.items():
         if name != _START:
-            chans.add(f"branch:to:{name}")
+            triggers.add(f"branch:to:{name}")
     return nodes
 
 
@@ -906,13 +906,19 @@ def describe_history(
     return rows
 
 
-def _s3_kind(key: str) -> str:
-    parts = key.split("/")
-    if "v" in parts[-4:-2]:
+def _s3_kind(key: str, prefix: str = "") -> str:
+    """Kind of an S3 object from its key: ``<prefix><thread>/_<ns>/{v|c}/...``.
+
+    Thread and namespace are percent-encoded (no ``/`` inside), so the
+    segments after the prefix are positional.
+    """
+    parts = (key[len(prefix) :] if key.startswith(prefix) else key).split("/")
+    rest = parts[2:] if len(parts) > 2 and parts[1].startswith("_") else []
+    if rest[:1] == ["v"]:
         return "value"
-    if len(parts) >= 3 and parts[-3] == "c" and parts[-1] in ("body", "metadata"):
-        return "checkpoint " + parts[-1]
-    if "w" in parts[-4:-1]:
+    if rest[:1] == ["c"] and len(rest) == 3 and rest[2] in ("body", "metadata"):
+        return "checkpoint " + rest[2]
+    if rest[:1] == ["c"] and len(rest) >= 4 and rest[2] == "w":
         return "write"
     return "other"
 
@@ -975,7 +981,7 @@ def collect_stats(saver: Any, thread_id: str | None = None) -> dict[str, Any]:
         "by_kind": {},
     }
     for obj in _s3_objects(saver, s3_prefix):
-        kind = _s3_kind(obj["Key"])
+        kind = _s3_kind(obj["Key"], saver.s3_key_prefix)
         e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})
         e["objects"] += 1
         e["bytes"] += int(obj["Size"])

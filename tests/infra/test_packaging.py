@@ -1,0 +1,133 @@
+"""The Lambda asset built by the local bundler imports and runs with nothing else on sys.path.
+
+The same recipe as ``cdk synth``/``deploy`` (``bundle_python_lambda``: pip
+``--platform manylinux2014_* --only-binary=:all: --target``, then this
+library, then the handlers), built for *this* interpreter's Python version so
+it can be executed here: a subprocess with ``-I -S`` imports only the asset
+and the standard library, and calls the handlers against the moto server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = REPO / "infra" / "asset_probe.py"
+HANDLERS = {
+    "agent": "agent.handler.handler",
+    "pruner": "pruner.handler.handler",
+    "reaper": "reaper.handler.handler",
+    "orphan_sweeper": "orphan_sweeper.handler.handler",
+}
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"),
+    reason="manylinux wheels only run on Linux x86_64/aarch64",
+)
+
+
+def _present_handlers() -> list[str]:
+    """Handler folders of lambdas/ that exist (teammates add them over time)."""
+    root = REPO / "lambdas"
+    return [
+        name
+        for name in HANDLERS
+        if (root / name / "handler.py").is_file() and (root / name / "handler.py").stat().st_size
+    ]
+
+
+@pytest.fixture(scope="module")
+def asset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    from infra.stacks import langgraph_requirement
+
+    from langgraph.checkpoint.dynamodb.cdk import bundle_python_lambda
+    from langgraph.checkpoint.dynamodb.cdk._bundling import pip_platform
+
+    present = _present_handlers()
+    out = tmp_path_factory.mktemp("asset")
+    bundle_python_lambda(
+        out,
+        REPO / "lambdas",
+        include=present,
+        requirements=[langgraph_requirement()] if "agent" in present else [],
+        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
+        platform=pip_platform("arm64" if platform.machine() == "aarch64" else "x86_64"),
+    )
+    return out, present
+
+
+def test_asset_contents(asset: tuple[Path, list[str]]) -> None:
+    root, present = asset
+    from langgraph.checkpoint.dynamodb.cdk import library_requirements
+    from langgraph.checkpoint.dynamodb.cdk._bundling import library_package_dir
+
+    assert not (root / "bin").exists()  # console scripts point at this host's python
+    assert not list(root.rglob("__pycache__"))  # host-compiled bytecode is for the wrong Python
+    lib = library_package_dir()
+    shipped = root / "langgraph" / "checkpoint" / "dynamodb"
+    expected = sorted(
+        p.relative_to(lib).as_posix()
+        for p in lib.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.relative_to(lib).parts[0] != "cdk"
+    )
+    assert sorted(p.relative_to(shipped).as_posix() for p in shipped.rglob("*") if p.is_file()) == expected
+    assert all((shipped / rel).read_bytes() == (lib / rel).read_bytes() for rel in expected)
+    assert not (shipped / "cdk").exists()
+    # The library's declared runtime dependencies, resolved as wheels.
+    assert {r.split(">")[0].split("<")[0].split("=")[0] for r in library_requirements()} == {
+        "boto3",
+        "langgraph-checkpoint",
+    }
+    assert list(root.glob("boto3-*.dist-info")) and list(root.glob("langgraph_checkpoint-*.dist-info"))
+    for name in present:
+        assert (root / name / "handler.py").read_bytes() == (
+            REPO / "lambdas" / name / "handler.py"
+        ).read_bytes()
+
+
+def test_packaged_handlers_run_isolated_against_moto(
+    moto_endpoint: str, asset: tuple[Path, list[str]]
+) -> None:
+    import boto3
+
+    from langgraph.checkpoint.dynamodb import schema
+
+    root, present = asset
+    name = f"pkg-{uuid.uuid4().hex[:10]}"
+    ddb = boto3.client("dynamodb", endpoint_url=moto_endpoint)
+    ddb.create_table(**schema.table_definition(name))
+    ddb.get_waiter("table_exists").wait(TableName=name)
+    boto3.client("s3", endpoint_url=moto_endpoint).create_bucket(Bucket=name)
+
+    spec = {"table": name, "bucket": name, "handlers": {h: HANDLERS[h] for h in present}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", str(PROBE), str(root), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["isolation"] == {
+        "library": "langgraph/checkpoint/dynamodb/__init__.py",
+        "boto3": "boto3/__init__.py",
+        "aws_cdk": "absent",
+    }
+    assert report["saver"]["s3_objects"] >= 1
+    if "agent" in present:
+        assert report["agent"]["question"]
+        assert "CSV, admins only" in report["agent"]["result"]
+    assert set(report) == {"isolation", "saver", *present}

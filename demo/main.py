@@ -44,7 +44,13 @@ CRASH_ANSWER = "JSON, for admins"
 
 
 class Narrator:
-    """Prints the story: numbered sections, indented details, elapsed time."""
+    """Prints the story: numbered sections, indented details, elapsed time.
+
+    Example:
+        >>> n = Narrator()
+        >>> n.mark("a", "question: which format?")
+          [a] question: which format?
+    """
 
     def __init__(self) -> None:
         self.began = time.monotonic()

@@ -68,6 +68,10 @@ class DevState(TypedDict, total=False):
         approved: whether the reviewer accepted the code.
         outcome: the final summary.
         log: who did what, in order (appended by every node).
+
+    Example:
+        >>> DevState(requirement="Add an export", log=[])
+        {'requirement': 'Add an export', 'log': []}
     """
 
     requirement: str

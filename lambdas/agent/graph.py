@@ -41,6 +41,10 @@ class AgentState(TypedDict, total=False):
         requirement: what the user asked for.
         answer: the user's answer to the clarifying question.
         result: the delivered implementation summary.
+
+    Example:
+        >>> AgentState(requirement="Add an export")
+        {'requirement': 'Add an export'}
     """
 
     requirement: str

@@ -111,10 +111,9 @@ class CLIError(Exception):
     """An error with a message for people, a stable ``code`` for scripts and an exit code.
 
     Example:
-        >>> raise CLIError("thread 't-1' not found", EXIT_NOT_FOUND, "thread_not_found")
-        Traceback (most recent call last):
-        ...
-        langgraph.checkpoint.dynamodb.cli.CLIError: thread 't-1' not found
+        >>> err = CLIError("thread 't-1' not found", EXIT_NOT_FOUND, "thread_not_found")
+        >>> (err.exit_code, err.code)
+        (4, 'thread_not_found')
     """
 
     def __init__(self, message: str, exit_code: int = EXIT_ERROR, code: str = "error") -> None:

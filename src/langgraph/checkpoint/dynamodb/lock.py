@@ -137,6 +137,14 @@ class LeaseUnavailableError(CheckpointStoreError):
         thread_id: the thread.
         holder: owner token of the current holder, if known.
         expires_at: when the holder's lease runs out (epoch seconds), if known.
+
+    Example:
+        ```python
+        try:
+            ThreadLease(saver, "t-1").acquire()
+        except LeaseUnavailableError as busy:
+            retry_in = max(0.0, (busy.expires_at or 0) - time.time())
+        ```
     """
 
     def __init__(self, thread_id: str, holder: str | None, expires_at: float | None) -> None:
@@ -148,7 +156,16 @@ class LeaseUnavailableError(CheckpointStoreError):
 
 
 class LeaseLostError(CheckpointStoreError):
-    """The lease expired and was taken over (or released) while we thought we held it."""
+    """The lease expired and was taken over (or released) while we thought we held it.
+
+    Example:
+        ```python
+        try:
+            lease.renew()
+        except LeaseLostError:
+            ...  # stop: another worker owns the thread now
+        ```
+    """
 
 
 class StaleCheckpointError(CheckpointStoreError):
@@ -158,6 +175,14 @@ class StaleCheckpointError(CheckpointStoreError):
         thread_id: the thread.
         expected: the checkpoint id the caller passed (``None``: no checkpoint).
         actual: the latest checkpoint id (``None``: the thread has none).
+
+    Example:
+        ```python
+        try:
+            check_checkpoint(saver, "t-1", seen_id)
+        except StaleCheckpointError as err:
+            return {"statusCode": 409, "latest": err.actual}
+        ```
     """
 
     def __init__(self, thread_id: str, expected: str | None, actual: str | None) -> None:
@@ -177,7 +202,16 @@ class StaleCheckpointError(CheckpointStoreError):
 
 
 class ResultNotStoredError(CheckpointStoreError):
-    """The request already completed, but its result was too large to store for replay."""
+    """The request already completed, but its result was too large to store for replay.
+
+    Example:
+        ```python
+        try:
+            run_once(saver, "t-1", "r-1", ANY_CHECKPOINT, work)
+        except ResultNotStoredError:
+            state = graph.get_state({"configurable": {"thread_id": "t-1"}})  # read it instead
+        ```
+    """
 
 
 # -------------------------------------------------------------- data types
@@ -194,6 +228,11 @@ class LeaseInfo:
         token: fencing token; grows by one with every acquisition, so a
             downstream system can reject writes carrying an older token from
             a holder that still believes it owns the thread.
+
+    Example:
+        >>> info = LeaseInfo("t-1", "owner-a", expires_at=1_800_000_000.0, token=3)
+        >>> info.token
+        3
     """
 
     thread_id: str
@@ -215,6 +254,11 @@ class RequestRecord:
         result_size: serialized size of the result (done only).
         result_stored: whether the result is stored for replay.
         error: the last failure (failed only).
+
+    Example:
+        >>> rec = get_request(saver, "t-1", "r-1")  # doctest: +SKIP
+        >>> (rec.status, rec.attempts)  # doctest: +SKIP
+        ('done', 1)
     """
 
     status: str
@@ -235,6 +279,10 @@ class RunOutcome(Generic[T]):
         replayed: ``True`` if nothing ran: the request was already done.
         recovered: ``True`` if an earlier attempt of this request had
             crashed or failed and this call ran it again.
+
+    Example:
+        >>> RunOutcome(value={"ok": True}, replayed=True, recovered=False).replayed
+        True
     """
 
     value: T

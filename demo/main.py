@@ -180,10 +180,11 @@ def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file:
         out = recovering.invoke(None, _config(crash_thread), durability="sync")
     runs = read_counts(counts_file) - before
     n.say("node runs for this thread: " + ", ".join(f"{k} x{v}" for k, v in sorted(runs.items())))
+    dev_note = " (1 killed + 1 after recovery)" if runs["developer"] == 2 else ""
     n.mark(
         "c",
         f"recovered without re-running finished nodes: tester ran {runs['tester']} time(s), "
-        f"developer {runs['developer']} (1 killed + 1 after recovery), planner {runs['planner']}",
+        f"developer {runs['developer']}{dev_note}, planner {runs['planner']}",
     )
     n.mark("c", f"outcome: {out['outcome']}")
 

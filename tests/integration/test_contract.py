@@ -16,8 +16,8 @@ from langgraph.checkpoint.dynamodb import (
     MissingPayloadError,
     PayloadTooLargeError,
     UnsupportedFormatError,
+    schema,
 )
-from langgraph.checkpoint.dynamodb import schema
 from tests.support.harness import Harness, cfg, new_thread, scan_table
 
 

@@ -103,28 +103,52 @@ def chat_graph(*, delta: bool = False, snapshot_frequency: int = 3, subgraph: bo
     reply comes from a compiled subgraph (a second namespace).
     """
     if delta:
-
-        class DState(TypedDict, total=False):
-            messages: Annotated[list[str], DeltaChannel(_append, snapshot_frequency=snapshot_frequency)]
-            turns: int
-
-        state_t: Any = DState
+        # Functional form: the annotation must be evaluated here, not as a string.
+        state_t: Any = TypedDict(  # type: ignore[operator]
+            "DState",
+            {
+                "messages": Annotated[list[str], DeltaChannel(_append, snapshot_frequency=snapshot_frequency)],
+                "turns": int,
+            },
+            total=False,
+        )
     else:
         state_t = ChatState
 
-    def reply(state: Any) -> dict[str, Any]:
-        n = len(state.get("messages", []))
-        return {"messages": [f"assistant reply #{n}: " + "x" * 40], "turns": state.get("turns", 0) + 1}
+    def reply_text(state: Any) -> str:
+        return f"assistant reply #{len(state.get('messages', []))}: " + "x" * 40
 
-    g = StateGraph(state_t)
-    if subgraph:
-        sub = StateGraph(state_t)
-        sub.add_node("think", reply)
-        sub.add_edge(START, "think")
-        sub.add_edge("think", END)
-        g.add_node("assistant", sub.compile())
-    else:
+    def reply(state: Any) -> dict[str, Any]:
+        return {"messages": [reply_text(state)], "turns": state.get("turns", 0) + 1}
+
+    if not subgraph:
+        g = StateGraph(state_t)
         g.add_node("assistant", reply)
+        g.add_edge(START, "assistant")
+        g.add_edge("assistant", END)
+        return g
+
+    # The reply is drafted by a subgraph (its own namespace) that only
+    # outputs ``pending``; the parent appends it, so nothing is duplicated.
+    class SubState(TypedDict, total=False):
+        messages: list[str]
+        pending: str
+
+    class SubOut(TypedDict, total=False):
+        pending: str
+
+    sub = StateGraph(SubState, output_schema=SubOut)
+    sub.add_node("think", lambda st: {"pending": reply_text(st)})
+    sub.add_edge(START, "think")
+    sub.add_edge("think", END)
+
+    parent_t: Any = TypedDict(  # type: ignore[operator]
+        "ParentChat", {**state_t.__annotations__, "pending": str}, total=False
+    )
+    g = StateGraph(parent_t)
+    g.add_node("assistant", sub.compile())
+    g.add_node("commit", lambda st: {"messages": [st["pending"]], "turns": st.get("turns", 0) + 1})
     g.add_edge(START, "assistant")
-    g.add_edge("assistant", END)
+    g.add_edge("assistant", "commit")
+    g.add_edge("commit", END)
     return g

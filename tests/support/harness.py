@@ -200,7 +200,7 @@ def s3_objects(bucket: str) -> dict[str, bytes]:
 def env_for_subprocess() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + env.get("PYTHONPATH", "").split(os.pathsep)
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *env.get("PYTHONPATH", "").split(os.pathsep)]
     )
     return env
 

@@ -1,4 +1,4 @@
-"""The I/O-free core shared by ``DynamoDBSaver`` and ``AsyncDynamoDBSaver``.
+"""The I/O-free core shared by ``DynamoDBSaver`` and ``AsyncDynamoDBSaver``: the base contract.
 
 Every operation is a generator (see ``_ops``) that yields the requests it
 needs and turns the responses into LangGraph objects. Key building, payload
@@ -31,7 +31,6 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._extended import ExtendedOpsMixin
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import Compression, PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import (
@@ -43,7 +42,7 @@ from langgraph.checkpoint.dynamodb.errors import (
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
-__all__ = ["BaseDynamoDBSaver"]
+__all__ = ["CoreSaver"]
 
 AttributeValue = dict[str, Any]
 Item = dict[str, AttributeValue]
@@ -86,12 +85,8 @@ class _CheckpointRecord:
     writes: list[Item] = field(default_factory=list)
 
 
-class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
-    """Shared configuration and logic of the sync and async DynamoDB savers.
-
-    Not used directly: use :class:`~langgraph.checkpoint.dynamodb.DynamoDBSaver`
-    or :class:`~langgraph.checkpoint.dynamodb.AsyncDynamoDBSaver`.
-    """
+class CoreSaver(BaseCheckpointSaver[str]):
+    """Configuration, ids, payload placement and the base contract's operations."""
 
     def __init__(
         self,
@@ -118,6 +113,11 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
         self.codec = PayloadCodec(compression, min_size=compression_min_size)
+        # (thread, ns, checkpoint id) -> delta counters of recently read
+        # checkpoints. LangGraph reads a checkpoint, then asks for its delta
+        # history: the counters size that Query so it is one round trip. Only
+        # a sizing hint (checkpoint items are immutable), never a source of data.
+        self._depth_hints: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ ids
 
@@ -128,10 +128,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
             raise TypeError(f"config must be a dict, got {type(config).__name__}")
         conf = config.get("configurable")
         if not isinstance(conf, Mapping):
-            raise ValueError(
-                "config['configurable'] is missing: pass "
-                "{'configurable': {'thread_id': ...}}"
-            )
+            raise ValueError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
         thread_id = conf.get("thread_id")
         if thread_id is None or thread_id == "":
             raise ValueError("config['configurable']['thread_id'] is required")
@@ -140,23 +137,19 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
                 thread_id = str(thread_id)
             else:
                 raise TypeError(
-                    "config['configurable']['thread_id'] must be a str, "
-                    f"got {type(thread_id).__name__}"
+                    f"config['configurable']['thread_id'] must be a str, got {type(thread_id).__name__}"
                 )
         ns = conf.get("checkpoint_ns", "") or ""
         if not isinstance(ns, str):
-            raise TypeError(
-                f"config['configurable']['checkpoint_ns'] must be a str, got {type(ns).__name__}"
-            )
+            raise TypeError(f"config['configurable']['checkpoint_ns'] must be a str, got {type(ns).__name__}")
         cid = conf.get("checkpoint_id") or None
         if cid is not None and not isinstance(cid, str):
             raise TypeError(
-                "config['configurable']['checkpoint_id'] must be a str, "
-                f"got {type(cid).__name__}"
+                f"config['configurable']['checkpoint_id'] must be a str, got {type(cid).__name__}"
             )
         if need_checkpoint_id and cid is None:
             raise ValueError("config['configurable']['checkpoint_id'] is required here")
-        BaseDynamoDBSaver._check_keys(thread_id, ns, cid)
+        CoreSaver._check_keys(thread_id, ns, cid)
         return thread_id, ns, cid
 
     @staticmethod
@@ -261,7 +254,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         cid = checkpoint["id"]
         self._check_keys(thread_id, ns, cid)
         pk = schema.partition_key(thread_id)
-        body = dict(checkpoint)
+        body: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
 
         # Channel values: inline when small, else one blob per (channel,
@@ -287,9 +280,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
                 )
             vals[channel] = self._value_ref(str(version), loc)
             if channel in new_versions:
-                self._stage_value(
-                    thread_id, ns, channel, str(version), packed, loc, uploads, blob_items
-                )
+                self._stage_value(thread_id, ns, channel, str(version), packed, loc, uploads, blob_items)
 
         body_packed = self._pack(body)
         md = get_checkpoint_metadata(config, metadata)
@@ -567,9 +558,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
                     if kind == schema.WRITES_ITEM:
                         writes.setdefault(item_cid, []).append(it)
                     elif kind == schema.CHECKPOINT_ITEM:
-                        record = _CheckpointRecord(
-                            thread_id, item_ns, item_cid, it, writes.get(item_cid, [])
-                        )
+                        record = _CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
                         break
                 if record is None:
                     if "LastEvaluatedKey" not in resp:
@@ -609,9 +598,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
                         refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
         return refs
 
-    def _value_ref_target(
-        self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue
-    ) -> _Ref:
+    def _value_ref_target(self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue) -> _Ref:
         version = av["M"]["v"]["S"]
         s3_key = self._value_s3_key(record.thread_id, record.checkpoint_ns, channel, version)
         blob = schema.blob_sk(record.checkpoint_ns, channel, version)
@@ -692,9 +679,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
             yield Sleep(_backoff(attempt))
             resp = yield ddb(
                 "batch_get_item",
-                RequestItems={
-                    self.table_name: {"Keys": unprocessed[:BATCH_GET_MAX], "ConsistentRead": True}
-                },
+                RequestItems={self.table_name: {"Keys": unprocessed[:BATCH_GET_MAX], "ConsistentRead": True}},
             )
             unprocessed = unprocessed[BATCH_GET_MAX:]
             for it in resp.get("Responses", {}).get(self.table_name, []):
@@ -710,7 +695,9 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
             return fetched[_Ref("s3", av["M"]["s3"]["S"])]
         raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
 
-    def _decode_metadata(self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]) -> CheckpointMetadata:
+    def _decode_metadata(
+        self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]
+    ) -> CheckpointMetadata:
         where = f"metadata of checkpoint {record.checkpoint_id!r}"
         av = record.item.get(ATTR.METADATA)
         if av is None:
@@ -726,9 +713,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         for r in records:
             refs.extend(self._collect_refs(r))
         fetched = yield from self._fetch(refs)
-        return [
-            self._to_tuple(r, fetched, (metadata or {}).get(id(r))) for r in records
-        ]
+        return [self._to_tuple(r, fetched, (metadata or {}).get(id(r))) for r in records]
 
     def _to_tuple(
         self,
@@ -742,7 +727,9 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         body_av = item.get(ATTR.BODY)
         if body_av is None:
             raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
-        checkpoint = self._unpack(self._payload(body_av, fetched, f"checkpoint {cid!r}"), f"checkpoint {cid!r}")
+        checkpoint = self._unpack(
+            self._payload(body_av, fetched, f"checkpoint {cid!r}"), f"checkpoint {cid!r}"
+        )
         if not isinstance(checkpoint, dict):
             raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
         channel_values: dict[str, Any] = {}
@@ -756,6 +743,11 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         checkpoint["channel_values"] = channel_values
         if metadata is None:
             metadata = self._decode_metadata(record, fetched)
+        counters = metadata.get("counters_since_delta_snapshot")
+        if counters:
+            if len(self._depth_hints) > 1024:
+                self._depth_hints.clear()
+            self._depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
         pending = self._decode_writes(record, fetched)
         parent = item.get(ATTR.PARENT_ID, {}).get("S")
         conf = {
@@ -910,8 +902,7 @@ class BaseDynamoDBSaver(ExtendedOpsMixin, BaseCheckpointSaver[str]):
         selected = [
             r
             for r in records
-            if (cid is None or r.checkpoint_id == cid)
-            and (before_id is None or r.checkpoint_id < before_id)
+            if (cid is None or r.checkpoint_id == cid) and (before_id is None or r.checkpoint_id < before_id)
         ]
         metadata: dict[int, CheckpointMetadata] = {}
         if filter:

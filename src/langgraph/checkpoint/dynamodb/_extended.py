@@ -13,25 +13,34 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._core import (
+    CoreSaver,
+    Item,
+    _check_format,
+    _CheckpointRecord,
+    _group,
+    _item_size,
+    _Ref,
+)
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
-if TYPE_CHECKING:
-    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Item, _CheckpointRecord, _Ref
-
-__all__ = ["ExtendedOpsMixin", "PruneResult", "keep_set"]
+__all__ = ["ExtendedSaver", "PruneResult", "keep_set"]
 
 #: Unreferenced blobs and S3 value objects younger than this are left alone by
 #: prune: a put may have written them and not yet its checkpoint item.
 BLOB_GRACE_SECONDS = 15 * 60
 
 STRATEGIES = ("keep_latest", "delete")
+
+#: Items in the first page of a delta-history Query (see ``size_page``).
+FIRST_PAGE_ITEMS = 64
 
 
 @dataclass
@@ -113,20 +122,19 @@ def keep_set(
     return keep, ancestors
 
 
-class ExtendedOpsMixin:
+class ExtendedSaver(CoreSaver):
     """Operations beyond the base contract, shared by both savers."""
 
     # ---------------------------------------------------- delta history
 
     def _op_delta_history(
-        self: BaseDynamoDBSaver, config: RunnableConfig, channels: Sequence[str]
+        self, config: RunnableConfig, channels: Sequence[str]
     ) -> Op[dict[str, DeltaChannelHistory]]:
         """Batched ``get_delta_channel_history``: one descending Query from the
         target (more pages only if the chain outgrows 1 MB), then one wave of
         fetches for spilled seeds and writes. The number of round trips does
         not grow with the length of the chain.
         """
-        from langgraph.checkpoint.dynamodb.base import _check_format, _CheckpointRecord
 
         if not channels:
             return {}
@@ -150,10 +158,43 @@ class ExtendedOpsMixin:
         pending_writes: dict[str, list[Item]] = {}
         lowest: str | None = None  # smallest checkpoint id read so far
         exhausted = False
+        pages = 0
+        items_read = 0
+
+        def size_page() -> None:
+            """Read little when the chain is short, everything when it is long.
+
+            The first page is small (most chains to a snapshot are short).
+            If it was not enough, the target's own delta counters tell how
+            many supersteps back the snapshot is, which sizes the second
+            page; later pages (rare: forks, skew) take DynamoDB's 1 MB.
+            Read units are paid for what is read, so this keeps them close
+            to the chain's own size while round trips stay at one or two.
+            """
+            if pages == 0:
+                hint = self._depth_hints.get((thread_id, ns, cid)) if cid is not None else None
+                depth = _depth_from_counters(hint, channels) if hint is not None else None
+                kwargs["Limit"] = (
+                    FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
+                )
+                return
+            kwargs.pop("Limit", None)
+            target_rec = records.get(cid) if cid is not None else None
+            if pages > 1 or target_rec is None:
+                return
+            depth = self._delta_depth(target_rec, channels)
+            if depth is None:
+                return
+            have = len(records)
+            per = items_read / max(1, have)
+            kwargs["Limit"] = max(FIRST_PAGE_ITEMS, int((depth - have + 4) * per * 1.5) + 16)
 
         def next_page() -> Op[None]:
-            nonlocal lowest, exhausted
+            nonlocal lowest, exhausted, pages, items_read
+            size_page()
             resp = yield ddb("query", **kwargs)
+            pages += 1
+            items_read += len(resp.get("Items", []))
             for it in resp.get("Items", []):
                 _check_format(it)
                 _, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
@@ -184,7 +225,6 @@ class ExtendedOpsMixin:
                         },
                         ConsistentRead=True,
                     )
-                    from langgraph.checkpoint.dynamodb.base import _group
 
                     rec = _group(thread_id, items, only=target)
                     if rec is not None:
@@ -229,8 +269,6 @@ class ExtendedOpsMixin:
             for w in rec.writes:
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
-                        from langgraph.checkpoint.dynamodb.base import _Ref
-
                         refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
         fetched = yield from self._fetch(refs)
 
@@ -239,9 +277,9 @@ class ExtendedOpsMixin:
         for rec in chain:
             if not open_channels:
                 break
-            for w in reversed(self._decode_writes(rec, fetched)):
-                if w[1] in open_channels:
-                    collected[w[1]].append(w)
+            for write in reversed(self._decode_writes(rec, fetched)):
+                if write[1] in open_channels:
+                    collected[write[1]].append(write)
             open_channels -= {ch for ch, srec in seeds.items() if srec is rec}
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
@@ -254,9 +292,20 @@ class ExtendedOpsMixin:
             result[ch] = entry
         return result
 
+    def _delta_depth(self, record: _CheckpointRecord, channels: Sequence[str]) -> int | None:
+        """Supersteps back to the oldest snapshot any of ``channels`` needs, if known."""
+        av = record.item.get(ATTR.METADATA, {})
+        if "B" not in av:
+            return None
+        md = self._unpack(av["B"], f"metadata of checkpoint {record.checkpoint_id!r}")
+        stored = record.item.get(ATTR.VALUES, {}).get("M", {})
+        return _depth_from_counters(
+            md.get("counters_since_delta_snapshot") or {}, [c for c in channels if c not in stored]
+        )
+
     # ------------------------------------------------------- thread items
 
-    def _load_thread(self: BaseDynamoDBSaver, thread_id: str) -> Op[_Thread]:
+    def _load_thread(self, thread_id: str) -> Op[_Thread]:
         items = yield from self._query_all(
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": ATTR.PK},
@@ -265,16 +314,14 @@ class ExtendedOpsMixin:
         )
         return _Thread.from_items(thread_id, items)
 
-    def _delete_items(self: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
+    def _delete_items(self, items: Iterable[Item]) -> Op[None]:
         yield from self._batch_write(
             [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
         )
 
     # ---------------------------------------------------------------- copy
 
-    def _op_copy_thread(
-        self: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str
-    ) -> Op[None]:
+    def _op_copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
         """Copy every namespace, checkpoint, write, blob and S3 object.
 
         Same checkpoint ids; S3 objects are copied server-side first, then
@@ -315,9 +362,7 @@ class ExtendedOpsMixin:
                 ns, _, _, _ = schema.parse_sk(it[ATTR.SK]["S"])
                 for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
                     if "M" in av and av["M"]["l"]["S"] == "s3":
-                        s3_keys.add(
-                            self._value_s3_key(source_thread_id, ns, channel, av["M"]["v"]["S"])
-                        )
+                        s3_keys.add(self._value_s3_key(source_thread_id, ns, channel, av["M"]["v"]["S"]))
         if s3_keys:
             if self.bucket_name is None:
                 raise ValueError("source thread has S3 payloads but no bucket_name is configured")
@@ -337,7 +382,7 @@ class ExtendedOpsMixin:
     # --------------------------------------------------------------- prune
 
     def _op_prune(
-        self: BaseDynamoDBSaver,
+        self,
         thread_ids: Sequence[str],
         *,
         strategy: str = "keep_latest",
@@ -368,7 +413,7 @@ class ExtendedOpsMixin:
             total.add(res)
         return total
 
-    def _op_delete_thread_counted(self: BaseDynamoDBSaver, thread_id: str) -> Op[PruneResult]:
+    def _op_delete_thread_counted(self, thread_id: str) -> Op[PruneResult]:
         thread = yield from self._load_thread(thread_id)
         res = PruneResult(threads=1)
         res.checkpoints_deleted = len(thread.checkpoints)
@@ -382,7 +427,7 @@ class ExtendedOpsMixin:
         yield from self._op_delete_thread(thread_id)
         return res
 
-    def _prune_thread(self: BaseDynamoDBSaver, thread_id: str, keep_last: int) -> Op[PruneResult]:
+    def _prune_thread(self, thread_id: str, keep_last: int) -> Op[PruneResult]:
         thread = yield from self._load_thread(thread_id)
         res = PruneResult(threads=1)
         if not thread.checkpoints:
@@ -398,7 +443,7 @@ class ExtendedOpsMixin:
         return res
 
     def _delete_unkept(
-        self: BaseDynamoDBSaver,
+        self,
         thread: _Thread,
         keep: set[tuple[str, str]],
         res: PruneResult,
@@ -449,7 +494,7 @@ class ExtendedOpsMixin:
             yield from self._delete_s3_keys(s3_doomed)
             res.s3_objects_deleted += len(s3_doomed)
 
-    def _item_refs(self: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
+    def _item_refs(self, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
         """``(S3 keys, blob sort keys)`` an item points to."""
         s3_keys: set[str] = set()
         blob_sks: set[str] = set()
@@ -471,7 +516,7 @@ class ExtendedOpsMixin:
 
     # ----------------------------------------------------- delete_for_runs
 
-    def _op_delete_for_runs(self: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneResult]:
+    def _op_delete_for_runs(self, run_ids: Sequence[str]) -> Op[PruneResult]:
         """Delete the checkpoints and writes of runs, found through the run index.
 
         A checkpoint of a deleted run that a surviving checkpoint still needs
@@ -505,9 +550,7 @@ class ExtendedOpsMixin:
             res = PruneResult(threads=1)
             # The index is eventually consistent: trust the item's own rid.
             doomed_cps = {
-                key
-                for key, it in thread.checkpoints.items()
-                if it.get(ATTR.RUN_ID, {}).get("S") in run_set
+                key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
             }
             survivors = [key for key in thread.checkpoints if key not in doomed_cps]
             keep, ancestors = keep_set(thread.checkpoints, survivors)
@@ -527,6 +570,16 @@ class ExtendedOpsMixin:
 # ----------------------------------------------------------------- helpers
 
 
+def _depth_from_counters(counters: Mapping[str, Any], channels: Sequence[str]) -> int | None:
+    """Supersteps back to the oldest snapshot of ``channels``, or None if unknown."""
+    depth = 0
+    for ch in channels:
+        if ch not in counters:
+            return None
+        depth = max(depth, int(counters[ch][1]))
+    return depth
+
+
 def _is_write(name: str) -> bool:
     return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
 
@@ -536,7 +589,6 @@ def _writes_touch(item: Item, channels: set[str]) -> bool:
 
 
 def _size(item: Item) -> int:
-    from langgraph.checkpoint.dynamodb.base import _item_size
 
     return _item_size(item)
 

@@ -22,9 +22,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._extended import PruneResult
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
 from langgraph.checkpoint.dynamodb.saver import client_config
 
@@ -345,7 +344,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(self._op_copy_thread(source_thread_id, target_thread_id))
 
-    async def aprune(
+    async def aprune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
         thread_ids: Sequence[str],
         *,
@@ -354,7 +353,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     ) -> PruneResult:
         return await self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
 
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         return await self._run(self._op_delete_for_runs(run_ids))
 
     def get_delta_channel_history(
@@ -365,7 +364,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._sync(self.acopy_thread(source_thread_id, target_thread_id))
 
-    def prune(
+    def prune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
         thread_ids: Sequence[str],
         *,
@@ -374,5 +373,5 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     ) -> PruneResult:
         return self._sync(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))  # type: ignore[no-any-return]
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         return self._sync(self.adelete_for_runs(run_ids))  # type: ignore[no-any-return]

@@ -79,9 +79,7 @@ class PayloadCodec:
             return zlib.compress(data, 6 if self.level is None else self.level)
         import zstandard
 
-        return zstandard.ZstdCompressor(level=3 if self.level is None else self.level).compress(
-            data
-        )
+        return zstandard.ZstdCompressor(level=3 if self.level is None else self.level).compress(data)
 
     @staticmethod
     def unpack(blob: bytes, *, where: str = "payload") -> tuple[str, bytes]:

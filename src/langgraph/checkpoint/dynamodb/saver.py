@@ -21,9 +21,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._extended import PruneResult
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
 
 __all__ = ["DynamoDBSaver", "client_config"]
@@ -157,10 +156,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         futures = [self._pool.submit(self._call, c) for c in req.calls]
         out: list[Any] = []
         for f in futures:
-            exc = f.exception()
-            if exc is not None and not req.return_exceptions:
-                raise exc
-            out.append(exc if exc is not None else f.result())
+            error = f.exception()
+            if error is not None and not req.return_exceptions:
+                raise error
+            out.append(error if error is not None else f.result())
         return out
 
     def _step(self, req: Any) -> Any:
@@ -287,7 +286,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Copy a thread (all namespaces, writes, blobs, S3 objects) to a new thread id."""
         self._run(self._op_copy_thread(source_thread_id, target_thread_id))
 
-    def prune(
+    def prune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
         thread_ids: Sequence[str],
         *,
@@ -303,6 +302,6 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """
         return self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:
+    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         """Delete the checkpoints and writes of runs (via the run-id index), delta-safe."""
         return self._run(self._op_delete_for_runs(run_ids))

@@ -201,9 +201,7 @@ def s3_thread_prefix(key_prefix: str, thread_id: str) -> str:
     return f"{key_prefix}{quote(thread_id, safe='')}/"
 
 
-def table_definition(
-    table_name: str, *, billing_mode: str = "PAY_PER_REQUEST"
-) -> dict[str, Any]:
+def table_definition(table_name: str, *, billing_mode: str = "PAY_PER_REQUEST") -> dict[str, Any]:
     """``CreateTable`` arguments for the checkpoint table.
 
     The CDK construct builds its table from the same function, so the table
@@ -273,6 +271,4 @@ def tenant_s3_prefix(key_prefix: str, tenant_prefix: str) -> str:
 def validate_tenant_prefix(tenant_prefix: str) -> None:
     """A tenant prefix must survive escaping and quoting unchanged as a prefix."""
     if not tenant_prefix or any(c in tenant_prefix for c in "%|*?/"):
-        raise ValueError(
-            "tenant_prefix must be a non-empty string without '%', '|', '*', '?' or '/'"
-        )
+        raise ValueError("tenant_prefix must be a non-empty string without '%', '|', '*', '?' or '/'")

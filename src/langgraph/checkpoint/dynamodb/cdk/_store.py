@@ -42,12 +42,17 @@ from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 __all__ = [
     "DYNAMODB_READ_ACTIONS",
     "DYNAMODB_READ_WRITE_ACTIONS",
+    "KMS_READ_ACTIONS",
+    "KMS_READ_WRITE_ACTIONS",
     "MAINTENANCE_HANDLERS",
     "S3_READ_ACTIONS",
     "S3_READ_WRITE_ACTIONS",
+    "STREAM_READ_ACTIONS",
     "CheckpointStore",
     "bundled_lambda_code",
     "default_lambda_code_dir",
+    "reaper_filter_pattern",
+    "runtime_acknowledgement_reason",
 ]
 
 #: Every DynamoDB action the savers issue against the table (``list(None)``
@@ -77,7 +82,8 @@ STREAM_READ_ACTIONS: tuple[str, ...] = (
     "dynamodb:GetShardIterator",
 )
 
-#: name -> (handler folder under ``lambdas/``, Lambda handler string).
+#: Maintenance function -> Lambda handler string. The name is also the
+#: handler's folder under ``lambdas/`` (``<folder>/handler.py:handler``).
 MAINTENANCE_HANDLERS: Mapping[str, str] = {
     "pruner": "pruner.handler.handler",
     "reaper": "reaper.handler.handler",
@@ -86,8 +92,18 @@ MAINTENANCE_HANDLERS: Mapping[str, str] = {
 
 
 def default_lambda_code_dir() -> Path:
-    """``lambdas/`` of the repository this package was installed from (editable)."""
-    return Path(__file__).resolve().parents[5] / "lambdas"
+    """``lambdas/`` of the repository checkout this package is imported from.
+
+    Exists for an editable install (``src/`` layout). The handlers are not part
+    of the wheel: with an installed package, pass ``lambda_code_dir``.
+    """
+    path = Path(__file__).resolve().parents[5] / "lambdas"
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"no lambdas/ folder next to this package ({path}); pass lambda_code_dir= (a copy of the "
+            "repository's lambdas/) or lambda_code= to CheckpointStore"
+        )
+    return path
 
 
 def bundled_lambda_code(
@@ -193,8 +209,10 @@ class CheckpointStore(Construct):
             default: checkpoints are user data.
         deletion_protection: Table deletion protection (default: on when the
             removal policy is ``RETAIN``).
-        kms_key: Customer managed key for the table, the bucket and the
-            dead-letter queues. Default: AWS managed keys.
+        kms_key: Customer managed key for the table (and its stream) and the
+            bucket; grants then include the key. Default: AWS managed key for
+            the table, SSE-S3 for the bucket. Dead-letter queues always use
+            SSE-SQS (see ``_dead_letter_queue``).
         versioned: Enable bucket versioning (noncurrent versions expire after
             ``noncurrent_version_expiration``).
         noncurrent_version_expiration: Lifetime of noncurrent versions.

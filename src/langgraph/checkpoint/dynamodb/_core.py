@@ -99,8 +99,16 @@ class CoreSaver(BaseCheckpointSaver[str]):
         s3_threshold: int = 64 * 1024,
         compression: Compression = "zlib",
         compression_min_size: int = 512,
+        tenant_prefix: str | None = None,
+        ttl: int | None = None,
+        track_threads: bool | None = None,
+        touch_on_read: bool = False,
     ) -> None:
         super().__init__(serde=serde)
+        if tenant_prefix is not None:
+            schema.validate_tenant_prefix(tenant_prefix)
+        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
+            raise ValueError(f"ttl must be a number of seconds >= 60, or None; got {ttl!r}")
         if not table_name or not isinstance(table_name, str):
             raise ValueError("table_name must be a non-empty string")
         if bucket_name is not None and (not isinstance(bucket_name, str) or not bucket_name):
@@ -113,6 +121,15 @@ class CoreSaver(BaseCheckpointSaver[str]):
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
         self.codec = PayloadCodec(compression, min_size=compression_min_size)
+        self.tenant_prefix = tenant_prefix or ""
+        #: Idle time (seconds) after which a whole thread expires; None: never.
+        self.ttl = ttl
+        #: Maintain a thread head item (activity, TTL, the threads index).
+        self.track_threads = bool(ttl) if track_threads is None else track_threads
+        #: Reads count as activity too (off by default: reads stay read-only).
+        self.touch_on_read = touch_on_read
+        # thread id -> head TTL this process last wrote (see _touch).
+        self._head_until: dict[str, int] = {}
         # (thread, ns, checkpoint id) -> delta counters of recently read
         # checkpoints. LangGraph reads a checkpoint, then asks for its delta
         # history: the counters size that Query so it is one round trip. Only
@@ -168,12 +185,28 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 f"(checkpoint_ns is {len(ns.encode())} bytes)"
             )
 
+    # ---------------------------------------------------------------- keys
+
+    def _pk(self, thread_id: str) -> str:
+        """Partition key of a thread (under this saver's tenant prefix)."""
+        return schema.partition_key(self.tenant_prefix + thread_id)
+
+    def _s3_thread(self, thread_id: str) -> str:
+        return schema.s3_thread_prefix(self.s3_key_prefix, self.tenant_prefix + thread_id)
+
+    def _thread_from_pk(self, pk: str) -> str | None:
+        """The thread id of a partition key, or None if not this tenant's or not a thread."""
+        raw = schema.unescape(pk)
+        if schema.SEP in pk or not raw.startswith(self.tenant_prefix):
+            return None
+        return raw[len(self.tenant_prefix) :]
+
     # -------------------------------------------------------------- payloads
 
     def _s3_base(self, thread_id: str, ns: str) -> str:
         from urllib.parse import quote
 
-        return f"{schema.s3_thread_prefix(self.s3_key_prefix, thread_id)}_{quote(ns, safe='')}/"
+        return f"{self._s3_thread(thread_id)}_{quote(ns, safe='')}/"
 
     def _value_s3_key(self, thread_id: str, ns: str, channel: str, version: str) -> str:
         from urllib.parse import quote
@@ -253,7 +286,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         thread_id, ns, parent_id = self._ids(config)
         cid = checkpoint["id"]
         self._check_keys(thread_id, ns, cid)
-        pk = schema.partition_key(thread_id)
+        pk = self._pk(thread_id)
         body: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
 
@@ -304,6 +337,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             md_packed, f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/metadata", uploads
         )
         item[ATTR.VALUES] = {"M": vals}
+        if self.ttl:
+            # An activity stamp, not the TTL attribute: DynamoDB never deletes
+            # checkpoint items one by one (that would cut delta chains); the
+            # whole thread expires through its head item (see _lifecycle).
+            item[ATTR.EXPIRES] = {"N": str(int(time.time()) + self.ttl)}
         # Delta channels whose value at this checkpoint must be rebuilt from
         # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
         # this to keep every chain a surviving checkpoint needs, without
@@ -335,6 +373,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # sees a pointer to something not yet written.
         yield from self._write_externals(uploads, blob_items)
         yield ddb("put_item", TableName=self.table_name, Item=item)
+        yield from self._on_activity(thread_id)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -370,7 +409,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         else:
             blob_items.append(
                 {
-                    ATTR.PK: {"S": schema.partition_key(thread_id)},
+                    ATTR.PK: {"S": self._pk(thread_id)},
                     ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
                     ATTR.KIND: {"S": schema.BLOB_ITEM},
                     ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
@@ -472,6 +511,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
             ":tp": {"S": task_path or ""},
         }
         sets = ["#t = :t", "#f = :f", "#tid = :tid", "#tp = if_not_exists(#tp, :tp)"]
+        if self.ttl:
+            names["#exp"] = ATTR.EXPIRES
+            vals[":exp"] = {"N": str(int(time.time()) + self.ttl)}
+            sets.append("#exp = :exp")
         run_id = (config.get("metadata") or {}).get("run_id")
         if run_id:
             names["#rid"] = ATTR.RUN_ID
@@ -491,13 +534,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
             "update_item",
             TableName=self.table_name,
             Key={
-                ATTR.PK: {"S": schema.partition_key(thread_id)},
+                ATTR.PK: {"S": self._pk(thread_id)},
                 ATTR.SK: {"S": schema.writes_sk(ns, cid, task_id)},
             },
             UpdateExpression="SET " + ", ".join(sets),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=vals,
         )
+        yield from self._on_activity(thread_id)
 
     def _write_to_s3(
         self,
@@ -520,7 +564,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
     def _op_get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
         thread_id, ns, cid = self._ids(config)
-        pk = schema.partition_key(thread_id)
+        pk = self._pk(thread_id)
         record: _CheckpointRecord | None = None
         if cid is not None:
             items = yield from self._query_all(
@@ -566,8 +610,40 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
         if record is None:
             return None
+        if _expired_stamp(record.item):
+            alive = yield from self._thread_alive(thread_id)
+            if not alive:
+                return None
+        elif self.touch_on_read:
+            yield from self._on_activity(thread_id)
         tuples = yield from self._decode_records([record])
         return tuples[0]
+
+    # ------------------------------------------------------------ activity
+
+    def _on_activity(self, thread_id: str) -> Op[None]:
+        """Hook run after each write (the lifecycle layer keeps the head alive)."""
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def _thread_alive(self, thread_id: str) -> Op[bool]:
+        """Whether a thread whose items carry a past activity stamp is still alive.
+
+        Items are stamped at write time; a thread stays alive as long as its
+        head's TTL is in the future (activity anywhere in the thread moves
+        it). Past it, the thread is gone as a whole, even before the reaper
+        has deleted its items: reads never see a half-expired thread.
+        """
+        resp = yield ddb(
+            "get_item",
+            TableName=self.table_name,
+            Key={ATTR.PK: {"S": self._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            ConsistentRead=True,
+        )
+        head = resp.get("Item")
+        if head is None or ATTR.TTL not in head:
+            return False
+        return int(head[ATTR.TTL]["N"]) >= int(time.time())
 
     def _query_all(self, **kwargs: Any) -> Op[list[Item]]:
         kwargs.setdefault("TableName", self.table_name)
@@ -582,7 +658,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
     # --------------------------------------------------------------- decode
 
     def _collect_refs(self, record: _CheckpointRecord, *, values: bool = True) -> list[_Ref]:
-        pk = schema.partition_key(record.thread_id)
+        pk = self._pk(record.thread_id)
         refs: list[_Ref] = []
         for attr in (ATTR.BODY, ATTR.METADATA):
             av = record.item.get(attr)
@@ -723,7 +799,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
     ) -> CheckpointTuple:
         item = record.item
         cid = record.checkpoint_id
-        pk = schema.partition_key(record.thread_id)
+        pk = self._pk(record.thread_id)
         body_av = item.get(ATTR.BODY)
         if body_av is None:
             raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
@@ -803,7 +879,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         thread_id, _, cid = self._ids(config)
         conf = config.get("configurable") or {}
         ns: str | None = conf.get("checkpoint_ns") if "checkpoint_ns" in conf else None
-        pk = schema.partition_key(thread_id)
+        pk = self._pk(thread_id)
         if ns is None:
             # All namespaces of the thread: one item collection, read and
             # merged newest first (an administrative path, not a hot one).
@@ -881,7 +957,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
             by_thread.setdefault(it[ATTR.PK]["S"], []).append(it)
         records: list[_CheckpointRecord] = []
         for pk, its in by_thread.items():
-            records.extend(_group_all(schema.unescape(pk), its))
+            thread_id = self._thread_from_pk(pk)
+            if thread_id is not None:
+                records.extend(_group_all(thread_id, its))
         records.sort(key=lambda r: r.checkpoint_id, reverse=True)
         yield from self._emit_records(records, cid=None, filter=filter, before_id=before_id, limit=limit)
 
@@ -904,6 +982,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
             for r in records
             if (cid is None or r.checkpoint_id == cid) and (before_id is None or r.checkpoint_id < before_id)
         ]
+        # A thread past its idle TTL is gone as a whole, even before the
+        # reaper deletes it (checked only when a stamp says it may be).
+        for thread_id in {r.thread_id for r in selected if _expired_stamp(r.item)}:
+            alive = yield from self._thread_alive(thread_id)
+            if not alive:
+                selected = [r for r in selected if r.thread_id != thread_id]
         metadata: dict[int, CheckpointMetadata] = {}
         if filter:
             md_refs = [ref for r in selected for ref in self._collect_refs(r, values=False)]
@@ -929,7 +1013,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
     def _op_delete_thread(self, thread_id: str) -> Op[None]:
         if not isinstance(thread_id, str) or not thread_id:
             raise ValueError("thread_id must be a non-empty string")
-        pk = schema.partition_key(thread_id)
+        pk = self._pk(thread_id)
         items = yield from self._query_all(
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
@@ -942,7 +1026,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
         )
         if self.bucket_name is not None:
-            yield from self._delete_s3_prefix(schema.s3_thread_prefix(self.s3_key_prefix, thread_id))
+            yield from self._delete_s3_prefix(self._s3_thread(thread_id))
 
     def _delete_s3_prefix(self, prefix: str) -> Op[None]:
         kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": prefix}
@@ -1009,6 +1093,11 @@ def _backoff(attempt: int) -> float:
 
 def _is_write_attr(name: str) -> bool:
     return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
+
+
+def _expired_stamp(item: Item) -> bool:
+    exp = item.get(ATTR.EXPIRES)
+    return exp is not None and int(exp["N"]) < int(time.time())
 
 
 def _check_format(item: Item) -> None:

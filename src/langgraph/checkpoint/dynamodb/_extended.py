@@ -139,7 +139,7 @@ class ExtendedSaver(CoreSaver):
         if not channels:
             return {}
         thread_id, ns, cid = self._ids(config)
-        pk = schema.partition_key(thread_id)
+        pk = self._pk(thread_id)
         values: dict[str, Any] = {":pk": {"S": pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
         if cid is not None:
             cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
@@ -309,7 +309,7 @@ class ExtendedSaver(CoreSaver):
         items = yield from self._query_all(
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": ATTR.PK},
-            ExpressionAttributeValues={":pk": {"S": schema.partition_key(thread_id)}},
+            ExpressionAttributeValues={":pk": {"S": self._pk(thread_id)}},
             ConsistentRead=True,
         )
         return _Thread.from_items(thread_id, items)
@@ -341,9 +341,9 @@ class ExtendedSaver(CoreSaver):
                 "delete it first (copy_thread never merges two histories)"
             )
         source = yield from self._load_thread(source_thread_id)
-        src_prefix = schema.s3_thread_prefix(self.s3_key_prefix, source_thread_id)
-        dst_prefix = schema.s3_thread_prefix(self.s3_key_prefix, target_thread_id)
-        dst_pk = {"S": schema.partition_key(target_thread_id)}
+        src_prefix = self._s3_thread(source_thread_id)
+        dst_prefix = self._s3_thread(target_thread_id)
+        dst_pk = {"S": self._pk(target_thread_id)}
 
         s3_keys: set[str] = set()
         new_items: list[Item] = []
@@ -546,7 +546,10 @@ class ExtendedSaver(CoreSaver):
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
         run_set = set(runs)
         for pk in sorted(by_thread):
-            thread = yield from self._load_thread(schema.unescape(pk))
+            thread_id = self._thread_from_pk(pk)
+            if thread_id is None:
+                continue
+            thread = yield from self._load_thread(thread_id)
             res = PruneResult(threads=1)
             # The index is eventually consistent: trust the item's own rid.
             doomed_cps = {

@@ -25,6 +25,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PrunePolicy,
+    SweepReport,
+    dedupe,
+    expired_threads_from_stream,
+)
 from langgraph.checkpoint.dynamodb.saver import client_config
 
 __all__ = ["AsyncDynamoDBSaver"]
@@ -75,6 +81,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
         compression: Compression = "zlib",
+        tenant_prefix: str | None = None,
+        ttl: int | None = None,
+        track_threads: bool | None = None,
+        touch_on_read: bool = False,
         retry_mode: str = "standard",
         max_attempts: int = 8,
         max_concurrency: int = 16,
@@ -87,6 +97,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             inline_threshold=inline_threshold,
             s3_threshold=s3_threshold,
             compression=compression,
+            tenant_prefix=tenant_prefix,
+            ttl=ttl,
+            track_threads=track_threads,
+            touch_on_read=touch_on_read,
         )
         self._region_name = region_name
         self._endpoint_url = endpoint_url
@@ -375,3 +389,23 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         return self._sync(self.adelete_for_runs(run_ids))  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def areap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
+        return await self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
+
+    async def areap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
+        found = dedupe(expired_threads_from_stream(event))
+        return await self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+
+    async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
+        return await self._run(self._op_purge_expired(deadline=deadline))
+
+    async def arun_pruner(self, policy: PrunePolicy, *, deadline: float | None = None) -> SweepReport:
+        return await self._run(self._op_run_pruner(policy, deadline=deadline))
+
+    async def asweep_orphans(
+        self, *, grace_seconds: float = 86_400, deadline: float | None = None
+    ) -> SweepReport:
+        return await self._run(self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline))

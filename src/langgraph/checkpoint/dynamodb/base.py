@@ -2,19 +2,21 @@
 
 The logic lives in two layers, each a set of sans-I/O operations (see
 ``_ops``): ``_core.CoreSaver`` (ids, payload placement, the base contract)
-and ``_extended.ExtendedSaver`` (delta history, copy, prune,
-delete_for_runs). ``DynamoDBSaver`` and ``AsyncDynamoDBSaver`` only run them.
+``_extended.ExtendedSaver`` (delta history, copy, prune,
+delete_for_runs) and ``_lifecycle.LifecycleSaver`` (thread heads, TTL
+reaping, the pruner, the orphan sweeper). ``DynamoDBSaver`` and ``AsyncDynamoDBSaver`` only run them.
 """
 
 from __future__ import annotations
 
 from langgraph.checkpoint.dynamodb._core import _item_size as _item_size  # sizes for tools
-from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult
+from langgraph.checkpoint.dynamodb._extended import PruneResult
+from langgraph.checkpoint.dynamodb._lifecycle import LifecycleSaver
 
 __all__ = ["BaseDynamoDBSaver", "PruneResult"]
 
 
-class BaseDynamoDBSaver(ExtendedSaver):
+class BaseDynamoDBSaver(LifecycleSaver):
     """Shared configuration and logic of the sync and async DynamoDB savers.
 
     Not used directly: use :class:`~langgraph.checkpoint.dynamodb.DynamoDBSaver`

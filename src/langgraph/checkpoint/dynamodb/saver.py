@@ -24,6 +24,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PrunePolicy,
+    SweepReport,
+    dedupe,
+    expired_threads_from_stream,
+)
 
 __all__ = ["DynamoDBSaver", "client_config"]
 
@@ -66,6 +72,14 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         s3_threshold: payloads above this many bytes go to S3 (with a bucket).
             ``0`` sends every payload to S3.
         compression: ``"zlib"`` (default), ``"zstd"`` or ``"none"``.
+        tenant_prefix: store every thread under this prefix (partition key
+            and S3 key), for IAM tenant isolation (``dynamodb:LeadingKeys``);
+            thread ids in configs stay unprefixed.
+        ttl: expire a thread after this many idle seconds (whole threads
+            only; see ``lifecycle``). ``None`` (default): never.
+        track_threads: maintain a head item per thread (last activity, the
+            threads index); on by default when ``ttl`` is set.
+        touch_on_read: reads count as activity for ``ttl``.
         retry_mode / max_attempts: botocore retry settings for owned clients.
         max_concurrency: parallel S3/DynamoDB requests within one operation.
 
@@ -100,6 +114,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
         compression: Compression = "zlib",
+        tenant_prefix: str | None = None,
+        ttl: int | None = None,
+        track_threads: bool | None = None,
+        touch_on_read: bool = False,
         retry_mode: str = "standard",
         max_attempts: int = 8,
         max_concurrency: int = 16,
@@ -112,6 +130,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             inline_threshold=inline_threshold,
             s3_threshold=s3_threshold,
             compression=compression,
+            tenant_prefix=tenant_prefix,
+            ttl=ttl,
+            track_threads=track_threads,
+            touch_on_read=touch_on_read,
         )
         cfg = client_config(
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
@@ -305,3 +327,26 @@ class DynamoDBSaver(BaseDynamoDBSaver):
     def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         """Delete the checkpoints and writes of runs (via the run-id index), delta-safe."""
         return self._run(self._op_delete_for_runs(run_ids))
+
+    # ------------------------------------------------------------ lifecycle
+
+    def reap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
+        """Delete what an expired thread left (items stamped before the cutoff)."""
+        return self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
+
+    def reap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
+        """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
+        found = dedupe(expired_threads_from_stream(event))
+        return self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+
+    def purge_expired(self, *, deadline: float | None = None) -> SweepReport:
+        """Reap every expired thread found in the threads index (no stream needed)."""
+        return self._run(self._op_purge_expired(deadline=deadline))
+
+    def run_pruner(self, policy: PrunePolicy, *, deadline: float | None = None) -> SweepReport:
+        """Apply a prune policy to the table, resumably, until ``deadline`` (epoch s)."""
+        return self._run(self._op_run_pruner(policy, deadline=deadline))
+
+    def sweep_orphans(self, *, grace_seconds: float = 86_400, deadline: float | None = None) -> SweepReport:
+        """Delete S3 objects no item references, older than ``grace_seconds``."""
+        return self._run(self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline))

@@ -1,0 +1,160 @@
+"""Thread lifecycle: typed policies, reports and TTL stream parsing.
+
+The operations themselves are saver methods (sync and async):
+``reap_thread``/``areap_thread``, ``purge_expired``/``apurge_expired``,
+``run_pruner``/``arun_pruner`` and ``sweep_orphans``/``asweep_orphans``. The
+Lambda handlers under ``lambdas/`` only parse their event and configuration
+with the helpers here and call those methods.
+
+How threads expire (``ttl`` on the savers):
+
+* Every checkpoint and writes item carries an activity stamp (``exp``), but
+  no TTL attribute: DynamoDB's TTL never deletes them one by one, so it can
+  never cut a delta chain out of a live thread.
+* One *head* item per thread carries the TTL attribute. Writes move it
+  forward, at most once per refresh window per process (not one extra write
+  per step). It expires only after the whole thread was idle for ``ttl``.
+* When DynamoDB deletes an expired head, the stream delivers a REMOVE record
+  by ``dynamodb.amazonaws.com``; the reaper Lambda (``reap_thread``) deletes
+  the rest of the thread and its S3 objects. ``purge_expired`` does the same
+  without streams, for deployments without the Lambda.
+* Readers treat a thread whose stamps and head are past their time as gone,
+  so nobody ever sees a partially deleted thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.dynamodb import schema
+
+__all__ = [
+    "ExpiredThread",
+    "PrunePolicy",
+    "SweepReport",
+    "expired_threads_from_stream",
+]
+
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+
+
+@dataclass(frozen=True)
+class PrunePolicy:
+    """What the scheduled pruner does to each thread.
+
+    Args:
+        keep_last: keep the N latest checkpoints per namespace (delta-safe);
+            ``None`` keeps all.
+        idle_days: delete threads with no activity for this many days;
+            ``None`` never deletes.
+        page_size: threads examined per claimed page.
+
+    Example:
+        >>> policy = PrunePolicy.from_env({"PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30"})
+        >>> policy.keep_last, policy.idle_days
+        (20, 30.0)
+    """
+
+    keep_last: int | None = None
+    idle_days: float | None = None
+    page_size: int = 25
+
+    def __post_init__(self) -> None:
+        if self.keep_last is not None and self.keep_last < 1:
+            raise ValueError(f"keep_last must be >= 1, got {self.keep_last}")
+        if self.idle_days is not None and self.idle_days <= 0:
+            raise ValueError(f"idle_days must be > 0, got {self.idle_days}")
+        if not 1 <= self.page_size <= 1000:
+            raise ValueError(f"page_size must be 1..1000, got {self.page_size}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PrunePolicy:
+        """Read ``PRUNE_KEEP_LAST``, ``PRUNE_IDLE_DAYS``, ``PRUNE_PAGE_SIZE``."""
+        env = os.environ if env is None else env
+
+        def num(name: str, conv: Any) -> Any:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return None
+            try:
+                return conv(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+        return cls(
+            keep_last=num("PRUNE_KEEP_LAST", int),
+            idle_days=num("PRUNE_IDLE_DAYS", float),
+            page_size=num("PRUNE_PAGE_SIZE", int) or 25,
+        )
+
+
+@dataclass
+class SweepReport:
+    """Counts of one pruner, reaper or sweeper run (logged as JSON by the Lambdas)."""
+
+    threads_scanned: int = 0
+    threads_deleted: int = 0
+    checkpoints_deleted: int = 0
+    writes_deleted: int = 0
+    blobs_deleted: int = 0
+    s3_objects_scanned: int = 0
+    s3_objects_deleted: int = 0
+    bytes_freed: int = 0
+    pages: int = 0
+    complete: bool = False  # reached the end of the table / bucket this run
+    errors: list[str] = field(default_factory=list)
+
+    def add_prune(self, res: Any) -> None:
+        self.checkpoints_deleted += res.checkpoints_deleted
+        self.writes_deleted += res.writes_deleted
+        self.blobs_deleted += res.blobs_deleted
+        self.s3_objects_deleted += res.s3_objects_deleted
+        self.bytes_freed += res.bytes_freed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ExpiredThread:
+    """A thread whose head DynamoDB's TTL deleted, from a stream record."""
+
+    partition_key: str
+    expired_at: float  # the stream record's creation time (epoch seconds)
+
+
+def expired_threads_from_stream(event: Mapping[str, Any]) -> list[ExpiredThread]:
+    """TTL deletions of thread heads in a DynamoDB Streams event.
+
+    Only ``REMOVE`` records made by the TTL service principal for a head item
+    count: a user's own ``delete_thread`` also removes the head, and those
+    records must not trigger anything.
+    """
+    out: list[ExpiredThread] = []
+    for rec in event.get("Records", []) or []:
+        if rec.get("eventName") != "REMOVE":
+            continue
+        ident = rec.get("userIdentity") or {}
+        if ident.get("type") != "Service" or ident.get("principalId") != TTL_PRINCIPAL:
+            continue
+        keys = (rec.get("dynamodb") or {}).get("Keys") or {}
+        if keys.get(schema.ATTR.SK, {}).get("S") != schema.HEAD_SK:
+            continue
+        pk = keys.get(schema.ATTR.PK, {}).get("S")
+        if not pk:
+            continue
+        created = (rec.get("dynamodb") or {}).get("ApproximateCreationDateTime")
+        out.append(ExpiredThread(pk, float(created) if created is not None else 0.0))
+    return out
+
+
+def dedupe(threads: Iterable[ExpiredThread]) -> list[ExpiredThread]:
+    """One entry per thread, with the latest expiry time."""
+    latest: dict[str, ExpiredThread] = {}
+    for t in threads:
+        if t.partition_key not in latest or t.expired_at > latest[t.partition_key].expired_at:
+            latest[t.partition_key] = t
+    return list(latest.values())

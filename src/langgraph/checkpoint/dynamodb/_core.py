@@ -9,7 +9,6 @@ and retry of unprocessed batch items all live here, once.
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import Compression, PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import (
@@ -341,7 +340,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             # An activity stamp, not the TTL attribute: DynamoDB never deletes
             # checkpoint items one by one (that would cut delta chains); the
             # whole thread expires through its head item (see _lifecycle).
-            item[ATTR.EXPIRES] = {"N": str(int(time.time()) + self.ttl)}
+            item[ATTR.EXPIRES] = {"N": str(int(clock.now()) + self.ttl)}
         # Delta channels whose value at this checkpoint must be rebuilt from
         # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
         # this to keep every chain a surviving checkpoint needs, without
@@ -416,7 +415,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     ATTR.BLOB: {"B": packed},
                     # Prune never deletes an unreferenced blob younger than a
                     # grace period: it may belong to a put still in flight.
-                    ATTR.CREATED: {"N": str(int(time.time()))},
+                    ATTR.CREATED: {"N": str(int(clock.now()))},
                 }
             )
 
@@ -513,7 +512,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         sets = ["#t = :t", "#f = :f", "#tid = :tid", "#tp = if_not_exists(#tp, :tp)"]
         if self.ttl:
             names["#exp"] = ATTR.EXPIRES
-            vals[":exp"] = {"N": str(int(time.time()) + self.ttl)}
+            vals[":exp"] = {"N": str(int(clock.now()) + self.ttl)}
             sets.append("#exp = :exp")
         run_id = (config.get("metadata") or {}).get("run_id")
         if run_id:
@@ -643,7 +642,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         head = resp.get("Item")
         if head is None or ATTR.TTL not in head:
             return False
-        return int(head[ATTR.TTL]["N"]) >= int(time.time())
+        return int(head[ATTR.TTL]["N"]) >= int(clock.now())
 
     def _query_all(self, **kwargs: Any) -> Op[list[Item]]:
         kwargs.setdefault("TableName", self.table_name)
@@ -1097,7 +1096,7 @@ def _is_write_attr(name: str) -> bool:
 
 def _expired_stamp(item: Item) -> bool:
     exp = item.get(ATTR.EXPIRES)
-    return exp is not None and int(exp["N"]) < int(time.time())
+    return exp is not None and int(exp["N"]) < int(clock.now())
 
 
 def _check_format(item: Item) -> None:

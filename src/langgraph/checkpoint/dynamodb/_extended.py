@@ -10,7 +10,6 @@ decoding any state.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._core import (
     CoreSaver,
     Item,
@@ -479,7 +478,7 @@ class ExtendedSaver(CoreSaver):
                 track(w, (key in keep or key not in thread.checkpoints) and id(w) not in drop_ids)
         doomed.extend(drop)
         res.writes_deleted = sum(1 for it in doomed if it.get(ATTR.KIND, {}).get("S") == schema.WRITES_ITEM)
-        now = time.time()
+        now = clock.now()
         for sk, blob in thread.blobs.items():
             age = now - int(blob.get(ATTR.CREATED, {}).get("N", "0"))
             if sk not in kept_blobs and age > BLOB_GRACE_SECONDS:

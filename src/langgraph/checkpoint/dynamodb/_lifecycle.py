@@ -7,7 +7,6 @@ twice, or two of them at once, deletes nothing more than one run would.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -15,7 +14,7 @@ from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._core import Item, _code
 from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
@@ -54,21 +53,28 @@ class LifecycleSaver(ExtendedSaver):
         """
         if not self.track_threads:
             return
-        now = int(time.time())
+        now = int(clock.now())
         need = now + (self.ttl or 0)
         cached = self._head_until.get(thread_id)
         if cached is not None and cached >= need:
             return
         until = need + self._refresh_window()
-        names = {"#f": ATTR.FORMAT, "#thr": ATTR.THREAD_ID, "#ts": ATTR.THREAD_SHARD, "#ua": ATTR.UPDATED_AT}
+        names = {
+            "#t": ATTR.KIND,
+            "#f": ATTR.FORMAT,
+            "#thr": ATTR.THREAD_ID,
+            "#ts": ATTR.THREAD_SHARD,
+            "#ua": ATTR.UPDATED_AT,
+        }
         values: dict[str, Any] = {
+            ":t": {"S": schema.META_ITEM},
             ":f": {"N": str(schema.FORMAT_VERSION)},
             ":thr": {"S": thread_id},
             ":ts": {"S": schema.thread_shard(thread_id)},
-            ":ua": {"N": str(int(time.time() * 1000))},
+            ":ua": {"N": str(int(clock.now() * 1000))},
         }
         kwargs: dict[str, Any] = {}
-        sets = "#f = :f, #thr = :thr, #ts = :ts, #ua = :ua"
+        sets = "#t = :t, #f = :f, #thr = :thr, #ts = :ts, #ua = :ua"
         if self.ttl:
             names["#ttl"] = ATTR.TTL
             values[":ttl"] = {"N": str(until)}
@@ -124,7 +130,7 @@ class LifecycleSaver(ExtendedSaver):
         ]
         yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
         stale_meta = [
-            m for m in thread.meta if ATTR.TTL in m and int(m[ATTR.TTL]["N"]) <= max(cutoff, int(time.time()))
+            m for m in thread.meta if ATTR.TTL in m and int(m[ATTR.TTL]["N"]) <= max(cutoff, int(clock.now()))
         ]
         if stale_meta:
             yield from self._delete_items(stale_meta)
@@ -157,7 +163,7 @@ class LifecycleSaver(ExtendedSaver):
             if thread_id is None:
                 continue
             report.threads_scanned += 1
-            res = yield from self._op_reap_thread(thread_id, expired_before=expired_at or time.time())
+            res = yield from self._op_reap_thread(thread_id, expired_before=expired_at or clock.now())
             report.add_prune(res)
             if res.checkpoints_deleted:
                 report.threads_deleted += 1
@@ -171,7 +177,7 @@ class LifecycleSaver(ExtendedSaver):
         an outage): what DynamoDB TTL plus the reaper Lambda would do.
         """
         report = SweepReport()
-        now = int(time.time())
+        now = int(clock.now())
         kwargs: dict[str, Any] = dict(
             TableName=self.table_name,
             IndexName=schema.THREADS_INDEX_NAME,
@@ -179,7 +185,7 @@ class LifecycleSaver(ExtendedSaver):
             ExpressionAttributeNames={"#ttl": ATTR.TTL},
             ExpressionAttributeValues={":now": {"N": str(now)}},
         )
-        while deadline is None or time.time() < deadline:
+        while deadline is None or clock.now() < deadline:
             resp = yield ddb("scan", **kwargs)
             report.pages += 1
             for head in resp.get("Items", []):
@@ -227,7 +233,7 @@ class LifecycleSaver(ExtendedSaver):
                     ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
                     "cur": {"S": new},
                     "last": {"S": last},
-                    "at": {"N": str(int(time.time()))},
+                    "at": {"N": str(int(clock.now()))},
                 },
                 ConditionExpression="attribute_not_exists(cur) AND :old = :empty OR cur = :old",
                 ExpressionAttributeValues={":old": {"S": old}, ":empty": {"S": ""}},
@@ -240,14 +246,18 @@ class LifecycleSaver(ExtendedSaver):
 
     # ------------------------------------------------------------ pruner
 
-    def _op_run_pruner(self, policy: PrunePolicy, *, deadline: float | None = None) -> Op[SweepReport]:
+    def _op_run_pruner(
+        self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
+    ) -> Op[SweepReport]:
         """Apply ``policy`` to the table, a claimed page at a time, until ``deadline``.
 
         Resumes where the previous run stopped (a cursor item in the table);
         reaching the end starts the next cycle from the top on the next run.
         """
         report = SweepReport()
-        while deadline is None or time.time() < deadline:
+        while (deadline is None or clock.now() < deadline) and (
+            max_pages is None or report.pages < max_pages
+        ):
             state = yield from self._read_cursor("pruner")
             kwargs: dict[str, Any] = {"TableName": self.table_name}
             if self.track_threads:
@@ -293,7 +303,7 @@ class LifecycleSaver(ExtendedSaver):
         if policy.idle_days is not None:
             if last_active is None:
                 last_active = _last_activity(thread)
-            if last_active is not None and time.time() - last_active > policy.idle_days * 86_400:
+            if last_active is not None and clock.now() - last_active > policy.idle_days * 86_400:
                 res = yield from self._op_delete_thread_counted(thread_id)
                 report.add_prune(res)
                 report.threads_deleted += 1
@@ -305,7 +315,7 @@ class LifecycleSaver(ExtendedSaver):
     # ----------------------------------------------------------- sweeper
 
     def _op_sweep_orphans(
-        self, *, grace_seconds: float = 86_400, deadline: float | None = None
+        self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
     ) -> Op[SweepReport]:
         """Delete S3 objects no item points to, older than ``grace_seconds``.
 
@@ -318,9 +328,11 @@ class LifecycleSaver(ExtendedSaver):
         if self.bucket_name is None:
             report.complete = True
             return report
-        cutoff = time.time() - grace_seconds
+        cutoff = clock.now() - grace_seconds
         root = self.s3_key_prefix + _quote_prefix(self.tenant_prefix)
-        while deadline is None or time.time() < deadline:
+        while (deadline is None or clock.now() < deadline) and (
+            max_pages is None or report.pages < max_pages
+        ):
             state = yield from self._read_cursor("sweeper")
             kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": root, "MaxKeys": 1000}
             if state["cursor"]:

@@ -402,10 +402,14 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
         return await self._run(self._op_purge_expired(deadline=deadline))
 
-    async def arun_pruner(self, policy: PrunePolicy, *, deadline: float | None = None) -> SweepReport:
-        return await self._run(self._op_run_pruner(policy, deadline=deadline))
+    async def arun_pruner(
+        self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
+    ) -> SweepReport:
+        return await self._run(self._op_run_pruner(policy, deadline=deadline, max_pages=max_pages))
 
     async def asweep_orphans(
-        self, *, grace_seconds: float = 86_400, deadline: float | None = None
+        self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
     ) -> SweepReport:
-        return await self._run(self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline))
+        return await self._run(
+            self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
+        )

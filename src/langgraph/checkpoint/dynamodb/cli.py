@@ -12,7 +12,7 @@ JSON output and the exit codes:
 3     credentials: none found, or rejected / not permitted by AWS
 4     not found: unknown thread or checkpoint
 5     refused: confirmation declined, or needed (``--yes``) with stdin not a
-      terminal, or a copy onto an existing thread without ``--force``
+      terminal, or a copy onto an existing thread
 6     not supported by the installed saver (e.g. ``copy_thread`` missing)
 130   interrupted (Ctrl-C)
 ====  ==========================================================================
@@ -1418,9 +1418,11 @@ def cmd_copy(ctx: _Ctx) -> int:
     saver = ctx.saver
     src_count = _require_thread(saver, args.source)
     dst_count = thread_checkpoint_count(saver, args.target)
-    if dst_count and not args.force:
+    if dst_count:
+        # copy_thread never merges two histories; make the user delete first.
         raise CLIError(
-            f"target thread {args.target!r} already has {dst_count} checkpoint(s); pass --force to copy into it",
+            f"target thread {args.target!r} already has {dst_count} checkpoint(s); delete it first "
+            "(copy never merges two histories)",
             EXIT_REFUSED,
             "target_exists",
         )
@@ -1647,10 +1649,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
     p.add_argument("--width", type=_positive, default=40, help="value preview width (default 40)")
 
-    p = add("copy", "copy a thread (all namespaces, same checkpoint ids) to a new thread id", cmd_copy)
+    p = add("copy", "copy a thread (all namespaces, same checkpoint ids) to a new, empty thread id", cmd_copy)
     p.add_argument("source")
     p.add_argument("target")
-    p.add_argument("--force", action="store_true", help="copy even if the target thread exists")
 
     p = add("prune", "delete old checkpoints of threads (their latest state stays loadable)", cmd_prune)
     p.add_argument("threads", nargs="+", metavar="THREAD")

@@ -343,10 +343,16 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Reap every expired thread found in the threads index (no stream needed)."""
         return self._run(self._op_purge_expired(deadline=deadline))
 
-    def run_pruner(self, policy: PrunePolicy, *, deadline: float | None = None) -> SweepReport:
+    def run_pruner(
+        self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
+    ) -> SweepReport:
         """Apply a prune policy to the table, resumably, until ``deadline`` (epoch s)."""
-        return self._run(self._op_run_pruner(policy, deadline=deadline))
+        return self._run(self._op_run_pruner(policy, deadline=deadline, max_pages=max_pages))
 
-    def sweep_orphans(self, *, grace_seconds: float = 86_400, deadline: float | None = None) -> SweepReport:
+    def sweep_orphans(
+        self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
+    ) -> SweepReport:
         """Delete S3 objects no item references, older than ``grace_seconds``."""
-        return self._run(self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline))
+        return self._run(
+            self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
+        )

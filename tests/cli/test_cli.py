@@ -276,7 +276,7 @@ def test_copy(store: dict[str, Any]) -> None:
     assert out["target_checkpoints"] == out["source_checkpoints"] == count(store, src)
     assert run_json(*conn(store), "show", dst)["values"]["summary"] == "3 parts"
     code, _, err = run(*conn(store), "copy", src, store["waiting"])
-    assert code == cli.EXIT_REFUSED and "--force" in err
+    assert code == cli.EXIT_REFUSED and "delete it first" in err
     assert run(*conn(store), "copy", "no-such-thread", "x")[0] == cli.EXIT_NOT_FOUND
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -200,7 +201,7 @@ def s3_objects(bucket: str) -> dict[str, bytes]:
 def env_for_subprocess() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *env.get("PYTHONPATH", "").split(os.pathsep)]
+        [str(Path(__file__).resolve().parents[2]), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     )
     return env
 

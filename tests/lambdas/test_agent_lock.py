@@ -302,3 +302,32 @@ async def test_async_lease_and_run_once(moto_endpoint: str, names: dict[str, str
             await old.renew()
         assert await old.release() is False
         assert await taken.release() is True
+
+
+def test_tenant_prefixed_saver_keeps_meta_items_in_the_tenant_partition(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
+    with DynamoDBSaver(**names, tenant_prefix="acme-") as saver:
+        saver.setup()
+        t = _thread()
+        cid = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
+        assert run_once(saver, t, "r1", cid, lambda: "ok").value == "ok"
+        with ThreadLease(saver, t, heartbeat=False):
+            lock = _item_at(saver, schema.partition_key("acme-" + t), schema.LOCK_SK)
+            assert lock is not None and lock[ATTR.THREAD_ID] == {"S": t}
+        assert _item_at(saver, schema.partition_key("acme-" + t), schema.request_sk("r1")) is not None
+        assert _item_at(saver, schema.partition_key(t), schema.request_sk("r1")) is None
+        # a plain client reaches the same lock when told the tenant prefix
+        client = boto3.client("dynamodb")
+        with ThreadLease(saver, t, heartbeat=False), pytest.raises(LeaseUnavailableError):
+            ThreadLease(
+                client, t, table_name=saver.table_name, tenant_prefix="acme-", heartbeat=False
+            ).acquire()
+        assert get_request(saver, t, "r1") is not None
+
+
+def _item_at(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
+    resp = saver._clients["dynamodb"].get_item(
+        TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
+    )
+    return resp.get("Item")  # type: ignore[no-any-return]

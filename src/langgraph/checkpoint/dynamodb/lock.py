@@ -303,21 +303,34 @@ def _code(exc: BaseException) -> str:
     return ""
 
 
-def _lock_key(thread_id: str) -> dict[str, Any]:
-    return {ATTR.PK: {"S": schema.partition_key(thread_id)}, ATTR.SK: {"S": schema.LOCK_SK}}
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Table and partition key of a thread's meta items."""
+
+    table: str
+    pk: str
 
 
-def _request_key(thread_id: str, request_id: str) -> dict[str, Any]:
-    return {
-        ATTR.PK: {"S": schema.partition_key(thread_id)},
-        ATTR.SK: {"S": schema.request_sk(request_id)},
-    }
+def _partition_key(saver: Any, thread_id: str, tenant_prefix: str = "") -> str:
+    """The thread's partition key: the saver's (tenant prefix included) when given one."""
+    pk_of = getattr(saver, "_pk", None)
+    if callable(pk_of):
+        return str(pk_of(thread_id))
+    return schema.partition_key(tenant_prefix + thread_id)
 
 
-def _validate_ids(thread_id: str, request_id: str | None = None) -> None:
+def _lock_key(where: _Where) -> dict[str, Any]:
+    return {ATTR.PK: {"S": where.pk}, ATTR.SK: {"S": schema.LOCK_SK}}
+
+
+def _request_key(where: _Where, request_id: str) -> dict[str, Any]:
+    return {ATTR.PK: {"S": where.pk}, ATTR.SK: {"S": schema.request_sk(request_id)}}
+
+
+def _validate_ids(thread_id: str, request_id: str | None = None, pk: str | None = None) -> None:
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_id must be a non-empty string")
-    if len(schema.partition_key(thread_id).encode()) > schema.MAX_PK_BYTES:
+    if len((pk or schema.partition_key(thread_id)).encode()) > schema.MAX_PK_BYTES:
         raise ValueError(f"thread_id is longer than {schema.MAX_PK_BYTES} bytes once encoded")
     if request_id is not None:
         if not isinstance(request_id, str) or not request_id:
@@ -370,7 +383,7 @@ Op = Generator[Call | Sleep, Any, T]
 
 
 def _op_acquire(
-    table: str,
+    where: _Where,
     thread_id: str,
     owner: str,
     lease_ms: int,
@@ -385,8 +398,8 @@ def _op_acquire(
         try:
             resp = yield ddb(
                 "update_item",
-                TableName=table,
-                Key=_lock_key(thread_id),
+                TableName=where.table,
+                Key=_lock_key(where),
                 # One conditional write: free, expired, or already ours. The
                 # fencing token grows with every acquisition.
                 UpdateExpression=(
@@ -423,7 +436,7 @@ def _op_acquire(
         else:
             return _lease_info(thread_id, resp["Attributes"])
         # Busy: read who holds it, to wait no longer than needed and to say so.
-        got = yield ddb("get_item", TableName=table, Key=_lock_key(thread_id), ConsistentRead=True)
+        got = yield ddb("get_item", TableName=where.table, Key=_lock_key(where), ConsistentRead=True)
         item = got.get("Item")
         holder = item.get(_OWNER, {}).get("S") if item else None
         held_until = int(item[_LEASE_EXPIRES]["N"]) if item and _LEASE_EXPIRES in item else None
@@ -441,15 +454,15 @@ def _op_acquire(
 
 
 def _op_renew(
-    table: str, thread_id: str, owner: str, lease_ms: int, clock: Callable[[], float]
+    where: _Where, thread_id: str, owner: str, lease_ms: int, clock: Callable[[], float]
 ) -> Op[LeaseInfo]:
     now = _now_ms(clock)
     expires = now + lease_ms
     try:
         resp = yield ddb(
             "update_item",
-            TableName=table,
-            Key=_lock_key(thread_id),
+            TableName=where.table,
+            Key=_lock_key(where),
             UpdateExpression="SET #lx = :lx, #ttl = :ttl",
             # Only the owner renews; an expired lease not yet taken over is
             # still ours to extend (nobody else relied on it being free).
@@ -469,12 +482,12 @@ def _op_renew(
     return _lease_info(thread_id, resp["Attributes"])
 
 
-def _op_release(table: str, thread_id: str, owner: str) -> Op[bool]:
+def _op_release(where: _Where, thread_id: str, owner: str) -> Op[bool]:
     try:
         yield ddb(
             "delete_item",
-            TableName=table,
-            Key=_lock_key(thread_id),
+            TableName=where.table,
+            Key=_lock_key(where),
             ConditionExpression="#o = :o",
             ExpressionAttributeNames={"#o": _OWNER},
             ExpressionAttributeValues={":o": {"S": owner}},
@@ -486,16 +499,16 @@ def _op_release(table: str, thread_id: str, owner: str) -> Op[bool]:
     return True
 
 
-def _op_get_request(table: str, thread_id: str, request_id: str) -> Op[dict[str, Any] | None]:
+def _op_get_request(where: _Where, request_id: str) -> Op[dict[str, Any] | None]:
     resp = yield ddb(
-        "get_item", TableName=table, Key=_request_key(thread_id, request_id), ConsistentRead=True
+        "get_item", TableName=where.table, Key=_request_key(where, request_id), ConsistentRead=True
     )
     item: dict[str, Any] | None = resp.get("Item")
     return item
 
 
 def _op_begin_request(
-    table: str,
+    where: _Where,
     thread_id: str,
     request_id: str,
     owner: str,
@@ -507,8 +520,8 @@ def _op_begin_request(
     try:
         yield ddb(
             "update_item",
-            TableName=table,
-            Key=_request_key(thread_id, request_id),
+            TableName=where.table,
+            Key=_request_key(where, request_id),
             UpdateExpression=(
                 "SET #st = :run, #o = :o, #cp0 = if_not_exists(#cp0, :cp0), #ca = if_not_exists(#ca, :now), "
                 "#t = :t, #f = :f, #thr = :thr, #ttl = :ttl ADD #att :one REMOVE #err"
@@ -550,7 +563,7 @@ def _op_begin_request(
 
 
 def _op_finish_request(
-    table: str,
+    where: _Where,
     thread_id: str,
     request_id: str,
     owner: str,
@@ -586,8 +599,8 @@ def _op_finish_request(
     try:
         yield ddb(
             "update_item",
-            TableName=table,
-            Key=_request_key(thread_id, request_id),
+            TableName=where.table,
+            Key=_request_key(where, request_id),
             UpdateExpression="SET " + ", ".join(sets),
             # Only the attempt that started the request may finish it: if our
             # lease lapsed and another owner restarted the request, its
@@ -675,6 +688,7 @@ class _LeaseBase:
         owner: str | None = None,
         heartbeat: bool = True,
         clock: Callable[[], float] = time.time,
+        tenant_prefix: str = "",
     ) -> None:
         _validate_ids(thread_id)
         if lease_seconds <= 0:
@@ -683,6 +697,10 @@ class _LeaseBase:
             raise ValueError("wait_seconds must be >= 0 and poll_seconds > 0")
         self._saver, self.table_name, self._client = _resolve_target(target, table_name)
         self.thread_id = thread_id
+        # The lock lives in the thread's own partition: under the saver's
+        # tenant prefix, where IAM's LeadingKeys condition lets the tenant write.
+        self._where = _Where(self.table_name, _partition_key(self._saver, thread_id, tenant_prefix))
+        _validate_ids(thread_id, pk=self._where.pk)
         self.lease_seconds = lease_seconds
         self.wait_seconds = wait_seconds
         self.poll_seconds = poll_seconds
@@ -702,7 +720,7 @@ class _LeaseBase:
 
     def _acquire_op(self) -> Op[LeaseInfo]:
         return _op_acquire(
-            self.table_name,
+            self._where,
             self.thread_id,
             self.owner,
             int(self.lease_seconds * 1000),
@@ -712,12 +730,10 @@ class _LeaseBase:
         )
 
     def _renew_op(self) -> Op[LeaseInfo]:
-        return _op_renew(
-            self.table_name, self.thread_id, self.owner, int(self.lease_seconds * 1000), self.clock
-        )
+        return _op_renew(self._where, self.thread_id, self.owner, int(self.lease_seconds * 1000), self.clock)
 
     def _release_op(self) -> Op[bool]:
-        return _op_release(self.table_name, self.thread_id, self.owner)
+        return _op_release(self._where, self.thread_id, self.owner)
 
 
 class ThreadLease(_LeaseBase):
@@ -737,6 +753,9 @@ class ThreadLease(_LeaseBase):
         heartbeat: renew in a background thread every third of the lease
             while held, so long work does not lose the lock.
         clock: time source (epoch seconds), for tests.
+        tenant_prefix: with a plain client, the tenant prefix of the saver
+            that writes the thread (a saver target brings its own), so the
+            lock lands in the thread's partition.
 
     Example:
         ```python
@@ -972,10 +991,9 @@ def get_request(
         >>> rec.status  # doctest: +SKIP
         'done'
     """
-    _validate_ids(thread_id, request_id)
-    item = _drive(
-        _sync_client(saver, dynamodb_client), _op_get_request(saver.table_name, thread_id, request_id)
-    )
+    where = _Where(saver.table_name, _partition_key(saver, thread_id))
+    _validate_ids(thread_id, request_id, where.pk)
+    item = _drive(_sync_client(saver, dynamodb_client), _op_get_request(where, request_id))
     return _record(item) if item else None
 
 
@@ -1084,20 +1102,22 @@ def run_once(
     _validate_ids(thread_id, request_id)
     _check_limits(max_result_bytes)
     client = _sync_client(saver, dynamodb_client)
-    table = saver.table_name
-    item = _drive(client, _op_get_request(table, thread_id, request_id))
+    where = _Where(saver.table_name, _partition_key(saver, thread_id))
+    _validate_ids(thread_id, request_id, where.pk)
+    item = _drive(client, _op_get_request(where, request_id))
     if item is not None and item[_STATUS]["S"] == STATUS_DONE:
         return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
     lease = ThreadLease(
         client,
         thread_id,
-        table_name=table,
+        table_name=where.table,
         lease_seconds=lease_seconds,
         wait_seconds=wait_seconds,
         clock=clock,
+        tenant_prefix=getattr(saver, "tenant_prefix", "") or "",
     )
     with lease:
-        item = _drive(client, _op_get_request(table, thread_id, request_id))
+        item = _drive(client, _op_get_request(where, request_id))
         if item is not None and item[_STATUS]["S"] == STATUS_DONE:
             return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
         recovered = _is_recovery(item, expected_checkpoint_id)
@@ -1106,7 +1126,7 @@ def run_once(
         _drive(
             client,
             _op_begin_request(
-                table,
+                where,
                 thread_id,
                 request_id,
                 lease.owner,
@@ -1124,7 +1144,7 @@ def run_once(
                 _drive(
                     client,
                     _op_finish_request(
-                        table,
+                        where,
                         thread_id,
                         request_id,
                         lease.owner,
@@ -1141,7 +1161,7 @@ def run_once(
         _drive(
             client,
             _op_finish_request(
-                table,
+                where,
                 thread_id,
                 request_id,
                 lease.owner,
@@ -1183,20 +1203,22 @@ async def arun_once(
     _validate_ids(thread_id, request_id)
     _check_limits(max_result_bytes)
     client = await _async_client(saver, dynamodb_client)
-    table = saver.table_name
-    item = await _adrive(client, _op_get_request(table, thread_id, request_id))
+    where = _Where(saver.table_name, _partition_key(saver, thread_id))
+    _validate_ids(thread_id, request_id, where.pk)
+    item = await _adrive(client, _op_get_request(where, request_id))
     if item is not None and item[_STATUS]["S"] == STATUS_DONE:
         return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
     lease = AsyncThreadLease(
         client,
         thread_id,
-        table_name=table,
+        table_name=where.table,
         lease_seconds=lease_seconds,
         wait_seconds=wait_seconds,
         clock=clock,
+        tenant_prefix=getattr(saver, "tenant_prefix", "") or "",
     )
     async with lease:
-        item = await _adrive(client, _op_get_request(table, thread_id, request_id))
+        item = await _adrive(client, _op_get_request(where, request_id))
         if item is not None and item[_STATUS]["S"] == STATUS_DONE:
             return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
         recovered = _is_recovery(item, expected_checkpoint_id)
@@ -1205,7 +1227,7 @@ async def arun_once(
         await _adrive(
             client,
             _op_begin_request(
-                table,
+                where,
                 thread_id,
                 request_id,
                 lease.owner,
@@ -1221,7 +1243,7 @@ async def arun_once(
                 await _adrive(
                     client,
                     _op_finish_request(
-                        table,
+                        where,
                         thread_id,
                         request_id,
                         lease.owner,
@@ -1238,7 +1260,7 @@ async def arun_once(
         await _adrive(
             client,
             _op_finish_request(
-                table,
+                where,
                 thread_id,
                 request_id,
                 lease.owner,

@@ -123,6 +123,9 @@ class LangGraphCheckpointStack(Stack):
             alarm_topic=topic,
         )
         self.agent = self._agent(code, runtime, removal_policy)
+        self.store.add_errors_alarm(
+            self.agent, "AgentErrorsAlarm", description="The example agent Lambda failed."
+        )
 
         CfnOutput(self, "TableName", value=self.store.table_name, description="Checkpoint table")
         if self.store.bucket is not None:

@@ -213,6 +213,7 @@ def test_alarms(reference) -> None:
             "CheckpointStoreTableReadThrottleAlarm",
             "CheckpointStoreTableWriteThrottleAlarm",
             "CheckpointStoreTableSystemErrorsAlarm",
+            "CheckpointStoreAgentErrorsAlarm",
         ]
     )
     for props in alarms.values():
@@ -220,8 +221,9 @@ def test_alarms(reference) -> None:
         assert props["EvaluationPeriods"] == 1
         assert props["TreatMissingData"] == "notBreaching"
         assert "AlarmActions" not in props  # no topic in the reference app by default
-    for name in FUNCTIONS:
-        fn_id, _ = _fn(reference, REF, name)
+    agent_id, _ = reference.one(REF, "AWS::Lambda::Function", "AgentFunction")
+    fn_ids = {name: _fn(reference, REF, name)[0] for name in FUNCTIONS} | {"Agent": agent_id}
+    for name, fn_id in fn_ids.items():
         errors = alarms[f"CheckpointStore{name}ErrorsAlarm"]
         assert (errors["Namespace"], errors["MetricName"], errors["Statistic"]) == (
             "AWS/Lambda",
@@ -230,6 +232,7 @@ def test_alarms(reference) -> None:
         )
         assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn_id}}]
         assert (errors["Threshold"], errors["Period"]) == (1, 300)
+    for name in FUNCTIONS:
         dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{name}Dlq")
         depth = alarms[f"CheckpointStore{name}DlqDepthAlarm"]
         assert (depth["Namespace"], depth["MetricName"], depth["Statistic"]) == (
@@ -277,7 +280,7 @@ def test_alarms(reference) -> None:
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:
     topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
     alarms = _alarms(custom, "Custom")
-    assert len(alarms) == 10
+    assert len(alarms) == 10  # no agent in this stack
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": topic_id}]
         assert props["OKActions"] == [{"Ref": topic_id}]

@@ -570,11 +570,8 @@ class CheckpointStore(Construct):
         self.grant_read_write(role)
         acknowledge(fn, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))
         self.functions[name] = fn
-        self._alarm(
-            f"{construct_id}ErrorsAlarm",
-            fn.metric_errors(period=Duration.minutes(5), statistic="Sum"),
-            threshold=1,
-            description=f"The checkpoint {name} Lambda failed.",
+        self.add_errors_alarm(
+            fn, f"{construct_id}ErrorsAlarm", description=f"The checkpoint {name} Lambda failed."
         )
         return fn
 
@@ -654,9 +651,27 @@ class CheckpointStore(Construct):
 
     # ----------------------------------------------------------------- alarms
 
+    def add_errors_alarm(
+        self, function: lambda_.IFunction, construct_id: str, *, description: str | None = None
+    ) -> cloudwatch.Alarm:
+        """An alarm on ``function``'s ``Errors`` (>= 1 in 5 minutes), wired to ``alarm_topic``.
+
+        Created in this construct, next to the maintenance functions' alarms,
+        so that an agent using the store is watched the same way.
+
+        Example:
+            >>> store.add_errors_alarm(agent_function, "AgentErrorsAlarm")  # doctest: +SKIP
+        """
+        return self._alarm(
+            construct_id,
+            function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+            threshold=1,
+            description=description or "A Lambda function using the checkpoint store failed.",
+        )
+
     def _alarm(
         self, construct_id: str, metric: cloudwatch.IMetric, *, threshold: float, description: str
-    ) -> None:
+    ) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
@@ -673,6 +688,7 @@ class CheckpointStore(Construct):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
         self.alarms[construct_id] = alarm
+        return alarm
 
     def _table_metric(self, metric_name: str, index_name: str | None = None) -> cloudwatch.Metric:
         dims = {"TableName": self.table_name}

@@ -504,3 +504,24 @@ def test_local_port_in_use() -> None:
         busy.listen()
         code, _, err = run("local", "--port", str(busy.getsockname()[1]))
     assert code == cli.EXIT_USAGE and "cannot listen" in err
+
+
+def test_tenant_prefix_scopes_every_command(moto_endpoint: str, names: dict[str, str]) -> None:
+    for tenant in ("acme-", "globex-"):
+        with DynamoDBSaver(**names, tenant_prefix=tenant) as saver:
+            saver.setup()
+            build_graph(saver).invoke({"request": tenant}, {"configurable": {"thread_id": "t1"}})
+    base = ["--table", names["table_name"], "--bucket", names["bucket_name"]]
+    acme = [*base, "--tenant-prefix", "acme-"]
+    assert [t["thread_id"] for t in run_json(*acme, "threads")["threads"]] == ["t1"]
+    assert sorted(t["thread_id"] for t in run_json(*base, "threads")["threads"]) == ["acme-t1", "globex-t1"]
+    assert run_json(*acme, "show", "t1")["values"] == {"request": "acme-"}
+    assert len(run_json(*acme, "history", "t1")["checkpoints"]) == 2
+    stats = run_json(*acme, "stats")
+    assert stats["threads"] == 1 and stats["checkpoints"] == 2
+    assert run_json(*base, "stats")["checkpoints"] == 4
+    assert run(*base, "history", "t1")[0] == cli.EXIT_NOT_FOUND  # no such thread without the prefix
+    out = run_json(*acme, "copy", "t1", "t2")
+    assert out["target_checkpoints"] == 2
+    assert sorted(t["thread_id"] for t in run_json(*acme, "threads")["threads"]) == ["t1", "t2"]
+    assert run(*base, "--tenant-prefix", "bad|prefix", "threads")[0] == cli.EXIT_USAGE

@@ -76,6 +76,7 @@ EXIT_INTERRUPTED: Final = 130
 ENV_TABLE: Final = "LANGGRAPH_DYNAMODB_TABLE"
 ENV_BUCKET: Final = "LANGGRAPH_DYNAMODB_BUCKET"
 ENV_S3_PREFIX: Final = "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX"
+ENV_TENANT: Final = "LANGGRAPH_DYNAMODB_TENANT_PREFIX"
 
 DEFAULT_LOCAL_TABLE: Final = "langgraph-checkpoints"
 DEFAULT_LOCAL_BUCKET: Final = "langgraph-checkpoints"
@@ -544,6 +545,36 @@ def _s3(saver: Any) -> Any:
     return saver._clients.get("s3")
 
 
+# Keys through the saver, so a tenant-prefixed saver (``--tenant-prefix``)
+# reads its own partitions and S3 prefixes; plain schema keys otherwise.
+
+
+def _pk(saver: Any, thread_id: str) -> str:
+    pk_of = getattr(saver, "_pk", None)
+    return str(pk_of(thread_id)) if callable(pk_of) else schema.partition_key(thread_id)
+
+
+def _s3_thread(saver: Any, thread_id: str) -> str:
+    prefix_of = getattr(saver, "_s3_thread", None)
+    if callable(prefix_of):
+        return str(prefix_of(thread_id))
+    return schema.s3_thread_prefix(saver.s3_key_prefix, thread_id)
+
+
+def _thread_of(saver: Any, pk: str) -> str | None:
+    """The thread id of a partition key, or ``None`` if it is another tenant's."""
+    of = getattr(saver, "_thread_from_pk", None)
+    if callable(of):
+        found = of(pk)
+        return None if found is None else str(found)
+    return schema.unescape(pk)
+
+
+def _s3_root(saver: Any) -> str:
+    tenant = getattr(saver, "tenant_prefix", "") or ""
+    return schema.tenant_s3_prefix(saver.s3_key_prefix, tenant) if tenant else saver.s3_key_prefix
+
+
 def _paginate(
     call: Callable[..., Mapping[str, Any]], key: str, token_in: str, token_out: str, **kwargs: Any
 ) -> Iterable[Any]:
@@ -598,7 +629,7 @@ def _partition(
         "KeyConditionExpression": "#pk = :pk" + (" AND begins_with(#sk, :pre)" if sk_prefix else ""),
         "ExpressionAttributeNames": {"#pk": ATTR.PK, **({"#sk": ATTR.SK} if sk_prefix or projection else {})},
         "ExpressionAttributeValues": {
-            ":pk": {"S": schema.partition_key(thread_id)},
+            ":pk": {"S": _pk(saver, thread_id)},
             **({":pre": {"S": sk_prefix}} if sk_prefix else {}),
         },
         "ConsistentRead": True,
@@ -732,7 +763,9 @@ def _threads_from_index(saver: Any, limit: int, state: dict[str, Any] | None) ->
     more = any(cursors.get(s) != "done" for s in shards)
     threads = []
     for _, it in page:
-        thread_id = it.get(ATTR.THREAD_ID, {}).get("S") or schema.unescape(it[ATTR.PK]["S"])
+        thread_id = _thread_of(saver, it[ATTR.PK]["S"])
+        if thread_id is None:  # another tenant's head
+            continue
         ua = int(it.get(ATTR.UPDATED_AT, {"N": "0"})["N"])
         ttl = it.get(schema.TTL_ATTRIBUTE, {}).get("N")
         threads.append(
@@ -763,6 +796,8 @@ def _threads_from_scan(saver: Any, limit: int, state: dict[str, Any] | None, *, 
         if kind != schema.CHECKPOINT_ITEM:
             continue
         pk = it[ATTR.PK]["S"]
+        if _thread_of(saver, pk) is None:  # another tenant's thread
+            continue
         info = by_thread.setdefault(pk, {"checkpoints": 0, "namespaces": set(), "latest": ""})
         info["checkpoints"] += 1
         info["namespaces"].add(ns)
@@ -775,7 +810,7 @@ def _threads_from_scan(saver: Any, limit: int, state: dict[str, Any] | None, *, 
     page = ordered[offset : offset + limit]
     threads = [
         {
-            "thread_id": schema.unescape(pk),
+            "thread_id": _thread_of(saver, pk),
             "updated_at": checkpoint_time(info["latest"]),
             "checkpoints": info["checkpoints"],
             "namespaces": len(info["namespaces"]),
@@ -822,7 +857,7 @@ def checkpoint_sizes(
         saver,
         thread_id,
         _partition(saver, thread_id, sk_prefix=prefix),
-        schema.s3_thread_prefix(saver.s3_key_prefix, thread_id),
+        _s3_thread(saver, thread_id),
     )
     sizes: dict[tuple[str, str], int] = {}
     for it in items:
@@ -950,11 +985,13 @@ def collect_stats(saver: Any, thread_id: str | None = None) -> dict[str, Any]:
         12
     """
     if thread_id is None:
-        items: Iterable[dict[str, Any]] = _scan(saver, ConsistentRead=True)
-        s3_prefix = saver.s3_key_prefix
+        items: Iterable[dict[str, Any]] = (
+            it for it in _scan(saver, ConsistentRead=True) if _thread_of(saver, it[ATTR.PK]["S"]) is not None
+        )
+        s3_prefix = _s3_root(saver)
     else:
         items = _partition(saver, thread_id)
-        s3_prefix = schema.s3_thread_prefix(saver.s3_key_prefix, thread_id)
+        s3_prefix = _s3_thread(saver, thread_id)
     by_kind: dict[str, dict[str, int]] = {}
     threads: set[str] = set()
     namespaces: set[tuple[str, str]] = set()
@@ -1099,6 +1136,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         "endpoint_url": args.endpoint_url,
         "s3_key_prefix": args.s3_key_prefix or os.environ.get(ENV_S3_PREFIX) or "checkpoints/",
         "profile": args.profile,
+        "tenant_prefix": args.tenant_prefix or os.environ.get(ENV_TENANT) or None,
     }
 
 
@@ -1119,16 +1157,23 @@ def _make_saver(args: argparse.Namespace) -> Any:
         except Exception as exc:
             raise CLIError(f"--encrypted: {exc}", EXIT_USAGE, "bad_encryption_key") from exc
     session = boto3.session.Session(profile_name=s["profile"], region_name=s["region"])
-    return DynamoDBSaver(
-        table_name=s["table"],
-        bucket_name=s["bucket"],
-        region_name=s["region"],
-        endpoint_url=s["endpoint_url"],
-        boto3_session=session,
-        s3_key_prefix=s["s3_key_prefix"],
-        serde=serde,
-        max_attempts=3,  # a CLI should fail fast, not retry for a minute
-    )
+    extra: dict[str, Any] = {}
+    if s["tenant_prefix"]:
+        extra["tenant_prefix"] = s["tenant_prefix"]
+    try:
+        return DynamoDBSaver(
+            table_name=s["table"],
+            bucket_name=s["bucket"],
+            region_name=s["region"],
+            endpoint_url=s["endpoint_url"],
+            boto3_session=session,
+            s3_key_prefix=s["s3_key_prefix"],
+            serde=serde,
+            max_attempts=3,  # a CLI should fail fast, not retry for a minute
+            **extra,
+        )
+    except (TypeError, ValueError) as exc:  # e.g. an invalid tenant prefix
+        raise CLIError(f"invalid configuration: {exc}", EXIT_USAGE, "bad_configuration") from exc
 
 
 def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
@@ -1575,6 +1620,11 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         help=f"S3 key prefix of the saver (env {ENV_S3_PREFIX}; default checkpoints/)",
     )
     g.add_argument("--profile", default=d, help="AWS shared-config profile")
+    g.add_argument(
+        "--tenant-prefix",
+        default=d,
+        help=f"the savers' tenant_prefix: only that tenant's threads (env {ENV_TENANT})",
+    )
     g.add_argument(
         "--encrypted",
         action="store_true",

@@ -525,3 +525,18 @@ def test_tenant_prefix_scopes_every_command(moto_endpoint: str, names: dict[str,
     assert out["target_checkpoints"] == 2
     assert sorted(t["thread_id"] for t in run_json(*acme, "threads")["threads"]) == ["t1", "t2"]
     assert run(*base, "--tenant-prefix", "bad|prefix", "threads")[0] == cli.EXIT_USAGE
+
+
+def test_threads_index_with_heads_written_by_the_saver(moto_endpoint: str, names: dict[str, str]) -> None:
+    with DynamoDBSaver(**names, ttl=3600) as saver:  # a TTL turns thread heads on
+        saver.setup()
+        graph = build_graph(saver)
+        for t in ("older", "newer"):
+            graph.invoke({"request": t}, {"configurable": {"thread_id": t}})
+            time.sleep(0.02)
+    page = run_json("--table", names["table_name"], "--bucket", names["bucket_name"], "threads")
+    assert page["source"] == "index", page
+    assert [t["thread_id"] for t in page["threads"]] == ["newer", "older"]
+    assert all(t["expires_at"] for t in page["threads"])
+    stats = run_json("--table", names["table_name"], "stats")
+    assert stats["dynamodb"]["by_kind"]["thread head"]["items"] == 2

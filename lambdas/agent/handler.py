@@ -27,7 +27,8 @@ that replays the first result, and a check that the thread is still at the
 checkpoint the caller saw.
 
 Configuration (environment): ``TABLE_NAME`` (required), ``BUCKET_NAME``,
-``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
+``S3_KEY_PREFIX``, ``THREAD_TTL_SECONDS``, ``TRACK_THREADS`` (the store
+environment of the CDK construct), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
 ``LEASE_WAIT_SECONDS`` (default 5: how long a concurrent request waits for
 the thread before answering 409 busy).
 """
@@ -45,6 +46,7 @@ from typing import Any
 from langgraph.types import Command
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.handlers import StoreConfig
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -66,12 +68,24 @@ _init_lock = threading.Lock()
 
 
 def get_saver() -> DynamoDBSaver:
-    """The container's saver (created lazily from the environment)."""
+    """The container's saver (created lazily from the environment).
+
+    Reads the store environment the CDK construct gives every function
+    (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
+    ``THREAD_TTL_SECONDS``, ``TRACK_THREADS``), so this agent and the
+    maintenance Lambdas agree on key prefix, TTL and thread heads: an agent
+    that skipped the heads would let the reaper take its threads for expired.
+    """
     global _saver
     with _init_lock:
         if _saver is None:
+            cfg = StoreConfig.from_env()
             _saver = DynamoDBSaver(
-                table_name=os.environ["TABLE_NAME"], bucket_name=os.environ.get("BUCKET_NAME")
+                table_name=cfg.table_name,
+                bucket_name=cfg.bucket_name,
+                s3_key_prefix=cfg.s3_key_prefix,
+                ttl=cfg.ttl,
+                track_threads=bool(cfg.ttl) or os.environ.get("TRACK_THREADS") == "1",
             )
         return _saver
 

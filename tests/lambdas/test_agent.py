@@ -405,3 +405,22 @@ def test_crashed_process_request_is_recovered_after_lease_expiry(
     assert time.monotonic() - began < 9
     # Only the node that crashed runs again; clarify's result came from the store.
     assert counts() == {"implement": 1}
+
+
+def test_agent_uses_the_store_environment(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """TTL and key prefix from the construct's environment: heads are kept, S3 keys prefixed."""
+    import boto3
+
+    monkeypatch.setenv("THREAD_TTL_SECONDS", "3600")
+    monkeypatch.setenv("S3_KEY_PREFIX", "agent-ckpt/")
+    agent.reset()
+    t = _thread()
+    assert start(t)["statusCode"] == 200
+    saver = agent.get_saver()
+    assert (saver.ttl, saver.track_threads, saver.s3_key_prefix) == (3600, True, "agent-ckpt/")
+    head = boto3.client("dynamodb").get_item(
+        TableName=env["table_name"],
+        Key={ATTR.PK: {"S": schema.partition_key(t)}, ATTR.SK: {"S": schema.HEAD_SK}},
+        ConsistentRead=True,
+    )
+    assert "Item" in head and int(head["Item"][schema.TTL_ATTRIBUTE]["N"]) > time.time() + 3000

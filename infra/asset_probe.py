@@ -188,10 +188,13 @@ def main(asset: str, spec_json: str) -> int:
     for name, dotted in spec.get("handlers", {}).items():
         if name == "agent":
             report[name] = _run_agent(dotted)
-        elif name == "reaper":
-            report[name] = repr(_call(dotted, _reaper_event(spec["table"])))
-        else:
-            report[name] = repr(_call(dotted, _SCHEDULED_EVENT))
+            continue
+        event = _reaper_event(spec["table"]) if name == "reaper" else _SCHEDULED_EVENT
+        result = _call(dotted, event)
+        # The maintenance handlers return their run report: it must be clean.
+        if isinstance(result, dict) and (result.get("errors") or result.get("complete") is False):
+            raise AssertionError(f"{name} reported problems: {result}")
+        report[name] = repr(result)
     print(json.dumps(report, default=str))
     return 0
 

@@ -43,6 +43,10 @@ def main(stack_name: str, outputs_path: str, cdk_out: str = "cdk.out") -> int:
     outputs = json.loads(Path(outputs_path).read_text())[stack_name]
     template = _template(out_dir, stack_name)
     handlers: dict[str, str] = {}
+    # Literal environment values of the functions (PRUNE_*, ORPHAN_GRACE_HOURS,
+    # TRACK_THREADS...): the handlers run with their deployed configuration.
+    # References (table, bucket) are resolved from the stack outputs instead.
+    env: dict[str, str] = {}
     assets: set[str] = set()
     for res in template["Resources"].values():
         if res["Type"] != "AWS::Lambda::Function":
@@ -52,11 +56,21 @@ def main(stack_name: str, outputs_path: str, cdk_out: str = "cdk.out") -> int:
         if kind is None:
             continue
         handlers[kind] = props["Handler"]
+        for key, value in props.get("Environment", {}).get("Variables", {}).items():
+            if isinstance(value, str):
+                env[key] = value
         assets.add(props["Code"]["S3Key"].removesuffix(".zip"))
     if len(assets) != 1:
         raise SystemExit(f"expected one shared asset for the handlers, found {sorted(assets)}")
     asset_dir = out_dir / f"asset.{assets.pop()}"
-    spec = {"table": outputs["TableName"], "bucket": outputs.get("BucketName"), "handlers": handlers}
+    spec = {
+        "table": outputs["TableName"],
+        "bucket": outputs.get("BucketName"),
+        "s3_key_prefix": env.get("S3_KEY_PREFIX", "checkpoints/"),
+        "handlers": handlers,
+        "env": env,
+    }
+    print(f"environment from the template: {env}")
     print(f"asset {asset_dir} ({sum(1 for _ in asset_dir.rglob('*'))} files); handlers: {sorted(handlers)}")
     proc = subprocess.run(
         [sys.executable, "-I", "-S", str(HERE / "asset_probe.py"), str(asset_dir), json.dumps(spec)],

@@ -145,9 +145,9 @@ class LangGraphCheckpointStack(Stack):
         log_group = logs.LogGroup(
             self, "AgentLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy
         )
-        env = {"TABLE_NAME": self.store.table_name, "S3_KEY_PREFIX": self.store.s3_key_prefix}
-        if self.store.bucket is not None:
-            env["BUCKET_NAME"] = self.store.bucket.bucket_name
+        # The store's saver environment: the agent and the maintenance jobs
+        # then agree on table, bucket, prefix, TTL and thread tracking.
+        env = dict(self.store.saver_environment)
         agent = lambda_.Function(
             self,
             "AgentFunction",

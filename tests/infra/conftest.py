@@ -82,10 +82,11 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
 
     Stack ``Custom``: ``CheckpointStore`` ``Store`` (named table and bucket,
     prefix ``ckpt/``, DESTROY, versioned, custom schedules and pruner
-    settings, an SNS alarm topic) and three roles: ``ReadWriteRole``
-    (grant_read_write), ``ReadRole`` (grant_read), ``TenantRole``
-    (grant_tenant_read_write with ``acme-``). Stack ``NoBucket``: a
-    DynamoDB-only store with a ``ReadWriteRole``.
+    settings, a thread TTL, an SNS alarm topic) and four roles:
+    ``ReadWriteRole`` (grant_read_write), ``ReadRole`` (grant_read),
+    ``TenantRole`` (grant_tenant_read_write with ``acme-``), ``OperatorRole``
+    (grant_maintenance). Stack ``NoBucket``: a DynamoDB-only store with
+    thread tracking, no idle deletion, and a ``ReadWriteRole``.
     """
     from aws_cdk import App, Duration, RemovalPolicy, Stack, Validations
     from aws_cdk import aws_events as events
@@ -115,6 +116,8 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         prune_schedule=events.Schedule.rate(Duration.minutes(15)),
         prune_keep_last=3,
         prune_idle_days=7,
+        prune_page_size=50,
+        thread_ttl=Duration.days(7),
         orphan_sweep_schedule=events.Schedule.cron(minute="30", hour="3"),
         orphan_grace_hours=48,
         reaper_batch_size=50,
@@ -126,9 +129,17 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
     store.grant_read_write(iam.Role(stack, "ReadWriteRole", assumed_by=principal))
     store.grant_read(iam.Role(stack, "ReadRole", assumed_by=principal))
     store.grant_tenant_read_write(iam.Role(stack, "TenantRole", assumed_by=principal), "acme-")
+    store.grant_maintenance(iam.Role(stack, "OperatorRole", assumed_by=principal))
 
     nobucket = Stack(app, "NoBucket")
-    plain = CheckpointStore(nobucket, "Store", bucket=False, lambda_code_dir=fake_lambdas)
+    plain = CheckpointStore(
+        nobucket,
+        "Store",
+        bucket=False,
+        prune_idle_days=None,
+        track_threads=True,
+        lambda_code_dir=fake_lambdas,
+    )
     plain.grant_read_write(iam.Role(nobucket, "ReadWriteRole", assumed_by=principal))
 
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -103,17 +103,33 @@ def test_bucketless_grant_has_no_s3(custom) -> None:
     assert custom.role_statements("NoBucket", "ReadWriteRole") == _expected("StoreTable", None, "")
 
 
-def test_agent_and_maintenance_roles_get_exactly_read_write(reference) -> None:
+def _scan(table: str) -> dict:
+    return {
+        "Action": ["dynamodb:Scan"],
+        "Effect": "Allow",
+        "Resource": [_arn(table), _join(_arn(table), "/index/*")],
+    }
+
+
+def test_grant_maintenance_statements(custom) -> None:
+    """Read/write plus Scan (the pruner's and purge's page walks), for jobs and operators."""
+    assert custom.role_statements("Custom", "OperatorRole") == [
+        *_expected("StoreTable", "StoreBucket", "ckpt/"),
+        _scan("StoreTable"),
+    ]
+
+
+def test_agent_and_maintenance_roles(reference) -> None:
     rw = _expected("CheckpointStoreTable", "CheckpointStoreBucket", "checkpoints/")
     for role in (
-        "AgentRole",
         "CheckpointStorePrunerRole",
         "CheckpointStoreOrphanSweeperRole",
         "CheckpointStoreReaperRole",
     ):
         statements = reference.role_statements(REF, role)
-        for stmt in rw:
-            assert stmt in statements, (role, stmt)
+        # grant_maintenance: the read/write statements followed by Scan, contiguous.
+        start = statements.index(rw[0])
+        assert statements[start : start + len(rw) + 1] == [*rw, _scan("CheckpointStoreTable")], role
         assert not [s for s in statements if s["Action"][0].startswith("kms:")]
     agent = reference.role_statements(REF, "AgentRole")
     (logs,) = [s for s in agent if s["Action"][0].startswith("logs:")]
@@ -123,6 +139,7 @@ def test_agent_and_maintenance_roles_get_exactly_read_write(reference) -> None:
         "Effect": "Allow",
         "Resource": _arn(log_group),
     }
+    # Agents get exactly read/write (never Scan).
     assert agent == [logs, *rw]
 
 
@@ -166,9 +183,8 @@ def test_no_wildcards_beyond_indexes_and_object_prefixes(reference, reference_km
                         if res == "*":
                             assert actions == ["dynamodb:ListStreams"], (pid, actions)
                         elif res.endswith("/index/*"):
-                            assert (
-                                res.startswith("<") and "Table.Arn>" in res and actions == ["dynamodb:Query"]
-                            )
+                            assert res.startswith("<") and "Table.Arn>" in res, res
+                            assert actions in (["dynamodb:Query"], ["dynamodb:Scan"]), actions
                         else:
                             assert res.count("*") == 1 and res.endswith("*"), res
                             assert "Bucket.Arn>/" in res, res

@@ -19,6 +19,7 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
 )
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._store import (
+    DYNAMODB_MAINTENANCE_ACTIONS,
     DYNAMODB_READ_ACTIONS,
     DYNAMODB_READ_WRITE_ACTIONS,
     KMS_READ_ACTIONS,
@@ -36,6 +37,7 @@ from langgraph.checkpoint.dynamodb.cdk._store import (
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
+    "DYNAMODB_MAINTENANCE_ACTIONS",
     "DYNAMODB_READ_ACTIONS",
     "DYNAMODB_READ_WRITE_ACTIONS",
     "KMS_READ_ACTIONS",

@@ -40,6 +40,7 @@ from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
+    "DYNAMODB_MAINTENANCE_ACTIONS",
     "DYNAMODB_READ_ACTIONS",
     "DYNAMODB_READ_WRITE_ACTIONS",
     "KMS_READ_ACTIONS",
@@ -73,6 +74,10 @@ DYNAMODB_READ_ACTIONS: tuple[str, ...] = ("dynamodb:BatchGetItem", "dynamodb:Get
 #: ``DeleteObjects`` (batch delete) is authorized as ``s3:DeleteObject``.
 S3_READ_WRITE_ACTIONS: tuple[str, ...] = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
+#: The maintenance jobs' extra: the pruner walks the table (or the sparse
+#: threads index when threads are tracked) page by page with ``Scan``, and
+#: ``purge_expired`` scans the threads index. Agents never scan.
+DYNAMODB_MAINTENANCE_ACTIONS: tuple[str, ...] = ("dynamodb:Scan",)
 KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #: What the Lambda service needs to poll a DynamoDB stream for the reaper.
@@ -219,8 +224,21 @@ class CheckpointStore(Construct):
         access_log_retention: How long server access logs are kept.
         enable_pruner: Create the scheduled pruner.
         prune_schedule: Its schedule (default: every hour).
-        prune_keep_last: ``PRUNE_KEEP_LAST`` for the pruner.
-        prune_idle_days: ``PRUNE_IDLE_DAYS`` for the pruner.
+        prune_keep_last: ``PRUNE_KEEP_LAST``: checkpoints kept per namespace
+            (delta-safe; ``None`` keeps all).
+        prune_idle_days: ``PRUNE_IDLE_DAYS``: threads idle this long are
+            deleted (``None``: never).
+        prune_page_size: ``PRUNE_PAGE_SIZE``: threads per claimed page
+            (default: the library's, 25).
+        thread_ttl: ``THREAD_TTL_SECONDS`` for the maintenance functions and
+            in :attr:`saver_environment`: thread heads expire this long after
+            the last activity (DynamoDB TTL, then the reaper). Implies
+            tracking. Must match the agents' savers (``ttl=``).
+        track_threads: ``TRACK_THREADS=1``: the agents keep thread heads
+            (``track_threads=True``), so the pruner walks the sparse threads
+            index instead of scanning the table. Must match the agents'
+            savers: a pruner walking the index while agents keep no heads
+            would find nothing to prune.
         enable_reaper: Create the stream consumer that deletes expired threads.
         reaper_batch_size: Records per reaper invocation.
         reaper_retry_attempts: Retries of a failing stream batch before it
@@ -265,8 +283,11 @@ class CheckpointStore(Construct):
         access_log_retention: Duration | None = None,
         enable_pruner: bool = True,
         prune_schedule: events.Schedule | None = None,
-        prune_keep_last: int = 1,
-        prune_idle_days: int = 30,
+        prune_keep_last: int | None = 20,
+        prune_idle_days: float | None = 30,
+        prune_page_size: int | None = None,
+        thread_ttl: Duration | None = None,
+        track_threads: bool = False,
         enable_reaper: bool = True,
         reaper_batch_size: int = 100,
         reaper_retry_attempts: int = 5,
@@ -288,8 +309,10 @@ class CheckpointStore(Construct):
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         if not s3_key_prefix.endswith("/"):
             raise ValueError("s3_key_prefix must end with '/'")
-        if prune_keep_last < 1:
+        if prune_keep_last is not None and prune_keep_last < 1:
             raise ValueError("prune_keep_last must be >= 1: the latest checkpoint always survives")
+        if prune_idle_days is not None and prune_idle_days <= 0:
+            raise ValueError("prune_idle_days must be > 0 (None disables idle deletion)")
         self.s3_key_prefix = s3_key_prefix
         self.kms_key = kms_key
         self.removal_policy = removal_policy
@@ -320,6 +343,21 @@ class CheckpointStore(Construct):
                 bucket_name, versioned, noncurrent_version_expiration, access_log_retention
             )
 
+        #: Environment a saver needs to reach this store, read by
+        #: ``langgraph.checkpoint.dynamodb.handlers.StoreConfig.from_env``:
+        #: give it to your agent functions so that they and the maintenance
+        #: jobs agree on table, bucket, prefix, TTL and thread tracking.
+        self.saver_environment: dict[str, str] = {
+            "TABLE_NAME": self.table_name,
+            "S3_KEY_PREFIX": s3_key_prefix,
+        }
+        if self.bucket is not None:
+            self.saver_environment["BUCKET_NAME"] = self.bucket.bucket_name
+        if thread_ttl is not None:
+            self.saver_environment["THREAD_TTL_SECONDS"] = str(int(thread_ttl.to_seconds()))
+        if track_threads or thread_ttl is not None:
+            self.saver_environment["TRACK_THREADS"] = "1"
+
         wanted = {
             "pruner": enable_pruner,
             "reaper": enable_reaper,
@@ -348,11 +386,14 @@ class CheckpointStore(Construct):
                     timeout=timeout,
                     memory_size=512,
                     environment={
-                        "PRUNE_KEEP_LAST": str(prune_keep_last),
-                        "PRUNE_IDLE_DAYS": str(prune_idle_days),
-                        # Stop starting new threads well before Lambda kills the run,
-                        # so a batch is never cut in half mid-delete.
-                        "TIME_BUDGET_SECONDS": str(timeout.to_seconds() - 30),
+                        **_optional_env(
+                            PRUNE_KEEP_LAST=prune_keep_last,
+                            PRUNE_IDLE_DAYS=prune_idle_days,
+                            PRUNE_PAGE_SIZE=prune_page_size,
+                        ),
+                        # Stop claiming new pages well before Lambda kills the run,
+                        # so a page is never cut in half mid-delete.
+                        "TIME_BUDGET_SECONDS": str(int(timeout.to_seconds()) - 30),
                     },
                     **common,
                 )
@@ -371,7 +412,7 @@ class CheckpointStore(Construct):
                     memory_size=512,
                     environment={
                         "ORPHAN_GRACE_HOURS": str(orphan_grace_hours),
-                        "TIME_BUDGET_SECONDS": str(timeout.to_seconds() - 60),
+                        "TIME_BUDGET_SECONDS": str(int(timeout.to_seconds()) - 60),
                     },
                     **common,
                 )
@@ -541,13 +582,7 @@ class CheckpointStore(Construct):
         log_group = logs.LogGroup(
             self, f"{construct_id}Logs", retention=log_retention, removal_policy=self.removal_policy
         )
-        env = {
-            "TABLE_NAME": self.table_name,
-            "S3_KEY_PREFIX": self.s3_key_prefix,
-            **environment,
-        }
-        if self.bucket is not None:
-            env["BUCKET_NAME"] = self.bucket.bucket_name
+        env = {**self.saver_environment, **environment}
         fn = lambda_.Function(
             self,
             construct_id,
@@ -567,7 +602,7 @@ class CheckpointStore(Construct):
             retry_attempts=2 if async_invoked else None,
         )
         log_group.grant_write(role)
-        self.grant_read_write(role)
+        self.grant_maintenance(role)
         acknowledge(fn, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))
         self.functions[name] = fn
         self.add_errors_alarm(
@@ -638,7 +673,9 @@ class CheckpointStore(Construct):
             # The stream keeps records for 24 h; give up a little earlier, into
             # the DLQ, rather than lose them silently at the trim horizon.
             max_record_age=Duration.hours(23),
-            report_batch_item_failures=True,
+            # No ReportBatchItemFailures: the reaper fails or succeeds a batch
+            # as a whole (reaping is idempotent), and bisecting isolates a
+            # poison record.
             on_failure=event_sources.SqsDlq(self.dlqs["reaper"]),
             filters=[reaper_filter_pattern()],
         )
@@ -775,6 +812,18 @@ class CheckpointStore(Construct):
         kms_stmt = self._kms_statement(KMS_READ_WRITE_ACTIONS)
         return [*stmts, *([kms_stmt] if kms_stmt else [])]
 
+    def maintenance_statements(self) -> list[iam.PolicyStatement]:
+        """The statements :meth:`grant_maintenance` attaches: read/write plus ``Scan``."""
+        scan = iam.PolicyStatement(
+            actions=list(DYNAMODB_MAINTENANCE_ACTIONS),
+            resources=[self.table_arn, f"{self.table_arn}/index/*"],
+        )
+        stmts = self.read_write_statements()
+        # Keep the KMS statement last, as in the other grants.
+        if self.kms_key is not None:
+            return [*stmts[:-1], scan, stmts[-1]]
+        return [*stmts, scan]
+
     def read_statements(self) -> list[iam.PolicyStatement]:
         """The statements :meth:`grant_read` attaches."""
         stmts = [
@@ -871,6 +920,18 @@ class CheckpointStore(Construct):
         """
         return self._grant(grantee, self.read_write_statements())
 
+    def grant_maintenance(self, grantee: iam.IGrantable) -> iam.Grant:
+        """:meth:`grant_read_write` plus ``dynamodb:Scan`` on the table and its indexes.
+
+        What the pruner, reaper and orphan sweeper get, and what an operator
+        role running the CLI (``threads``, ``prune``, listing every thread)
+        needs. Agents should get :meth:`grant_read_write` instead.
+
+        Example:
+            >>> store.grant_maintenance(operator_role)  # doctest: +SKIP
+        """
+        return self._grant(grantee, self.maintenance_statements())
+
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read-only access (dashboards, the CLI's read commands).
 
@@ -900,6 +961,11 @@ class CheckpointStore(Construct):
             >>> store.grant_tenant_read_write(acme_role, "acme-")  # doctest: +SKIP
         """
         return self._grant(grantee, self.tenant_read_write_statements(tenant_prefix))
+
+
+def _optional_env(**values: float | None) -> dict[str, str]:
+    """Environment entries for the values that are set (``None``: let the handler default)."""
+    return {k: f"{v:g}" if isinstance(v, float) else str(v) for k, v in values.items() if v is not None}
 
 
 def runtime_acknowledgement_reason(runtime: lambda_.Runtime) -> str:

@@ -887,8 +887,8 @@ class CheckpointStore(Construct):
         if not isinstance(principal, Construct):
             return
         reasons = {
-            "index/*": "Query on the table's own GSIs (run_id-index, threads-index); index names are the "
-            "schema's, and index ARNs admit no other action.",
+            "index/*": "Query (and for the maintenance grant Scan) on this table's own GSIs "
+            "(run_id-index, threads-index, named by the key schema); no other table is covered.",
             "objects": "Object actions are confined to the checkpoint key prefix the saver writes under "
             "(per-thread keys are created at run time, so a prefix wildcard is the narrowest ARN).",
         }

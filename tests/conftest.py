@@ -7,7 +7,6 @@ no metadata service, every endpoint pointed at 127.0.0.1).
 
 from __future__ import annotations
 
-import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -32,20 +31,45 @@ os.environ.pop("AWS_PROFILE", None)
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """A moto server on loopback for the whole session; sets AWS_ENDPOINT_URL."""
-    from moto.server import ThreadedMotoServer
+    """A moto server on loopback for the whole session; sets AWS_ENDPOINT_URL.
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    It runs in its own process: in-process, the server and the tests would
+    share one GIL, and on two cores the suite would take twice as long.
+    """
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto server did not start on port {port}") from None
+            time.sleep(0.1)
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
         yield endpoint
     finally:
         os.environ.pop("AWS_ENDPOINT_URL", None)
-        server.stop()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ REF = "LangGraphCheckpointStack"
 RW_DDB = [
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",

@@ -63,7 +63,6 @@ __all__ = [
 DYNAMODB_READ_WRITE_ACTIONS: tuple[str, ...] = (
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
@@ -760,7 +759,7 @@ class CheckpointStore(Construct):
                 description=f"The checkpoint table or one of its indexes throttled {kind.lower()}s.",
             )
         operations = [
-            a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS if a != "dynamodb:ConditionCheckItem"
+            a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS
         ]
         system_errors = {
             f"e{i}": cloudwatch.Metric(
@@ -905,7 +904,7 @@ class CheckpointStore(Construct):
     def grant_read_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """Everything ``DynamoDBSaver``/``AsyncDynamoDBSaver`` need, nothing more.
 
-        * DynamoDB ``BatchGetItem``, ``BatchWriteItem``, ``ConditionCheckItem``,
+        * DynamoDB ``BatchGetItem``, ``BatchWriteItem``,
           ``DeleteItem``, ``GetItem``, ``PutItem``, ``Query``, ``UpdateItem`` on
           the table; ``Query`` on ``table/index/*``. No ``DescribeTable``: only
           ``setup()`` needs it, and a deployed table needs no setup.

@@ -1,0 +1,149 @@
+"""Fault injection into real graph runs (sync and async savers).
+
+Three families, all checked the same way (``driver.check_outcome``): the
+final state equals a fault-free ``InMemorySaver`` run's, no task whose writes
+were saved ran again, and every checkpoint of the thread (all namespaces,
+the whole history) decodes.
+
+* retryable faults at a steady rate with the default retry policy: botocore
+  and the core absorb all of them, nothing surfaces to the graph;
+* faults with ``max_attempts=1`` (no botocore retries) at seeded random
+  points of the run: they surface, the run is resumed until done;
+* the same, aimed at one request type at a time.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from tests.reliability.driver import Runner, check_outcome, oracle, run_to_completion
+from tests.reliability.workloads import SCENARIOS, SOAK, Tracker, cases
+from tests.support.faults import ALL_KINDS, SEND_KINDS, FaultInjector
+from tests.support.harness import Harness, LoopThread, new_thread
+
+VARIANTS = ("sync", "async", "sync-s3", "async-s3-encrypted")
+
+#: Faults injected by this module's tests, by kind (printed in the summary).
+FAULT_STATS: Counter[str] = Counter()
+
+
+@pytest.fixture
+def make_runner(moto_endpoint: str, names: dict[str, str], loop_thread: LoopThread) -> Iterator:  # type: ignore[type-arg]
+    made: list[tuple[Harness, Runner]] = []
+
+    def make(variant: str, **overrides: object) -> Runner:
+        h = Harness(variant, names["table_name"], names["bucket_name"], loop_thread)
+        r = Runner(h, **overrides)
+        made.append((h, r))
+        return r
+
+    yield make
+    for h, r in made:
+        r.close()
+        h.close()
+
+
+def _absorbed_cases() -> list[tuple[str, str, int]]:
+    names = sorted(SCENARIOS)
+    if SOAK:  # every pairing, several seeds
+        return [(v, n, s) for v in VARIANTS for n in names for s in range(5)]
+    # CI: every variant twice and every scenario twice, rotating.
+    return [(v, names[(i + j) % len(names)], 0) for i, v in enumerate(VARIANTS) for j in (0, 1)]
+
+
+@pytest.mark.parametrize("variant,scenario,seed", _absorbed_cases())
+def test_retryable_faults_are_absorbed(make_runner, variant: str, scenario: str, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """20% of requests fail with retryable faults; the default retry policy hides every one."""
+    r = make_runner(variant)
+    sc = SCENARIOS[scenario]
+    case_seed = zlib.crc32(f"{variant}/{scenario}/{seed}".encode())
+    first = random.Random(case_seed).randrange(sc.requests // 2)  # at least one fault, for sure
+    inj = FaultInjector(case_seed, rate=0.2, kinds=ALL_KINDS, fail_at=frozenset({first}))
+    inj.attach_saver(r.saver)
+    tracker = Tracker()
+    graph = sc.build().compile(checkpointer=tracker.wrap(r.saver))
+    thread = new_thread()
+    errors = run_to_completion(r, graph, thread, sc, tracker=tracker, injector=inj)
+    assert errors == [], f"retryable faults surfaced: {errors!r} (faults: {inj.log})"
+    assert len(inj.log) > 0, "no fault was injected: the test exercised nothing"
+    with inj.paused():
+        check_outcome(r, sc, thread, tracker)
+    # Nothing surfaced, so nothing ran twice: executions equal the oracle's.
+    assert tracker.executions() == oracle(scenario)[1]
+    FAULT_STATS.update(inj.kinds_injected())
+
+
+def _surfaced_case(  # type: ignore[no-untyped-def]
+    make_runner, seed: int, *, ops: frozenset[str] | None = None, pick: tuple[str, str] | None = None
+) -> FaultInjector:
+    rng = random.Random(seed)
+    variant = rng.choice(VARIANTS)
+    scenario = SCENARIOS[rng.choice(sorted(SCENARIOS))]
+    calibrate = pick is not None
+    if pick is not None:
+        variant, scenario = pick[0], SCENARIOS[pick[1]]
+    durability = rng.choice(("sync", "sync", "async"))
+    r = make_runner(variant, max_attempts=1)
+    if calibrate:
+        # How many eligible requests does a fault-free run make?
+        probe = FaultInjector(seed, rate=0.0, ops=ops).attach_saver(r.saver)
+        t0 = Tracker()
+        graph0 = scenario.build().compile(checkpointer=t0.wrap(r.saver))
+        run_to_completion(r, graph0, new_thread(), scenario, tracker=t0, injector=probe, durability=durability)
+        n = probe.sends
+        probe.enabled = False
+        assert n > 0, f"{variant}/{scenario.name} never sends {ops}"
+    else:
+        n = int(scenario.requests * 0.8)
+    # Fail a few requests at random points of the run.
+    k = rng.randint(1, 3)
+    fail_at = frozenset(rng.sample(range(n), min(k, n)))
+    kinds = tuple(rng.sample(SEND_KINDS, rng.randint(1, len(SEND_KINDS))))
+    inj = FaultInjector(seed, kinds=kinds, ops=ops, fail_at=fail_at).attach_saver(r.saver)
+    tracker = Tracker()
+    graph = scenario.build().compile(checkpointer=tracker.wrap(r.saver))
+    thread = new_thread()
+    context = f"seed={seed} variant={variant} scenario={scenario.name} durability={durability} fail_at={sorted(fail_at)}"
+    errors = run_to_completion(r, graph, thread, scenario, tracker=tracker, injector=inj, durability=durability)
+    with inj.paused():
+        try:
+            check_outcome(r, scenario, thread, tracker, durability=durability)
+        except AssertionError as exc:
+            raise AssertionError(f"{context} faults={inj.log}: {exc}") from exc
+    FAULT_STATS.update(inj.kinds_injected())
+    FAULT_STATS["surfaced errors"] += len(errors)
+    return inj
+
+
+@pytest.mark.parametrize("seed", range(cases(30, 300)))
+def test_surfaced_faults_then_resume(make_runner, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """No botocore retries: faults reach the graph at random points; resuming finishes the run."""
+    inj = _surfaced_case(make_runner, seed)
+    assert inj.log, "the planned faults were never injected"
+
+
+#: Request type -> (variant, scenario) pairs whose runs issue it.
+REQUEST_TYPES: dict[str, list[tuple[str, str]]] = {
+    "PutItem": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
+    "UpdateItem": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
+    "Query": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
+    "BatchWriteItem": [(v, n) for v in VARIANTS for n in ("chat-delta-subgraph", "fanout") if "s3" not in v or n != "fanout"],
+    "BatchGetItem": [(v, "chat-delta-subgraph") for v in ("sync", "async")],
+    "PutObject": [(v, n) for v in ("sync-s3", "async-s3-encrypted") for n in ("chat-delta-subgraph", "fanout")],
+    "GetObject": [(v, "chat-delta-subgraph") for v in ("sync-s3", "async-s3-encrypted")],
+}
+
+
+@pytest.mark.parametrize("seed", range(cases(1, 10)))
+@pytest.mark.parametrize("op", sorted(REQUEST_TYPES))
+def test_faults_per_request_type(make_runner, op: str, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """A surfaced fault on one request type at a time, at a random point of the run."""
+    candidates = REQUEST_TYPES[op]
+    variant, name = candidates[zlib.crc32(f"{op}/{seed}".encode()) % len(candidates)]
+    inj = _surfaced_case(make_runner, seed, ops=frozenset({op}), pick=(variant, name))
+    assert inj.ops_injected(), f"no {op} fault was injected"

@@ -248,9 +248,9 @@ class Mirror:
         _, pk_value, sk_pred = cond
         part = t.items.get(pk_value, {})
         forward = params.get("ScanIndexForward", True)
-        keys = sorted((k for k in part if k is not None), key=lambda kv: kv[1], reverse=not forward)
-        if None in part:
-            keys = [None, *keys]
+        ranged: list[KeyValue] = [k for k in part if k is not None]
+        ranged.sort(key=lambda kv: kv[1], reverse=not forward)
+        keys: list[KeyValue | None] = [None, *ranged] if None in part else list(ranged)
         esk = params.get("ExclusiveStartKey")
         start = _scalar(esk[t.range_key]) if esk and t.range_key else None
         out: list[Item] = []
@@ -323,10 +323,10 @@ class Mirror:
                         break
                     kw["ContinuationToken"] = resp["NextContinuationToken"]
                 mine = {k: v for (b, k), v in self.objects.items() if b == bucket}
-                for key in set(stored) | set(mine):
-                    if stored.get(key) != mine.get(key):
+                for obj_key in set(stored) | set(mine):
+                    if stored.get(obj_key) != mine.get(obj_key):
                         problems.append(
-                            f"s3://{bucket}/{key}: stored {stored.get(key)}, mirror {mine.get(key)}"
+                            f"s3://{bucket}/{obj_key}: stored {stored.get(obj_key)}, mirror {mine.get(obj_key)}"
                         )
         return problems
 
@@ -334,6 +334,33 @@ class Mirror:
 _BETWEEN = re.compile(r"([^\s()]+)\s+BETWEEN\s+(:\w+)\s+AND\s+(:\w+)", re.IGNORECASE)
 _BEGINS = re.compile(r"begins_with\s*\(\s*([^\s,()]+)\s*,\s*(:\w+)\s*\)", re.IGNORECASE)
 _COMPARE = re.compile(r"^\(?\s*([^\s()<>=]+)\s*(<=|>=|=|<|>)\s*(:\w+)\s*\)?$")
+
+
+def _between(lo: Any, hi: Any) -> Callable[[KeyValue], bool]:
+    def pred(k: KeyValue) -> bool:
+        return bool(lo <= k[1] <= hi)
+
+    return pred
+
+
+def _compare(op: str, v: Any) -> Callable[[KeyValue], bool]:
+    """A sort-key predicate: ``=``, ``<``, ``<=``, ``>``, ``>=`` or ``begins_with``."""
+
+    def pred(k: KeyValue) -> bool:
+        x = k[1]
+        if op == "begins_with":
+            return bool(x[: len(v)] == v)
+        if op == "=":
+            return bool(x == v)
+        if op == "<":
+            return bool(x < v)
+        if op == "<=":
+            return bool(x <= v)
+        if op == ">":
+            return bool(x > v)
+        return bool(x >= v)
+
+    return pred
 
 
 def _parse_key_condition(
@@ -348,12 +375,12 @@ def _parse_key_condition(
     m = _BETWEEN.search(expr)
     if m:
         lo, hi = _scalar(values[m.group(2)])[1], _scalar(values[m.group(3)])[1]
-        preds.append((name(m.group(1)), lambda k, lo=lo, hi=hi: lo <= k[1] <= hi))
+        preds.append((name(m.group(1)), _between(lo, hi)))
         expr = expr[: m.start()] + expr[m.end() :]
     m = _BEGINS.search(expr)
     if m:
         prefix = _scalar(values[m.group(2)])[1]
-        preds.append((name(m.group(1)), lambda k, p=prefix: k[1][: len(p)] == p))
+        preds.append((name(m.group(1)), _compare("begins_with", prefix)))
         expr = expr[: m.start()] + expr[m.end() :]
     hash_part: tuple[str, KeyValue] | None = None
     for clause in re.split(r"\bAND\b", expr, flags=re.IGNORECASE):
@@ -368,15 +395,7 @@ def _parse_key_condition(
         if op == "=" and hash_part is None:
             hash_part = (attr, value)
             continue
-        v = value[1]
-        ops: dict[str, Callable[[KeyValue], bool]] = {
-            "=": lambda k, v=v: k[1] == v,
-            "<": lambda k, v=v: k[1] < v,
-            "<=": lambda k, v=v: k[1] <= v,
-            ">": lambda k, v=v: k[1] > v,
-            ">=": lambda k, v=v: k[1] >= v,
-        }
-        preds.append((attr, ops[op]))
+        preds.append((attr, _compare(op, value[1])))
     if hash_part is None or len(preds) > 1:
         return None
     return hash_part[0], hash_part[1], preds[0][1] if preds else None
@@ -386,7 +405,9 @@ def _parse_key_condition(
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -889,6 +910,8 @@ class Meter:
                     objects.pop((bucket, obj["Key"]), None)
         elif op == "CopyObject":
             src = params.get("CopySource")
+            if src is None:
+                return
             if isinstance(src, str):
                 sb, _, sk = src.lstrip("/").partition("/")
             else:

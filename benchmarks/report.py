@@ -67,7 +67,7 @@ def _phase(run: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
     return phase
 
 
-def _median(values: Iterable[float]) -> float | None:
+def _median(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
     return statistics.median(vals) if vals else None
 
@@ -285,7 +285,7 @@ def _cost_section(res: dict[str, Any], generated: str) -> str:
                 continue
             note = ""
             if run and run.get("stopped"):
-                note = f" (only {_phase(run, 'turns')['turns_done']} turns: {run['stopped']})"
+                note = f" (only {(_phase(run, 'turns') or {}).get('turns_done')} turns: {run['stopped']})"
             total = sum(c.values())
             rows.append(
                 [
@@ -353,7 +353,7 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
                 f"; 50-turn chat: {puts} puts needed {side_writes} extra BatchWriteItem/PutObject requests"
             )
         measured = f"small state: {creq(calls_o, 'put[small]')}; 20 KB value: {creq(calls_o, 'put[20k]')}; 200 KB: {creq(calls_o, 'put[200k]')}{extra} (reference: {creq(calls_r, 'put[small]')} small)"
-        multi = [k for k, p in spill.items() if p is not None and _requests(p) > 1]
+        multi = [k for k, p in spill.items() if p is not None and (_requests(p) or 0) > 1]
         if small == 1 and not multi:
             add("`put`: 1 request", "met", measured)
         else:
@@ -386,7 +386,7 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
             "get_tuple[200k]",
             "get_tuple[500k]",
         ]
-        ddb_trips = {n: _phase(calls_o, n)["ddb_requests"] for n in names if _phase(calls_o, n)}
+        ddb_trips = {n: p["ddb_requests"] for n in names if (p := _phase(calls_o, n))}
         s3_ok = all((_phase(calls_o, n) or {}).get("round_trips", 0) <= 2 for n in names)
         measured = "; ".join(f"{n.removeprefix('get_tuple')}: {creq(calls_o, n)}" for n in names) + (
             f" (reference latest: {creq(calls_r, 'get_tuple[latest]')})"
@@ -454,7 +454,7 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     # 3-node graph
     o, r = _phase(_first(res, "linear", "ours"), "invoke"), _phase(_first(res, "linear", "ref"), "invoke")
     if o and r:
-        ratio = _requests(r) / max(1, _requests(o) or 1)
+        ratio = (_requests(r) or 0) / max(1, _requests(o) or 1)
         add(
             "3-node graph invoke: ≥ 3x fewer requests",
             "met" if ratio >= 3 else "not met",
@@ -486,12 +486,13 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
             why,
         )
     # async
-    ao, ar = _first(res, "async", "ours"), _first(res, "async", "ref")
+    ao, ar = _async_summary(res, "ours"), _async_summary(res, "ref")
     if ao:
         p99, mx = ao["lag_p99_s"], ao["lag_max_s"]
+        reps_note = f" (medians of {ao['repetitions']} runs)" if ao["repetitions"] > 1 else ""
         measured = (
-            f"{ao['turns_total']} turns on {res['params']['async_threads']} threads: lag p99 {fmt_s(p99)}, max "
-            f"{fmt_s(mx)}; {ao['turns_per_s']:.1f} turns/s"
+            f"{fmt_int(ao['turns_total'])} turns on {res['params']['async_threads']} threads: lag p99 {fmt_s(p99)}, max "
+            f"{fmt_s(mx)}; {ao['turns_per_s']:.1f} turns/s{reps_note}"
         )
         if ar:
             measured += (
@@ -638,6 +639,19 @@ def _versions(res: dict[str, Any]) -> str:
     return _table(["package", "ours (`.venv`)", "reference (`.venv-ref`)"], rows)
 
 
+def _async_summary(res: dict[str, Any], side: str) -> dict[str, Any] | None:
+    """The async workload's results, numbers as medians over repetitions."""
+    runs = _runs(res, "async", side)
+    if not runs:
+        return None
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = _median(r[key] for r in runs if key in r)
+    out["repetitions"] = len(runs)
+    return out
+
+
 def _series_sum(run: dict[str, Any] | None, n: int) -> dict[str, float] | None:
     """Totals over the first ``n`` turns of a run's per-turn series."""
     turns = [t for t in (run or {}).get("turns", []) if "ddb_requests" in t][:n]
@@ -653,7 +667,11 @@ def _series_sum(run: dict[str, Any] | None, n: int) -> dict[str, float] | None:
         "rcu",
         "seconds",
     )
-    return {k: float(sum(t[k] for t in turns)) for k in keys}
+    out = {k: float(sum(t[k] for t in turns)) for k in keys}
+    if turns:
+        st = turns[-1]["storage"]
+        out["stored"] = float(st["ddb_bytes"] + st["gsi_bytes"] + st["s3_bytes"])
+    return out
 
 
 def _same_turns_rows(res: dict[str, Any], workload: str) -> list[list[str]]:
@@ -668,11 +686,23 @@ def _same_turns_rows(res: dict[str, Any], workload: str) -> list[list[str]]:
     for name, get, fmt in (
         ("requests", lambda x: x["ddb_requests"] + x["s3_requests"], fmt_int),
         ("bytes written", lambda x: x["ddb_write_bytes"] + x["s3_put_bytes"], fmt_bytes),
+        ("WCU (table + GSI)", lambda x: x["wcu"] + x["gsi_wcu"], fmt_int),
         ("RCU", lambda x: x["rcu"], fmt_int),
+        ("stored after them", lambda x: x.get("stored", 0.0), fmt_bytes),
         ("time (one run)", lambda x: x["seconds"], fmt_s),
     ):
         rows.append([workload, f"{label}: {name}", fmt(get(o)), fmt(get(r)), fmt_ratio(get(r), get(o))])
     return rows
+
+
+def _load_note(res: dict[str, Any]) -> str:
+    loads = res.get("machine", {}).get("loadavg")
+    if not loads:
+        return ""
+    return (
+        f" (1-minute load average {loads['start'][0]:.1f} at the start, {loads['end'][0]:.1f} at the end: "
+        "other processes shared the machine, so times are noisy; counts are not affected)"
+    )
 
 
 def _headline(res: dict[str, Any]) -> str:
@@ -685,11 +715,15 @@ def _headline(res: dict[str, Any]) -> str:
         fmt: Callable[[Any], str],
         phase: str,
     ) -> None:
-        o = get(_phase(_first(res, workload, "ours"), phase))
-        r = get(_phase(_first(res, workload, "ref"), phase))
+        o_run, r_run = _first(res, workload, "ours"), _first(res, workload, "ref")
+        o = get(_phase(o_run, phase))
+        r = get(_phase(r_run, phase))
         if o is None and r is None:
             return
-        rows.append([workload, label, fmt(o), fmt(r), fmt_ratio(r, o)])
+        stopped = phase == "turns" and any(x and x.get("stopped") for x in (o_run, r_run))
+        rows.append(
+            [workload, label, fmt(o), fmt(r), "not comparable (see below)" if stopped else fmt_ratio(r, o)]
+        )
 
     def trow(workload: str, phase: str, label: str) -> None:
         om = _median(_phase_seconds(res, workload, "ours", phase))
@@ -697,6 +731,10 @@ def _headline(res: dict[str, Any]) -> str:
         ratio, n = _time_ratio(res, workload, phase)
         if om is None:
             return
+        if phase == "turns" and any(
+            x and x.get("stopped") for x in (_first(res, workload, "ours"), _first(res, workload, "ref"))
+        ):
+            ratio = None
         rows.append(
             [
                 workload,
@@ -738,7 +776,7 @@ def _headline(res: dict[str, Any]) -> str:
     row("list", "requests, `list` filtered", _requests, fmt_int, "list_filtered")
     row("list", "requests, `delete_thread`", _requests, fmt_int, "delete_thread")
     trow("list", "list_all", "`list` all time")
-    ao, ar = _first(res, "async", "ours"), _first(res, "async", "ref")
+    ao, ar = _async_summary(res, "ours"), _async_summary(res, "ref")
     if ao and ar:
         rows.append(
             [
@@ -786,7 +824,9 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         "Do not edit by hand: rerun `make bench`, or `python -m benchmarks --report-only`. -->",
         "",
         f"Generated {generated} on {res.get('machine', {}).get('platform', '?')}, "
-        f"{res.get('machine', {}).get('cpus', '?')} CPUs, full run {res.get('total_s', 0) / 60:.1f} min. "
+        f"{res.get('machine', {}).get('cpus', '?')} CPUs, full run {res.get('total_s', 0) / 60:.1f} min"
+        + _load_note(res)
+        + ". "
         "Both savers run the same workload code (`benchmarks/workloads.py`) against the same local moto server, "
         "in the same run; the reference runs in its own virtualenv (`.venv-ref`).",
         "",
@@ -794,7 +834,9 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         "",
         "Counts and bytes are deterministic (first repetition); times are medians over repetitions, with "
         f"modelled AWS latency injected ({LAT_DDB_S * 1000:.0f} ms per DynamoDB request, {LAT_S3_S * 1000:.0f} ms per "
-        'S3 request) on top of moto\'s own service time. "ref / ours" above 1 means we do better.',
+        "S3 request) on top of moto's own service time. A time ratio is the median of the per-repetition "
+        "ratios (each repetition runs the two savers back to back), so it need not equal the ratio of the two "
+        'medians shown. "ref / ours" above 1 means we do better.',
         "",
         _headline(res),
         "",
@@ -857,7 +899,7 @@ def _observations(res: dict[str, Any]) -> list[str]:
                 "median). On moto, time also follows the bytes each request moves (moto serialises every item "
                 "in Python), and ours spends CPU compressing; see the workload's table for requests and bytes."
             )
-    ao, ar = _first(res, "async", "ours"), _first(res, "async", "ref")
+    ao, ar = _async_summary(res, "ours"), _async_summary(res, "ref")
     if ao and ar and ao["lag_p99_s"] > ar["lag_p99_s"]:
         out.append(
             f"- **Higher event-loop lag than the reference in `async`** (p99 {fmt_s(ao['lag_p99_s'])} vs "
@@ -880,7 +922,13 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
     ) -> None:
         if workload not in res.get("runs", {}):
             return
-        out.extend([f"### {title}", "", text, "", f"Repetitions: {reps.get(workload, 1)} per saver.", ""])
+        walls = {side: _median(r.get("wall_s") for r in _runs(res, workload, side)) for side in SIDES}
+        wall_line = (
+            f"Repetitions: {reps.get(workload, 1)} per saver. Whole workload wall time (median, with modelled "
+            f"latency): ours {fmt_s(walls['ours'])}, reference {fmt_s(walls['ref'])} "
+            f"({fmt_ratio(walls['ref'], walls['ours'])})."
+        )
+        out.extend([f"### {title}", "", text, "", wall_line, ""])
         out.extend(
             [
                 _phase_table(res, workload, phases),
@@ -899,7 +947,8 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         "0. Single calls",
         "Direct saver calls on one thread: `put` of a small state and of a state with one 20 KB, 200 KB and "
         "500 KB channel value (base64 text, compresses ~25%), `put_writes` with 1 and 25 writes, `get_tuple` "
-        "latest and by id. A round trip is a group of requests whose time intervals overlap (parallel requests "
+        "latest and by id, and last a `put` whose 500 KB value did not change (same version, empty "
+        "`new_versions`). A round trip is a group of requests whose time intervals overlap (parallel requests "
         "count once).",
         [
             n
@@ -915,6 +964,7 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
                 "get_tuple[200k]",
                 "put[500k]",
                 "get_tuple[500k]",
+                "put[500k unchanged]",
             )
         ],
     )
@@ -1006,7 +1056,7 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         f"({lo.get('matched') if lo else '?'} match), and `delete_thread`.",
         ["list_all", "list_filtered", "delete_thread"],
     )
-    ao, ar = _first(res, "async", "ours"), _first(res, "async", "ref")
+    ao, ar = _async_summary(res, "ours"), _async_summary(res, "ref")
     if ao and ar:
         rows = []
         for key, label, fmt in (
@@ -1020,7 +1070,7 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         ):
             rows.append([label, fmt(ao[key]), fmt(ar[key])])
         spikes = [
-            f"- {NAMES[s]}: largest lags "
+            f"- {NAMES[s]}, first run: largest lags "
             + ", ".join(f"{fmt_s(x['lag_s'])} at {x['at_s']:.1f} s" for x in run.get("lag_spikes", [])[:3])
             for s, run in (("ours", ao), ("ref", ar))
         ]
@@ -1028,7 +1078,8 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
             "async",
             "6. Async: concurrent threads on one event loop",
             f"{p.get('async_threads')} threads x {p.get('async_turns')} turns, all at once with `ainvoke` on one "
-            "event loop (an async assistant node, so only the saver can block the loop). A ticker task wakes every "
+            "event loop (an async assistant node: no node work runs in threads; the loop runs LangGraph's own "
+            "bookkeeping and, for ours, the saver's). A ticker task wakes every "
             f"{p.get('lag_interval_s', 0.005) * 1000:.0f} ms and records how late it wakes (event-loop lag). Ours is "
             "`AsyncDynamoDBSaver` (aiobotocore, every request awaited on the loop). The reference has no async "
             "implementation: its `aget_tuple`/`aput`/`aput_writes`/`alist` call the sync methods through "
@@ -1172,6 +1223,9 @@ def _method(res: dict[str, Any], params: dict[str, Any]) -> list[str]:
         'ratios between the savers, measured in the same run, are meant to be read. "Modelled latency if '
         'serial" is the plain sum of per-request delays, an upper bound for a saver that never overlaps '
         "requests.",
+        "- **Inputs.** Every graph invoke carries `metadata.run_id` in its config (a deterministic uuid5), as "
+        "the LangGraph server sets it; both savers store it in the checkpoint metadata, and ours also indexes it "
+        "(the `run_id-index` GSI behind `delete_for_runs`), whose writes are counted in WCU and storage.",
         f"- **Sizes.** {json_params(params)}. The delta workload's budget is {params.get('budget_s', 120):.0f} s "
         "per saver (enforced by the request hook, so a saver stops at its next request).",
         "",

@@ -20,6 +20,7 @@ import operator
 import random
 import statistics
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
@@ -228,13 +229,13 @@ def chat_graph(checkpointer: Any, *, delta: bool = False, big: int = 0, is_async
     builder = StateGraph(DeltaChatState if delta else ChatState)
     if is_async:
 
-        async def assistant_async(state: dict[str, Any]) -> dict[str, Any]:
+        async def assistant_async(state: Any) -> dict[str, Any]:
             return _assistant_reply(state, big)
 
         builder.add_node("assistant", assistant_async)
     else:
 
-        def assistant(state: dict[str, Any]) -> dict[str, Any]:
+        def assistant(state: Any) -> dict[str, Any]:
             return _assistant_reply(state, big)
 
         builder.add_node("assistant", assistant)
@@ -246,6 +247,17 @@ def chat_graph(checkpointer: Any, *, delta: bool = False, big: int = 0, is_async
 # -------------------------------------------------------------- workloads
 
 
+def run_config(cfg: dict[str, Any], turn: int) -> dict[str, Any]:
+    """``cfg`` for one invoke, with a deterministic ``metadata.run_id`` as the LangGraph server sets it.
+
+    The run id reaches the savers through ``get_checkpoint_metadata``; ours
+    also indexes it (``run_id-index``, for ``delete_for_runs``), which costs
+    a GSI write per checkpoint and writes item: measured, not hidden.
+    """
+    thread = cfg["configurable"]["thread_id"]
+    return {**cfg, "metadata": {"run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"bench/{thread}/{turn}"))}}
+
+
 def _config(ctx: Context, name: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": f"{ctx.thread_prefix}-{name}"}}
 
@@ -254,7 +266,7 @@ def w_linear(ctx: Context) -> dict[str, Any]:
     """(1) A 3-node linear graph, one invoke on a fresh thread."""
     graph = linear_graph(ctx.saver)
     cfg = _config(ctx, "linear")
-    out = ctx.measure("invoke", lambda: graph.invoke({"value": "start", "trace": []}, cfg))
+    out = ctx.measure("invoke", lambda: graph.invoke({"value": "start", "trace": []}, run_config(cfg, 0)))
     assert out["trace"] == ["a", "b", "c"], out
     return {}
 
@@ -280,7 +292,7 @@ def _chat_turns(
         before = meter.snapshot()
         t0 = time.perf_counter()
         try:
-            graph.invoke({"messages": [user_message(turn)]}, cfg)
+            graph.invoke({"messages": [user_message(turn)]}, run_config(cfg, turn))
         except Exception:
             if meter.deadline_passed():
                 stopped = (
@@ -418,7 +430,7 @@ def w_list(ctx: Context) -> dict[str, Any]:
 
     def build() -> None:
         for turn in range(ctx.params.list_invokes):
-            graph.invoke({"messages": [user_message(turn)]}, cfg)
+            graph.invoke({"messages": [user_message(turn)]}, run_config(cfg, turn))
 
     with ctx.meter.latency_paused():  # building the thread is not what is measured here
         ctx.measure("setup", build)
@@ -447,7 +459,8 @@ def _checkpoint(
 def w_calls(ctx: Context) -> dict[str, Any]:
     """(0) Single saver calls, for the per-call targets: requests and round trips of
     ``put``, ``put_writes`` (1 and 25 writes) and ``get_tuple`` (latest, by id) with a
-    small state and with a 20 KB, 200 KB and 500 KB channel value (base64 text).
+    small state and with a 20 KB, 200 KB and 500 KB channel value (base64 text), and a
+    ``put`` whose 500 KB value did not change (same version, empty ``new_versions``).
     """
     saver = ctx.saver
     thread = f"{ctx.thread_prefix}-calls"
@@ -457,6 +470,7 @@ def w_calls(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {}
     sizes = {"small": 0, "20k": 20 * 1024, "200k": 200 * 1024, "500k": 500 * 1024}
     for step, (label, size) in enumerate(sizes.items()):
+        value: list[Any]
         if size:
             value = [AIMessage(content=big_text(step, size), id=f"big-{label}")]
         else:
@@ -478,6 +492,13 @@ def w_calls(ctx: Context) -> dict[str, Any]:
             content = got.checkpoint["channel_values"]["messages"][0].content if got else ""
             out[f"value_chars_read_back[{label}]"] = len(content)
         parent = cfg
+    # The 500 KB value again, unchanged (same version, nothing in new_versions):
+    # what a put costs when a large channel did not change.
+    cp = cast(dict[str, Any], empty_checkpoint())
+    cp["channel_values"] = {"messages": value}
+    cp["channel_versions"] = dict(versions)
+    md = {"source": "loop", "step": len(sizes), "parents": {}}
+    ctx.measure("put[500k unchanged]", partial(saver.put, parent, cp, md, {}))
     return out
 
 
@@ -519,7 +540,7 @@ async def _w_async(ctx: Context) -> dict[str, Any]:
             cfg = {"configurable": {"thread_id": f"{ctx.thread_prefix}-async-{i:03d}"}}
             for turn in range(p.async_turns):
                 t0 = time.perf_counter()
-                await graph.ainvoke({"messages": [user_message(turn)]}, cfg)
+                await graph.ainvoke({"messages": [user_message(turn)]}, run_config(cfg, turn))
                 latencies.append(time.perf_counter() - t0)
 
         before = ctx.meter.snapshot()

@@ -50,7 +50,7 @@ def _metered_saver(storage: dict[str, str], latency: LatencyModel | None = None)
 
 def test_item_size_rules() -> None:
     # names + values: "PK"(2) + "a"(1) | "n"(1) + 3 digits -> 2+1 | "b"(1) + 4 bytes | "l"(1) + 3 + (1+1) + (1+1)
-    item = {
+    item: dict[str, dict[str, Any]] = {
         "PK": {"S": "a"},
         "n": {"N": "123"},
         "b": {"B": b"\x00\x01\x02\x03"},
@@ -102,7 +102,7 @@ def test_single_put_is_one_request_and_counters_reset(storage: dict[str, str]) -
     # Billed exactly by the size of the item moto now holds.
     import boto3
 
-    stored = boto3.client("dynamodb").scan(TableName=storage["table_name"])["Items"]
+    stored: list[dict[str, Any]] = boto3.client("dynamodb").scan(TableName=storage["table_name"])["Items"]
     assert len(stored) == 1
     assert snap.ddb_write_bytes == item_size(stored[0])
     assert snap.wcu == counting.write_units(item_size(stored[0]))
@@ -156,6 +156,9 @@ def test_chat_and_linear_workloads(storage: dict[str, str]) -> None:
     tiny = Params.tiny()
     lin = run("ours", "linear", table=storage["table_name"], bucket=storage["bucket_name"], params=tiny)
     assert lin["phases"]["invoke"]["requests"]["dynamodb:Query"] == 1
+    # A second run starts from zero: same counts, nothing carried over.
+    again = run("ours", "linear", table=storage["table_name"], bucket=storage["bucket_name"], params=tiny)
+    assert again["phases"]["invoke"]["requests"] == lin["phases"]["invoke"]["requests"]
     chat = run(
         "ours", "chat", table=storage["table_name"], bucket=storage["bucket_name"], params=tiny, verify=True
     )

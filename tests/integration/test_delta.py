@@ -82,7 +82,11 @@ def test_copy_thread_is_complete_and_independent(harness: Harness, delta_thread:
     target = new_thread()
     harness.call("copy_thread", thread, target)
     assert [t.checkpoint["id"] for t in harness.list(cfg(target))] == [t.checkpoint["id"] for t in harness.list(cfg(thread))]
-    # Deleting the source leaves the copy whole; the copy continues.
+    # The source continues on its own...
+    run_chat(harness, graph, thread, range(TURNS, TURNS + 1))
+    assert harness.get_state(graph, cfg(thread)).values == oracle(TURNS + 1)[max(oracle(TURNS + 1))][0]
+    assert len(harness.list(cfg(target))) == len(oracle(TURNS))
+    # ...and deleting it leaves the copy whole; the copy continues.
     harness.call("delete_thread", thread)
     assert harness.list(cfg(thread)) == []
     assert assert_matches_oracle(harness, graph, target) == len(oracle(TURNS))

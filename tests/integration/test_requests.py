@@ -91,3 +91,18 @@ def test_list_fifty_checkpoints_in_a_handful_of_requests(harness: Harness) -> No
     harness.counter.reset()
     assert len(harness.list(cfg(thread), filter={"step": 7})) == 1
     assert harness.counter.total() <= 3, harness.counter.counts
+
+
+def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
+    """Metadata is filtered first: values of non-matching checkpoints are never fetched."""
+    thread = new_thread()
+    rnd = random.Random(5)
+    parent = cfg(thread)
+    for i in range(8):
+        value = base64.b64encode(rnd.randbytes(20_000)).decode()
+        parent = harness.call("put", parent, _checkpoint({"big": value}, {"big": str(i + 1)}), {"step": i}, {"big": str(i + 1)})
+    harness.counter.reset()
+    got = harness.list(cfg(thread), filter={"step": 3})
+    assert [t.metadata["step"] for t in got] == [3]
+    fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get("dynamodb.BatchGetItem", 0)
+    assert fetches == 1, harness.counter.counts  # only the matching checkpoint's value

@@ -251,3 +251,26 @@ def test_pruner_in_parallel_with_a_running_graph(store: dict[str, Any]) -> None:
     expected = {s.metadata["step"]: s.values for s in oracle.get_state_history(cfg("o"))}
     for snap in graph.get_state_history(cfg(thread)):
         assert snap.values == expected[snap.metadata["step"]]
+
+
+def test_concurrent_pruners_claim_disjoint_pages(store: dict[str, Any]) -> None:
+    saver = store["saver"]
+    threads = [new_thread() for _ in range(6)]
+    for t in threads:
+        chat(saver, t, range(3))
+    reports: list[Any] = []
+
+    def run() -> None:
+        other = DynamoDBSaver(table_name=store["table_name"], bucket_name=store["bucket_name"], ttl=TTL)
+        reports.append(other.run_pruner(PrunePolicy(keep_last=1, page_size=1)))
+
+    workers = [threading.Thread(target=run) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    # Each page was claimed by one run: every thread examined exactly once.
+    assert sum(r.threads_scanned for r in reports) == len(threads)
+    assert all(r.complete for r in reports)  # the cycle is done; neither started another
+    for t in threads:
+        assert len(list(saver.list(cfg(t)))) < 9

@@ -215,9 +215,10 @@ class LifecycleSaver(ExtendedSaver):
         return {
             "cursor": item.get("cur", {}).get("S", ""),
             "last": item.get("last", {}).get("S", ""),
+            "cycle": int(item.get("cyc", {}).get("N", "0")),
         }
 
-    def _claim_cursor(self, name: str, old: str, new: str, last: str) -> Op[bool]:
+    def _claim_cursor(self, name: str, old: str, new: str, last: str, cycle: int = 0) -> Op[bool]:
         """Move a cursor from ``old`` to ``new``; False if another run moved it first.
 
         Two concurrent runs never process the same page: each page is
@@ -233,6 +234,9 @@ class LifecycleSaver(ExtendedSaver):
                     ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
                     "cur": {"S": new},
                     "last": {"S": last},
+                    # Reaching the end starts a new cycle: a run that sees a
+                    # newer cycle than the one it started in has finished.
+                    "cyc": {"N": str(cycle + 1 if not new else cycle)},
                     "at": {"N": str(int(clock.now()))},
                 },
                 ConditionExpression="attribute_not_exists(cur) AND :old = :empty OR cur = :old",
@@ -255,10 +259,16 @@ class LifecycleSaver(ExtendedSaver):
         reaching the end starts the next cycle from the top on the next run.
         """
         report = SweepReport()
+        start_cycle: int | None = None
         while (deadline is None or clock.now() < deadline) and (
             max_pages is None or report.pages < max_pages
         ):
             state = yield from self._read_cursor("pruner")
+            if start_cycle is None:
+                start_cycle = state["cycle"]
+            elif state["cycle"] != start_cycle:
+                report.complete = True  # another run finished this cycle
+                break
             kwargs: dict[str, Any] = {"TableName": self.table_name}
             if self.track_threads:
                 kwargs.update(IndexName=schema.THREADS_INDEX_NAME, Limit=policy.page_size)
@@ -282,7 +292,9 @@ class LifecycleSaver(ExtendedSaver):
                 ua = it.get(ATTR.UPDATED_AT)
                 threads[thread_id] = int(ua["N"]) / 1000 if ua else None
             last_pk = resp["Items"][-1][ATTR.PK]["S"] if resp.get("Items") else ""
-            claimed = yield from self._claim_cursor("pruner", state["cursor"], new_cursor, last_pk)
+            claimed = yield from self._claim_cursor(
+                "pruner", state["cursor"], new_cursor, last_pk, state["cycle"]
+            )
             if not claimed:
                 continue  # another run took this page: take the next one
             report.pages += 1
@@ -330,16 +342,24 @@ class LifecycleSaver(ExtendedSaver):
             return report
         cutoff = clock.now() - grace_seconds
         root = self.s3_key_prefix + _quote_prefix(self.tenant_prefix)
+        start_cycle: int | None = None
         while (deadline is None or clock.now() < deadline) and (
             max_pages is None or report.pages < max_pages
         ):
             state = yield from self._read_cursor("sweeper")
+            if start_cycle is None:
+                start_cycle = state["cycle"]
+            elif state["cycle"] != start_cycle:
+                report.complete = True
+                break
             kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": root, "MaxKeys": 1000}
             if state["cursor"]:
                 kwargs["ContinuationToken"] = state["cursor"]
             resp = yield s3("list_objects_v2", **kwargs)
             new_cursor = resp.get("NextContinuationToken", "") if resp.get("IsTruncated") else ""
-            claimed = yield from self._claim_cursor("sweeper", state["cursor"], new_cursor, "")
+            claimed = yield from self._claim_cursor(
+                "sweeper", state["cursor"], new_cursor, "", state["cycle"]
+            )
             if not claimed:
                 continue
             report.pages += 1

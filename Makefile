@@ -18,7 +18,7 @@ demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0
 	$(BIN)/python -m demo
 
 test: setup  ## every test tier, against a moto server on 127.0.0.1
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --durations=10
 
 test-fast: setup
 	$(BIN)/python -m pytest -q tests/unit

@@ -45,9 +45,12 @@ def moto_endpoint() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        # moto's server, with requests applied one at a time (as DynamoDB
+        # applies conditional writes atomically): see tests/support/moto_serial.py.
+        [sys.executable, "-m", "tests.support.moto_serial", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30

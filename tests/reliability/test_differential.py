@@ -50,7 +50,7 @@ from tests.reliability.workloads import SOAK
 
 # ------------------------------------------------------------ strategies
 
-_ALPHABET = list("ab|%#:/_-. é子🙂") + ["%7C", "%25"]
+_ALPHABET = [*"ab|%#:/_-. é子🙂", "%7C", "%25"]
 _key_text = st.lists(st.sampled_from(_ALPHABET), min_size=1, max_size=6).map("".join)
 THREAD_IDS = st.one_of(_key_text, st.sampled_from(["a|b", "a%7Cb", "a%257Cb", "tenant#1:thread/é", "🙂 %25 |"]))
 NAMESPACES = st.one_of(st.just(""), _key_text, st.sampled_from(["child:1", "a|b:c", "x%7Cy", "子图:1|2"]))

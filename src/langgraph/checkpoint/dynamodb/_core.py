@@ -52,9 +52,12 @@ ITEM_BUDGET = 380 * 1024
 #: Items per BatchWriteItem / keys per BatchGetItem (DynamoDB limits).
 BATCH_WRITE_MAX = 25
 BATCH_GET_MAX = 100
-#: Items per Query page when looking for the latest checkpoint: the latest
-#: checkpoint plus the writes items of its tasks normally fit in one page.
-LATEST_PAGE = 32
+#: Items in the first Query page when looking for the latest checkpoint: the
+#: latest checkpoint plus the writes items of its tasks normally fit. Read
+#: units are paid per item read, so the page is small; more pages (of
+#: ``LATEST_PAGE_MORE``) only when a checkpoint has many tasks' writes.
+LATEST_PAGE = 8
+LATEST_PAGE_MORE = 64
 
 Location = Literal["inline", "blob", "s3"]
 
@@ -134,6 +137,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # history: the counters size that Query so it is one round trip. Only
         # a sizing hint (checkpoint items are immutable), never a source of data.
         self._depth_hints: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # (thread, ns, channel, version) -> (location, packed bytes if inline)
+        # of values this saver wrote or read. A put whose channel did not
+        # change reuses it instead of serializing the value again only to
+        # learn where it lives (a large state would be re-packed every step).
+        self._placements: dict[tuple[str, str, str, str], tuple[Location, bytes | None]] = {}
 
     # ------------------------------------------------------------------ ids
 
@@ -296,11 +304,30 @@ class CoreSaver(BaseCheckpointSaver[str]):
         uploads: list[Call] = []
         blob_items: list[Item] = []
         inline_sizes: dict[str, int] = {}
+        if len(self._placements) > 4096:
+            self._placements.clear()
         for channel, version in body["channel_versions"].items():
             if channel not in values:
                 continue  # absent is not None: leave it out
+            known = (
+                None
+                if channel in new_versions
+                else self._placements.get((thread_id, ns, channel, str(version)))
+            )
+            if known is not None:
+                loc, cached = known
+                if cached is not None:
+                    vals[channel] = {"B": cached}
+                    inline_sizes[channel] = len(cached)
+                else:
+                    vals[channel] = self._value_ref(str(version), loc)
+                continue
             packed = self._pack(values[channel])
             loc = self._value_location(len(packed))
+            self._placements[(thread_id, ns, channel, str(version))] = (
+                loc,
+                packed if loc == "inline" else None,
+            )
             if loc == "inline":
                 vals[channel] = {"B": packed}
                 inline_sizes[channel] = len(packed)
@@ -607,6 +634,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     if "LastEvaluatedKey" not in resp:
                         break
                     kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+                    kwargs["Limit"] = LATEST_PAGE_MORE
         if record is None:
             return None
         if _expired_stamp(record.item):
@@ -808,12 +836,20 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if not isinstance(checkpoint, dict):
             raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
         channel_values: dict[str, Any] = {}
+        versions = checkpoint.get("channel_versions") or {}
+        if len(self._placements) > 4096:
+            self._placements.clear()
         for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
             where = f"channel {channel!r} of checkpoint {cid!r}"
             if "B" in av:
                 packed = av["B"]
+                placement: tuple[Location, bytes | None] = ("inline", packed)
             else:
                 packed = fetched[self._value_ref_target(record, pk, channel, av)]
+                placement = (cast(Location, av["M"]["l"]["S"]), None)
+            if channel in versions:
+                key = (record.thread_id, record.checkpoint_ns, channel, str(versions[channel]))
+                self._placements[key] = placement
             channel_values[channel] = self._unpack(packed, where)
         checkpoint["channel_values"] = channel_values
         if metadata is None:

@@ -758,9 +758,7 @@ class CheckpointStore(Construct):
                 threshold=1,
                 description=f"The checkpoint table or one of its indexes throttled {kind.lower()}s.",
             )
-        operations = [
-            a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS
-        ]
+        operations = [a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS]
         system_errors = {
             f"e{i}": cloudwatch.Metric(
                 namespace="AWS/DynamoDB",

@@ -229,18 +229,15 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                 exc = e
 
     async def _run(self, op: Op[R]) -> R:
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            resp, exc = None, None
-            try:
-                resp = await self._step(req)
-            except Exception as e:
-                exc = e
+        """Drive an operation that emits nothing and return its result."""
+        out: list[R] = []
+
+        def capture() -> Op[None]:
+            out.append((yield from op))
+
+        async for value in self._iter(capture()):
+            raise TypeError(f"operation emitted {value!r}; use _iter")
+        return out[0]
 
     async def setup(self) -> None:
         """Create the table (and bucket, if named) when missing. Idempotent."""

@@ -57,11 +57,18 @@ def _text(seed: str, size: int) -> str:
     return "".join(rng.choices(string.ascii_letters + string.digits, k=size))
 
 
-def fanout_graph(*, width: int = 3, rounds: int = 3, size: int = 1500, delay: float = 0.0) -> StateGraph:
+def fanout_graph(
+    *, width: int = 3, rounds: int = 3, size: int = 1500, delay: float = 0.0, barrier: bool = True
+) -> StateGraph:
     """``plan`` -> ``width`` parallel workers -> ``merge``, ``rounds`` times.
 
     Workers append large items; ``merge`` rewrites a large ``blob``. With
     ``delay`` each node sleeps a little (crash tests spread the run in time).
+    ``barrier``: the workers join ``merge`` through one edge from all of them
+    (a ``NamedBarrierValue`` channel); otherwise through one edge each (merge
+    still runs once, in the next superstep). With ``durability="async"``
+    only the latter is stored faithfully: see
+    ``test_concurrency.test_async_durability_stores_live_barrier_state``.
     """
     import time
 
@@ -94,7 +101,11 @@ def fanout_graph(*, width: int = 3, rounds: int = 3, size: int = 1500, delay: fl
         g.add_node(f"w{i}", worker(i))
         g.add_edge("plan", f"w{i}")
     g.add_node("merge", merge)
-    g.add_edge([f"w{i}" for i in range(width)], "merge")
+    if barrier:
+        g.add_edge([f"w{i}" for i in range(width)], "merge")
+    else:
+        for i in range(width):
+            g.add_edge(f"w{i}", "merge")
     g.add_edge(START, "plan")
     g.add_conditional_edges("merge", route, ["plan", END])
     return g

@@ -282,7 +282,7 @@ def test_100_concurrent_aputs_on_one_loop(moto_endpoint: str, names: dict[str, s
                 cp["channel_versions"] = {"v": "1"}
                 cps.append(cp)
             ticker, elapsed = await _burst(
-                saver, [saver.aput(cfg(t), cp, {"i": i}, {"v": "1"}) for i, (t, cp) in enumerate(zip(threads, cps))]
+                saver, [saver.aput(cfg(t), cp, {"i": i}, {"v": "1"}) for i, (t, cp) in enumerate(zip(threads, cps, strict=True))]
             )
             assert inflight.max >= 8, f"requests did not overlap (max in flight {inflight.max}): blocking driver?"
             assert ticker.ticks >= 5, f"ticker ran {ticker.ticks} times during a {elapsed:.2f}s burst"
@@ -305,7 +305,7 @@ def test_100_concurrent_graph_runs_on_one_loop(moto_endpoint: str, names: dict[s
                 {"messages": ["hello " + "h" * 1500]}, cfg("oracle")
             )
             threads = [new_thread() for _ in range(100)]
-            ticker, elapsed = await _burst(
+            ticker, _elapsed = await _burst(
                 saver,
                 [graph.ainvoke({"messages": ["hello " + "h" * 1500]}, cfg(t), durability="async") for t in threads],
             )

@@ -24,6 +24,7 @@ delta channels a checkpoint rebuilds from ancestors (``dn``), timestamps
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import zlib
 from typing import Annotated, Any
@@ -121,10 +122,8 @@ def _expansions(raw: bytes) -> list[bytes]:
     if len(raw) >= 3 and raw[0] == 1:
         starts.append(3 + raw[2])
     for start in starts:
-        try:
+        with contextlib.suppress(zlib.error):
             out.append(zlib.decompress(raw[start:]))
-        except zlib.error:
-            pass
     return out
 
 

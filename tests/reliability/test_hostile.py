@@ -140,14 +140,12 @@ def test_bad_arguments_name_the_field(saver: DynamoDBSaver) -> None:
     assert scan_table(saver.table_name) == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: list(before=<not a config>) raises AttributeError instead of TypeError naming 'before' (_core._op_list)")
 def test_bad_before_names_the_field(saver: DynamoDBSaver) -> None:
     for before in ("some-checkpoint-id", {"configurable": "x"}):
         with pytest.raises(TypeError, match="before"):
             list(saver.list(cfg("t"), before=before))  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: malformed writes (not (channel, value) pairs) raise 'not enough values to unpack' instead of naming 'writes' (_core._op_put_writes)")
 def test_malformed_writes_name_the_field(saver: DynamoDBSaver) -> None:
     stored = saver.put(cfg(new_thread()), _ckpt({}), {}, {})
     for writes in ([("only-channel",)], "ab"):
@@ -155,7 +153,6 @@ def test_malformed_writes_name_the_field(saver: DynamoDBSaver) -> None:
             saver.put_writes(stored, writes, "task")  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a thread_id with a lone surrogate raises a bare UnicodeEncodeError that does not name the field (_core.CoreSaver._check_keys)")
 def test_unencodable_thread_id_names_the_field(saver: DynamoDBSaver) -> None:
     with pytest.raises(ValueError, match="thread_id"):
         saver.get_tuple({"configurable": {"thread_id": "a\ud800"}})
@@ -283,14 +280,14 @@ DAMAGE = [
     "md-unknown-serde-type", "md-s3-truncated", "md-s3-missing", "value-s3-garbage", "value-s3-future",
     "value-s3-empty", "blob-garbage", "blob-future-item", "blob-future-payload", "writes-future-item",
     "writes-inline-garbage", "writes-s3-missing", "writes-s3-truncated",
-    _structural_bug("writes-attr-wrong-type", "KeyError 'L' in _core.CoreSaver._decode_writes / _collect_refs"),
-    _structural_bug("writes-attr-short-list", "IndexError in _core.CoreSaver._decode_writes / _collect_refs"),
-    _structural_bug("value-ref-wrong-type", "KeyError 'M' in _core.CoreSaver._to_tuple (_value_ref_target)"),
-    _structural_bug("vals-not-a-map", "silently returns the checkpoint WITHOUT its channel values (_to_tuple: item.get(VALUES, {}).get('M', {}))"),
-    _structural_bug("blob-payload-missing", "KeyError 'b' in _core.CoreSaver._fetch_wave"),
-    _structural_bug("md-not-a-mapping", "AttributeError in get_checkpoint_metadata users: _decode_metadata does not check the type (the body has that check)"),
-    _structural_bug("foreign-item-in-thread", "IndexError in schema.parse_sk from _core._group_all (list of the thread)"),
-    _structural_bug("parent-wrong-type", "silently returns parent_config=None (_to_tuple: item.get(PARENT_ID, {}).get('S'))"),
+    "writes-attr-wrong-type",
+    "writes-attr-short-list",
+    "value-ref-wrong-type",
+    "vals-not-a-map",
+    "blob-payload-missing",
+    "md-not-a-mapping",
+    "foreign-item-in-thread",
+    "parent-wrong-type",
 ]
 
 EXPECTED_ERROR = {
@@ -329,7 +326,6 @@ def test_damaged_payloads_raise_specific_errors(saver: DynamoDBSaver, case: str)
     fresh.close()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: blob items fetched on a BatchGetItem *retry* of UnprocessedKeys skip _check_format (_core.CoreSaver._fetch_wave retry loop): a future-format blob is decoded instead of refused")
 def test_future_blob_refused_on_unprocessed_keys_retry(saver: DynamoDBSaver) -> None:
     _TABLE["name"] = saver.table_name
     thread = new_thread()
@@ -412,12 +408,6 @@ def test_code_payloads_refused_by_the_default_serializer_too(saver: DynamoDBSave
     assert not sentinel.exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SECURITY (design decision): the saver's default serde is LangGraph's permissive JsonPlusSerializer "
-    "(allowed_msgpack_modules=True unless LANGGRAPH_STRICT_MSGPACK=true): anyone who can write to the table "
-    "or bucket can make a reader call os.system / subprocess.run. Fix: default to a strict serializer, or "
-    "document loudly and recommend LANGGRAPH_STRICT_MSGPACK=true."
-))
 @pytest.mark.parametrize("name", ["ext-single-arg os.system", "ext-kwargs subprocess.run"])
 def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSaver, tmp_path: Path, name: str) -> None:
     sentinel = tmp_path / "pwned"
@@ -426,12 +416,6 @@ def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSa
     assert not sentinel.exists(), f"{name}: the payload ran code"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SECURITY: with EncryptedSerializer the saver still accepts *unencrypted* payloads (EncryptedSerializer."
-    "loads_typed passes type names without '+<cipher>' to the inner serde, a migration path), so a table writer "
-    "without the key can forge state and, with the default inner serde, run code. Fix in _core.CoreSaver._unpack: "
-    "refuse payload types without a cipher suffix when self.serde is an EncryptedSerializer (CorruptPayloadError)."
-))
 @pytest.mark.parametrize("forged", ["plain value", "code"])
 def test_encrypted_saver_refuses_unencrypted_payloads(moto_endpoint: str, names: dict[str, str], tmp_path: Path, forged: str) -> None:
     saver = DynamoDBSaver(**names, serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32))

@@ -8,9 +8,10 @@ and retry of unprocessed batch items all live here, once.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -28,6 +29,8 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
@@ -106,7 +109,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
         track_threads: bool | None = None,
         touch_on_read: bool = False,
     ) -> None:
-        super().__init__(serde=serde)
+        # Strict msgpack by default: only LangGraph's safe types and the types
+        # a compiled graph allowlists (``with_allowlist``) are revived, so a
+        # party who can write to the table or bucket cannot make a reader
+        # import and call arbitrary code. Pass your own ``serde`` to change it.
+        super().__init__(serde=serde or JsonPlusSerializer(allowed_msgpack_modules=None))
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
@@ -178,6 +185,16 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
     @staticmethod
     def _check_keys(thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
+        for name, value in (
+            ("thread_id", thread_id),
+            ("checkpoint_ns", ns),
+            ("checkpoint_id", cid or ""),
+            ("task_id", task_id),
+        ):
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value!r}") from None
         pk_len = len(schema.partition_key(thread_id).encode())
         if pk_len > schema.MAX_PK_BYTES:
             raise KeyTooLongError(
@@ -237,6 +254,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
     def _unpack(self, packed: bytes, where: str) -> Any:
         typed = self.codec.unpack(packed, where=where)
+        if isinstance(self.serde, EncryptedSerializer) and "+" not in typed[0]:
+            # EncryptedSerializer would pass an unencrypted payload through (a
+            # migration path): here that is a forgery by someone without the key.
+            raise CorruptPayloadError(f"{where}: payload is not encrypted (type {typed[0]!r})")
         try:
             return self.serde.loads_typed(typed)
         except Exception as exc:
@@ -499,6 +520,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
             return
         # All-special batches (errors, interrupts, resume) overwrite; any
         # batch with a regular channel keeps the first write of each index.
+        if isinstance(writes, (str, bytes)) or not all(
+            isinstance(w, (tuple, list)) and len(w) == 2 for w in writes
+        ):
+            raise TypeError("writes must be a sequence of (channel, value) pairs")
         overwrite = all(ch in WRITES_IDX_MAP for ch, _ in writes)
         by_idx: dict[int, tuple[str, bytes]] = {}
         for pos, (channel, value) in enumerate(writes):
@@ -624,7 +649,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 resp = yield ddb("query", **kwargs)
                 for it in resp.get("Items", []):
                     _check_format(it)
-                    item_ns, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                    item_ns, kind, item_cid, _ = _parse_sk(it)
                     if kind == schema.WRITES_ITEM:
                         writes.setdefault(item_cid, []).append(it)
                     elif kind == schema.CHECKPOINT_ITEM:
@@ -772,7 +797,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 raise resp
             for it in resp.get("Responses", {}).get(self.table_name, []):
                 _check_format(it)
-                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = it[ATTR.BLOB]["B"]
+                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = _blob_bytes(it)
             unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
         attempt = 0
         while unprocessed:
@@ -786,7 +811,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
             )
             unprocessed = unprocessed[BATCH_GET_MAX:]
             for it in resp.get("Responses", {}).get(self.table_name, []):
-                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = it[ATTR.BLOB]["B"]
+                _check_format(it)
+                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = _blob_bytes(it)
             unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
         missing.extend(r for r in blob_refs if r not in out)
         return missing
@@ -805,7 +831,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
         av = record.item.get(ATTR.METADATA)
         if av is None:
             raise CorruptPayloadError(f"{where}: attribute missing")
-        return cast(CheckpointMetadata, self._unpack(self._payload(av, fetched, where), where))
+        md = self._unpack(self._payload(av, fetched, where), where)
+        if not isinstance(md, dict):
+            raise CorruptPayloadError(f"{where}: not a mapping")
+        return cast(CheckpointMetadata, md)
 
     def _decode_records(
         self,
@@ -814,9 +843,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
     ) -> Op[list[CheckpointTuple]]:
         refs: list[_Ref] = []
         for r in records:
-            refs.extend(self._collect_refs(r))
+            with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+                refs.extend(self._collect_refs(r))
         fetched = yield from self._fetch(refs)
-        return [self._to_tuple(r, fetched, (metadata or {}).get(id(r))) for r in records]
+        out = []
+        for r in records:
+            with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+                out.append(self._to_tuple(r, fetched, (metadata or {}).get(id(r))))
+        return out
 
     def _to_tuple(
         self,
@@ -839,7 +873,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         versions = checkpoint.get("channel_versions") or {}
         if len(self._placements) > 4096:
             self._placements.clear()
-        for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
+        for channel, av in _map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
             where = f"channel {channel!r} of checkpoint {cid!r}"
             if "B" in av:
                 packed = av["B"]
@@ -860,7 +894,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 self._depth_hints.clear()
             self._depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
         pending = self._decode_writes(record, fetched)
-        parent = item.get(ATTR.PARENT_ID, {}).get("S")
+        parent = _str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
         conf = {
             "thread_id": record.thread_id,
             "checkpoint_ns": record.checkpoint_ns,
@@ -907,7 +941,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
             raise TypeError(f"filter must be a dict, got {type(filter).__name__}")
         before_id: str | None = None
         if before is not None:
-            before_id = (before.get("configurable") or {}).get("checkpoint_id")
+            conf = before.get("configurable") if isinstance(before, Mapping) else None
+            if not isinstance(conf, Mapping):
+                raise TypeError(
+                    "before must be a config like {'configurable': {'checkpoint_id': ...}}, "
+                    f"got {type(before).__name__}"
+                )
+            before_id = conf.get("checkpoint_id")
         if config is None:
             yield from self._op_list_scan(filter=filter, before_id=before_id, limit=limit)
             return
@@ -959,7 +999,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             page: list[_CheckpointRecord] = []
             for it in resp.get("Items", []):
                 _check_format(it)
-                item_ns, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                item_ns, kind, item_cid, _ = _parse_sk(it)
                 if kind == schema.WRITES_ITEM:
                     writes.setdefault(item_cid, []).append(it)
                 elif kind == schema.CHECKPOINT_ITEM:
@@ -1025,7 +1065,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 selected = [r for r in selected if r.thread_id != thread_id]
         metadata: dict[int, CheckpointMetadata] = {}
         if filter:
-            md_refs = [ref for r in selected for ref in self._collect_refs(r, values=False)]
+            md_refs = []
+            for r in selected:
+                with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+                    md_refs.extend(self._collect_refs(r, values=False))
             fetched_md = yield from self._fetch(md_refs)
             matched = []
             for r in selected:
@@ -1130,6 +1173,48 @@ def _is_write_attr(name: str) -> bool:
     return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
 
 
+@contextlib.contextmanager
+def _malformed(where: str) -> Iterator[None]:
+    """Report an item of the wrong shape as corrupt, naming it, not as a KeyError."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise CorruptPayloadError(f"{where}: malformed item ({type(exc).__name__}: {exc})") from exc
+
+
+def _map_attr(item: Item, attr: str, where: str) -> dict[str, AttributeValue]:
+    av = item.get(attr)
+    if av is None:
+        return {}
+    if not isinstance(av, dict) or "M" not in av:
+        raise CorruptPayloadError(f"{where}: attribute {attr!r} is not a map")
+    return cast(dict[str, AttributeValue], av["M"])
+
+
+def _str_attr(item: Item, attr: str, where: str) -> str | None:
+    av = item.get(attr)
+    if av is None:
+        return None
+    if not isinstance(av, dict) or "S" not in av:
+        raise CorruptPayloadError(f"{where}: attribute {attr!r} is not a string")
+    return cast(str, av["S"])
+
+
+def _parse_sk(item: Item) -> tuple[str, str, str, str | None]:
+    """``schema.parse_sk`` of an item, naming the item if the key is foreign."""
+    try:
+        return schema.parse_sk(item[ATTR.SK]["S"])
+    except CorruptPayloadError as exc:
+        raise CorruptPayloadError(f"item of partition {item[ATTR.PK]['S']!r}: {exc}") from None
+
+
+def _blob_bytes(item: Item) -> bytes:
+    av = item.get(ATTR.BLOB)
+    if not isinstance(av, dict) or "B" not in av:
+        raise CorruptPayloadError(f"blob item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r} has no payload")
+    return cast(bytes, av["B"])
+
+
 def _expired_stamp(item: Item) -> bool:
     exp = item.get(ATTR.EXPIRES)
     return exp is not None and int(exp["N"]) < int(clock.now())
@@ -1179,7 +1264,7 @@ def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
     writes: dict[tuple[str, str], list[Item]] = {}
     for it in items:
         _check_format(it)
-        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        ns, kind, cid, _ = _parse_sk(it)
         if kind == schema.CHECKPOINT_ITEM:
             records[(ns, cid)] = _CheckpointRecord(thread_id, ns, cid, it)
         elif kind == schema.WRITES_ITEM:

@@ -25,6 +25,7 @@ from langgraph.checkpoint.dynamodb._core import (
     _CheckpointRecord,
     _group,
     _item_size,
+    _parse_sk,
     _Ref,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
@@ -74,7 +75,7 @@ class _Thread:
     def from_items(cls, thread_id: str, items: Iterable[Item]) -> _Thread:
         t = cls(thread_id)
         for it in items:
-            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+            ns, kind, cid, _ = _parse_sk(it)
             if kind == schema.CHECKPOINT_ITEM:
                 t.checkpoints[(ns, cid)] = it
             elif kind == schema.WRITES_ITEM:
@@ -196,7 +197,7 @@ class ExtendedSaver(CoreSaver):
             items_read += len(resp.get("Items", []))
             for it in resp.get("Items", []):
                 _check_format(it)
-                _, kind, item_cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                _, kind, item_cid, _ = _parse_sk(it)
                 if kind == schema.WRITES_ITEM:
                     pending_writes.setdefault(item_cid, []).append(it)
                 elif kind == schema.CHECKPOINT_ITEM:
@@ -358,7 +359,7 @@ class ExtendedSaver(CoreSaver):
         # Channel values in S3 are keyed by version, not referenced by key.
         if self.bucket_name is not None:
             for it in source.checkpoints.values():
-                ns, _, _, _ = schema.parse_sk(it[ATTR.SK]["S"])
+                ns, _, _, _ = _parse_sk(it)
                 for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
                     if "M" in av and av["M"]["l"]["S"] == "s3":
                         s3_keys.add(self._value_s3_key(source_thread_id, ns, channel, av["M"]["v"]["S"]))

@@ -182,6 +182,14 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     is the rest of the key).
     """
     parts = sk.split(SEP)
+    if (
+        len(parts) < 3
+        or parts[1] not in ("c", "v", META_ITEM)
+        or (parts[1] == "c" and len(parts) not in (3, 5))
+    ):
+        from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
+
+        raise CorruptPayloadError(f"sort key {sk!r} was not written by this library")
     ns = unescape(parts[0])
     if parts[1] == META_ITEM:
         return "", META_ITEM, SEP.join(parts[2:]), None

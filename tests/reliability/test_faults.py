@@ -7,7 +7,8 @@ the whole history) decodes.
 
 * retryable faults at a steady rate with the default retry policy: botocore
   and the core absorb all of them, nothing surfaces to the graph;
-* faults with ``max_attempts=1`` (no botocore retries) at seeded random
+* faults with ``max_attempts=0`` (botocore retries off: its
+  ``max_attempts`` counts *retries*, so the total is ``max_attempts + 1``) at seeded random
   points of the run: they surface, the run is resumed until done;
 * the same, aimed at one request type at a time.
 """
@@ -88,7 +89,7 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
     if pick is not None:
         variant, scenario = pick[0], SCENARIOS[pick[1]]
     durability = rng.choice(("sync", "sync", "async"))
-    r = make_runner(variant, max_attempts=1)
+    r = make_runner(variant, max_attempts=0)
     if calibrate:
         # How many eligible requests does a fault-free run make?
         probe = FaultInjector(seed, rate=0.0, ops=ops).attach_saver(r.saver)

@@ -151,6 +151,7 @@ class FaultInjector:
         fail_at: also inject at exactly these indexes of the eligible HTTP
             attempts / batch calls (0-based, counted separately).
         max_faults: stop injecting after this many faults.
+        fail_when: see the attribute.
     """
 
     seed: int
@@ -159,6 +160,11 @@ class FaultInjector:
     ops: frozenset[str] | None = None
     fail_at: frozenset[int] = frozenset()
     max_faults: int | None = None
+    #: ``fail_when(operation, api_params) -> bool``: calls it matches fail with
+    #: a 500 answered before sending (``before-call``), which botocore never
+    #: retries: a deterministic, surfaced fault aimed at request *content*
+    #: (e.g. "the BatchWriteItem chunk that deletes this item").
+    fail_when: Any = None
     log: list[FaultRecord] = field(default_factory=list)
     sends: int = 0  # eligible HTTP attempts seen
     batch_calls: int = 0  # eligible batch calls seen
@@ -249,6 +255,10 @@ class FaultInjector:
 
         events.register(f"before-send.{service_id}", on_send)
 
+        if self.fail_when is not None:
+            events.register(f"before-parameter-build.{service_id}", self._match)
+            events.register(f"before-call.{service_id}", self._make_forced_failure(service, is_async))
+
         if service == "dynamodb" and "partial" in self.kinds:
             for op in BATCH_OPS:
                 events.register(f"before-parameter-build.{service_id}.{op}", self._partial_split)
@@ -289,6 +299,37 @@ class FaultInjector:
         with self._lock:
             resp, _code = _error_response(service, kind, request.url, self.rng, is_async)
         return resp
+
+    # ----------------------------------------------------- content-aimed
+
+    def _match(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        with self._lock:
+            if not self._eligible(model.name) or not self._budget_left():
+                return
+        if self.fail_when(model.name, params):
+            with self._lock:
+                self.log.append(FaultRecord("", model.name, "aimed"))
+            context["fault_forced"] = True
+
+    def _make_forced_failure(self, service: str, is_async: bool) -> Any:
+        def before_call(model: Any, context: dict[str, Any], **_: Any) -> Any:
+            if not context.get("fault_forced"):
+                return None
+            code = "InternalServerError" if service == "dynamodb" else "InternalError"
+            raw = _AsyncRaw(b"") if is_async else _SyncRaw(b"")
+            url = f"https://{service}.fault.invalid/"
+            if is_async:
+                from aiobotocore.awsrequest import AioAWSResponse
+
+                http: Any = AioAWSResponse(url, 500, HeadersDict({}), raw)
+            else:
+                http = AWSResponse(url, 500, HeadersDict({}), raw)
+            return http, {
+                "Error": {"Code": code, "Message": "injected (aimed)"},
+                "ResponseMetadata": {"HTTPStatusCode": 500, "RetryAttempts": 0},
+            }
+
+        return before_call
 
     # ----------------------------------------------------- partial batches
 

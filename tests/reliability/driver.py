@@ -18,7 +18,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from tests.reliability.workloads import SCENARIOS, Scenario, Tracker
+from tests.reliability.workloads import SCENARIOS, Scenario, Tracker, session_kw
 from tests.support.harness import Harness, cfg
 
 #: Saver options of the fault tests: tiny thresholds so that blob items
@@ -38,7 +38,7 @@ class Runner:
 
     def __init__(self, h: Harness, **overrides: Any) -> None:
         self.h = h
-        self.overrides = {**FAULT_OPTIONS.get(h.variant, {}), **overrides}
+        self.overrides = {**FAULT_OPTIONS.get(h.variant, {}), **session_kw(h.is_async), **overrides}
         self.saver = h.make_saver(**self.overrides)
         self._extra: list[Any] = [self.saver]
 

@@ -46,7 +46,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from tests.reliability.workloads import SOAK
+from tests.reliability.workloads import SOAK, session_kw
 
 # ------------------------------------------------------------ strategies
 
@@ -163,6 +163,7 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
                 serde=self.serde,
                 inline_threshold=inline_threshold,
                 s3_threshold=s3_thr,
+                **session_kw(),
             )
 
         def teardown(self) -> None:

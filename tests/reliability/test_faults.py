@@ -121,7 +121,7 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
     return inj
 
 
-@pytest.mark.parametrize("seed", range(cases(30, 300)))
+@pytest.mark.parametrize("seed", range(cases(20, 300)))
 def test_surfaced_faults_then_resume(make_runner, seed: int) -> None:  # type: ignore[no-untyped-def]
     """No botocore retries: faults reach the graph at random points; resuming finishes the run."""
     inj = _surfaced_case(make_runner, seed)

@@ -24,6 +24,7 @@ import json
 import pickle
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from langgraph.checkpoint.dynamodb import (
     schema,
 )
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
-from tests.reliability.workloads import _text
+from tests.reliability.workloads import _text, session_kw
 from tests.support.faults import FaultInjector
 from tests.support.harness import cfg, env_for_subprocess, new_thread, scan_table
 
@@ -58,10 +59,23 @@ def _ckpt(values: dict[str, Any]) -> dict[str, Any]:
     return cp  # type: ignore[return-value]
 
 
+@pytest.fixture(scope="module")
+def store(moto_endpoint: str) -> dict[str, str]:
+    """One table and bucket for the module (every test uses fresh thread ids)."""
+    suffix = uuid.uuid4().hex[:10]
+    names = {"table_name": f"hostile-{suffix}", "bucket_name": f"hostile-{suffix}"}
+    DynamoDBSaver(**names).setup()
+    return names
+
+
 @pytest.fixture
-def saver(moto_endpoint: str, names: dict[str, str]) -> Any:
-    s = DynamoDBSaver(**names, inline_threshold=64, s3_threshold=512)
-    s.setup()
+def names(store: dict[str, str]) -> dict[str, str]:  # overrides the per-test tables of conftest
+    return store
+
+
+@pytest.fixture
+def saver(names: dict[str, str]) -> Any:
+    s = DynamoDBSaver(**names, inline_threshold=64, s3_threshold=512, **session_kw())
     yield s
     s.close()
 
@@ -266,15 +280,6 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
         raise AssertionError(case)
 
 
-def _structural_bug(case: str, where: str) -> Any:
-    return pytest.param(
-        case,
-        marks=pytest.mark.xfail(
-            strict=True, reason=f"BUG: structurally damaged item ({case}) is not reported as CorruptPayloadError: {where}"
-        ),
-    )
-
-
 DAMAGE = [
     "cp-truncated", "cp-not-a-payload", "cp-future-payload", "md-bad-zlib", "md-unknown-codec",
     "md-unknown-serde-type", "md-s3-truncated", "md-s3-missing", "value-s3-garbage", "value-s3-future",
@@ -309,7 +314,9 @@ def test_damaged_payloads_raise_specific_errors(saver: DynamoDBSaver, case: str)
     _damage(case, saver, stored)
     expected = EXPECTED_ERROR.get(case, CorruptPayloadError)
     thread_id, _, cid = stored["configurable"].values()
-    fresh = DynamoDBSaver(table_name=saver.table_name, bucket_name=saver.bucket_name, inline_threshold=64, s3_threshold=512)
+    fresh = DynamoDBSaver(
+        table_name=saver.table_name, bucket_name=saver.bucket_name, inline_threshold=64, s3_threshold=512, **session_kw()
+    )
     reads = [
         lambda: fresh.get_tuple(stored),
         lambda: fresh.get_tuple(cfg(thread)),

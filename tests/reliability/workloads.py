@@ -42,6 +42,30 @@ def cases(ci: int, soak: int) -> int:
     return soak if SOAK else ci
 
 
+_SESSIONS: dict[str, Any] = {}
+
+
+def session_kw(is_async: bool = False) -> dict[str, Any]:
+    """Saver kwargs sharing one boto3 / aiobotocore session across the tier's many savers.
+
+    A saver built without a session parses the service models again (about
+    0.15 s each); the tier builds hundreds. Clients made from one session
+    still have their own event hooks, so fault injection stays per saver.
+    Created after the test environment (endpoint, credentials) is set.
+    """
+    if is_async:
+        if "aio" not in _SESSIONS:
+            from aiobotocore.session import get_session
+
+            _SESSIONS["aio"] = get_session()
+        return {"session": _SESSIONS["aio"]}
+    if "sync" not in _SESSIONS:
+        import boto3
+
+        _SESSIONS["sync"] = boto3.session.Session()
+    return {"boto3_session": _SESSIONS["sync"]}
+
+
 # ------------------------------------------------------------------ graphs
 
 

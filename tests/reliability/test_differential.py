@@ -450,7 +450,7 @@ def diff_store(moto_endpoint: str) -> dict[str, str]:
     return names
 
 
-#: Examples per configuration in CI (soak: 200 each).
+#: Examples per configuration in CI (soak: 100 each, 30 steps).
 CI_EXAMPLES = {"s3": 25, "s3-encrypted": 12, "no-bucket": 12}
 
 
@@ -460,8 +460,8 @@ def test_saver_matches_in_memory_oracle(diff_store: dict[str, str], config_name:
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=200 if SOAK else CI_EXAMPLES[config_name],
-            stateful_step_count=40 if SOAK else 20,
+            max_examples=100 if SOAK else CI_EXAMPLES[config_name],
+            stateful_step_count=30 if SOAK else 20,
             deadline=None,
             derandomize=not SOAK,  # CI: the same examples every run; soak: fresh ones
             database=None,

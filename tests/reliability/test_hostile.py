@@ -377,6 +377,10 @@ def _hostile_payloads(sentinel: Path, *, spawning: bool = True) -> dict[str, tup
     return out
 
 
+def _id(name: str) -> str:
+    return name.replace(" ", "-").replace(":", "")
+
+
 def _plant(saver: DynamoDBSaver, typed: tuple[str, bytes]) -> dict[str, Any]:
     """A checkpoint whose inline value ``v`` is the given payload, as a table writer could plant it."""
     thread = new_thread()
@@ -392,7 +396,7 @@ def _read_value(saver: DynamoDBSaver, stored: dict[str, Any]) -> Any:
         return exc
 
 
-@pytest.mark.parametrize("name", sorted(_hostile_payloads(Path("x"))))
+@pytest.mark.parametrize("name", sorted(_hostile_payloads(Path("x"))), ids=_id)
 def test_code_payloads_run_nothing_with_a_strict_serializer(moto_endpoint: str, names: dict[str, str], tmp_path: Path, name: str) -> None:
     """A strict msgpack allow-list (``allowed_msgpack_modules=None``), kept by ``with_allowlist``."""
     base = DynamoDBSaver(**names, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
@@ -407,7 +411,9 @@ def test_code_payloads_run_nothing_with_a_strict_serializer(moto_endpoint: str, 
     base.close()
 
 
-@pytest.mark.parametrize("name", ["json lc:1 constructor", "json lc:2 constructor", "pickle os.system", "ext-method os.system"])
+@pytest.mark.parametrize(
+    "name", ["json lc:1 constructor", "json lc:2 constructor", "pickle os.system", "ext-method os.system"], ids=_id
+)
 def test_code_payloads_refused_by_the_default_serializer_too(saver: DynamoDBSaver, tmp_path: Path, name: str) -> None:
     sentinel = tmp_path / "pwned"
     stored = _plant(saver, _hostile_payloads(sentinel)[name])
@@ -415,7 +421,7 @@ def test_code_payloads_refused_by_the_default_serializer_too(saver: DynamoDBSave
     assert not sentinel.exists()
 
 
-@pytest.mark.parametrize("name", ["ext-single-arg os.system", "ext-kwargs subprocess.run"])
+@pytest.mark.parametrize("name", ["ext-single-arg os.system", "ext-kwargs subprocess.run"], ids=_id)
 def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSaver, tmp_path: Path, name: str) -> None:
     sentinel = tmp_path / "pwned"
     stored = _plant(saver, _hostile_payloads(sentinel, spawning=False)[name])
@@ -423,12 +429,12 @@ def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSa
     assert not sentinel.exists(), f"{name}: the payload ran code"
 
 
-@pytest.mark.parametrize("forged", ["plain value", "code"])
+@pytest.mark.parametrize("forged", ["plain-value", "code"])
 def test_encrypted_saver_refuses_unencrypted_payloads(moto_endpoint: str, names: dict[str, str], tmp_path: Path, forged: str) -> None:
     saver = DynamoDBSaver(**names, serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32))
     saver.setup()
     sentinel = tmp_path / "pwned"
-    typed = ("msgpack", ormsgpack.packb({"forged": True})) if forged == "plain value" else (
+    typed = ("msgpack", ormsgpack.packb({"forged": True})) if forged == "plain-value" else (
         _hostile_payloads(sentinel, spawning=False)["ext-single-arg os.system"]
     )
     stored = _plant(saver, typed)

@@ -483,8 +483,9 @@ def test_local_serves_until_interrupted(tmp_path: Path) -> None:
         )
         assert child.returncode == 0, child.stderr
         assert json.loads(child.stdout)["s3"]["bucket"] == info["bucket"]
+        ddb.close()  # an open keep-alive connection would hold the server's shutdown
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=120) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

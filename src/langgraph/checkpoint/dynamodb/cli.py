@@ -1289,7 +1289,9 @@ def cmd_local(ctx: _Ctx) -> int:
             pass
         return EXIT_OK
     finally:
-        aws.stop()
+        # Stopping the embedded server can wait on clients' keep-alive
+        # connections: stop it in the background and don't wait for it.
+        threading.Thread(target=aws.stop, daemon=True).start()
 
 
 def cmd_threads(ctx: _Ctx) -> int:

@@ -148,6 +148,7 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
             self.prefix = f"diff/{self.tenant}/"
             self.serde = EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32) if encrypted else None
             self.saver = self._saver(inline, s3_threshold)
+            self.max_inline = min(inline, s3_threshold) if has_bucket else inline
             self.oracle = InMemorySaver()
             self.clock = 1_000_000
             self.seq = 0
@@ -169,6 +170,10 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
         def teardown(self) -> None:
             try:
                 self.check_everything()
+                # Keep the shared table small: list(None) scans all of it.
+                for thread in self.threads:
+                    self.saver.delete_thread(thread)
+                assert list(self.saver.list(None)) == []
             finally:
                 self.saver.close()
 
@@ -397,7 +402,17 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
 
         @rule(thresholds=st.sampled_from(REOPEN_THRESHOLDS))
         def reopen(self, thresholds: tuple[int, int]) -> None:
-            """A new saver (another process, new thresholds) on the same data."""
+            """A new saver (another process, new thresholds) on the same data.
+
+            Never with a lower effective inline threshold than any writer
+            before it: that is the open bug of
+            ``test_lower_inline_threshold_keeps_unchanged_values_readable``
+            (drop this guard when it passes).
+            """
+            effective = min(thresholds) if has_bucket else thresholds[0]
+            if effective < self.max_inline:
+                return
+            self.max_inline = effective
             self.saver.close()
             self.saver = self._saver(*thresholds)
 
@@ -454,6 +469,7 @@ def diff_store(moto_endpoint: str) -> dict[str, str]:
 CI_EXAMPLES = {"s3": 25, "s3-encrypted": 12, "no-bucket": 12}
 
 
+@pytest.mark.timeout(3000 if SOAK else 300)
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))
 def test_saver_matches_in_memory_oracle(diff_store: dict[str, str], config_name: str) -> None:
     machine = make_machine(config_name, diff_store["table_name"], diff_store["bucket_name"])
@@ -468,3 +484,29 @@ def test_saver_matches_in_memory_oracle(diff_store: dict[str, str], config_name:
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
         ),
     )
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG (found by the differential test): a writer whose inline threshold is lower than the writer "
+    "of an unchanged channel version references that version in a blob item / S3 object that was "
+    "never written (the value was inline): _core.CoreSaver._op_put stages values only for channels "
+    "in new_versions, and an inline value is not addressable by version, so _fetch's other-place "
+    "lookup cannot find it either. Lowering inline_threshold / s3_threshold in a deployment makes "
+    "the next checkpoint of every thread unreadable (MissingPayloadError). Fix idea: when a kept "
+    "channel's placement is unknown and not inline, stage it anyway (idempotent write)."
+))
+@pytest.mark.parametrize("bucket", [False, True])
+def test_lower_inline_threshold_keeps_unchanged_values_readable(diff_store: dict[str, str], bucket: bool) -> None:
+    kw: dict[str, Any] = {"table_name": diff_store["table_name"], **session_kw()}
+    if bucket:
+        kw.update(bucket_name=diff_store["bucket_name"], s3_key_prefix=f"lower-{uuid.uuid4().hex[:8]}/")
+    thread = f"lower-{uuid.uuid4().hex[:8]}"
+    old = DynamoDBSaver(**kw, inline_threshold=4096, s3_threshold=64 * 1024)
+    cp = empty_checkpoint()
+    cp.update(id="1f1a0000-0000-6000-8000-000000000001", channel_values={"a": "v" * 500}, channel_versions={"a": "1"})
+    parent = old.put(_cfg(thread), cp, {}, {"a": "1"})  # 500 bytes: inline for this writer
+    new = DynamoDBSaver(**kw, inline_threshold=128, s3_threshold=256)
+    child = {**cp, "id": "1f1a0000-0000-6000-8000-000000000002"}
+    new.put(parent, child, {}, {})  # "a" unchanged: not in new_versions
+    for reader in (new, old):
+        assert reader.get_tuple(_cfg(thread)).checkpoint["channel_values"] == {"a": "v" * 500}

@@ -106,3 +106,40 @@ def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
     assert [t.metadata["step"] for t in got] == [3]
     fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get("dynamodb.BatchGetItem", 0)
     assert fetches == 1, harness.counter.counts  # only the matching checkpoint's value
+
+
+def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_one(harness: Harness) -> None:
+    """A new process (cold Lambda) referencing a large value it did not write.
+
+    LangGraph reads a thread before it writes to it, and the read tells the
+    saver where each version lives: the next checkpoint references the value
+    (one PutItem). A put with no read before it cannot know whether the
+    version's writer kept it inline (other thresholds), so it stores it
+    again under its own key rather than risk a dangling reference.
+    """
+    thread = new_thread()
+    big = base64.b64encode(random.Random(7).randbytes(6000)).decode()  # ~6 KB packed: a blob, or S3
+    parent = harness.call("put", cfg(thread), _checkpoint({"big": big}), {}, {"big": "1"})
+
+    def child() -> dict:  # type: ignore[type-arg]
+        return _checkpoint({"big": big}, {"big": "1"})
+
+    reader = harness.make_saver()
+    harness.attach_counter(reader)
+    assert harness.call("get_tuple", parent, saver=reader) is not None
+    harness.counter.reset()
+    stored = harness.call("put", parent, child(), {}, {}, saver=reader)
+    assert harness.counter.counts == {"dynamodb.PutItem": 1}
+
+    blind = harness.make_saver()
+    harness.attach_counter(blind)
+    harness.counter.reset()
+    stored = harness.call("put", stored, child(), {}, {}, saver=blind)
+    staged = harness.counter.counts.get("dynamodb.BatchWriteItem", 0) + harness.counter.counts.get("s3.PutObject", 0)
+    assert staged == 1 and harness.counter.counts["dynamodb.PutItem"] == 1
+    assert harness.call("get_tuple", stored, saver=blind).checkpoint["channel_values"] == {"big": big}
+    for s in (reader, blind):
+        if harness.is_async:
+            harness.loop.run(s.aclose())
+        else:
+            s.close()

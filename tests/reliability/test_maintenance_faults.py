@@ -110,16 +110,10 @@ def _do(saver: DynamoDBSaver, op: str, thread: str, target: str) -> None:
         saver.delete_thread(thread)
 
 
-#: Operations whose interrupted state can read back differently (bugs, see the
-#: aimed tests below): the random test checks only that their retry completes.
-#: Remove an operation from this set when its aimed test passes.
-KNOWN_UNSAFE = {"prune", "prune-keep-2", "copy_thread", "delete_thread"}
-
-
 def _random_cases() -> list[tuple[str, int]]:
     if SOAK:
         return [(op, seed) for op in OPS for seed in range(12)]
-    return [("delete_for_runs", 0), ("prune", 0)]  # CI; the aimed tests below cover every operation
+    return [("delete_for_runs", 0), ("prune", 0)]  # CI; the exhaustive tests below cover every operation
 
 
 @pytest.mark.parametrize("op,seed", _random_cases())
@@ -153,9 +147,7 @@ def test_interrupted_maintenance_never_changes_a_readable_checkpoint(
         interrupted = True
     assert inj.log, f"{what}: no fault injected"
     with inj.paused():
-        if op in KNOWN_UNSAFE:
-            pass  # see test_aimed_interruption_*
-        elif op == "copy_thread":
+        if op == "copy_thread":
             # The source is untouched; the target, if readable at all, must be a faithful prefix of it.
             assert _snapshot(setup, thread) == before
             _readable_subset(setup, target, {k: v for k, v in before.items()}, what + " (target)")
@@ -182,91 +174,92 @@ def test_interrupted_maintenance_never_changes_a_readable_checkpoint(
 
 
 # ------------------------------------------------------------ aimed faults
+#
+# Every failure point, deterministically: the k-th BatchWriteItem call of the
+# operation fails, for each k. "torn": before failing, the second half of
+# that call's requests is applied (DynamoDB applies a batch item by item, so
+# a call can fail with part of it done); with newest-first deletes that half
+# holds the *older* checkpoints, so a torn chunk leaves gaps in delta chains.
 
 
-def _root_sk(saver: DynamoDBSaver, thread: str, which: int) -> str:
-    ids = sorted(t.checkpoint["id"] for t in saver.list(cfg(thread)))
-    return schema.checkpoint_sk("", ids[which])
+def _kth_batch_write(k: int, torn: bool, client: Any, table: str) -> Any:
+    seen = 0
 
-
-def _batch_keys(params: dict[str, Any]) -> list[dict[str, Any]]:
-    reqs = [r for table_reqs in params.get("RequestItems", {}).values() for r in table_reqs]
-    return [r.get("DeleteRequest", {}).get("Key") or r.get("PutRequest", {}).get("Item") for r in reqs]
-
-
-def _aimed(op: str, saver: DynamoDBSaver, thread: str) -> Any:
-    if op == "copy_thread":
-        # The chunks that copy writes items fail; the others land.
-        def pred(name: str, params: dict[str, Any]) -> bool:
-            return name == "BatchWriteItem" and any(k.get("t", {}).get("S") == "w" for k in _batch_keys(params))
-
-        return pred
-    if op == "delete_thread":
-        newest = _root_sk(saver, thread, -1)
-
-        # The chunk deleting the newest checkpoint fails; older chunks go through.
-        def pred(name: str, params: dict[str, Any]) -> bool:
-            return name == "BatchWriteItem" and any(k["SK"]["S"] == newest for k in _batch_keys(params))
-
-        return pred
-    oldest = _root_sk(saver, thread, 0)
-
-    # Every chunk fails except the one deleting the oldest checkpoint (and its neighbours).
     def pred(name: str, params: dict[str, Any]) -> bool:
-        return name == "BatchWriteItem" and all(k["SK"]["S"] != oldest for k in _batch_keys(params))
+        nonlocal seen
+        if name != "BatchWriteItem":
+            return False
+        seen += 1
+        if seen - 1 != k:
+            return False
+        if torn:
+            reqs = params["RequestItems"][table]
+            if reqs[len(reqs) // 2 :]:
+                client.batch_write_item(RequestItems={table: reqs[len(reqs) // 2 :]})
+        return True
 
     return pred
 
 
-def _aimed_case(moto_endpoint: str, names: dict[str, str], op: str) -> None:
+def _raw(saver: DynamoDBSaver, thread: str) -> list[dict[str, Any]]:
+    pk = schema.partition_key(thread)
+    return sorted((it for it in scan_table(saver.table_name) if it["PK"]["S"] == pk), key=lambda it: it["SK"]["S"])
+
+
+def _batch_write_calls(names: dict[str, str], op: str) -> int:
+    """BatchWriteItem calls ``op`` makes on a fresh thread (fault-free)."""
     setup = DynamoDBSaver(**names, **KW, **session_kw())
-    setup.setup()
     thread, target = new_thread(), new_thread()
     _build(setup, thread)
-    before = _snapshot(setup, thread)
-    flaky = DynamoDBSaver(**names, **KW, **session_kw(), max_attempts=0)
-    inj = FaultInjector(0, kinds=(), fail_when=_aimed(op, setup, thread)).attach_saver(flaky)
-    with pytest.raises(Exception, match="InternalServerError"):
-        _do(flaky, op, thread, target)
-    assert inj.log
-    if op == "copy_thread":
-        _readable_subset(setup, target, before, f"{op} (target)")
-    else:
-        _readable_subset(setup, thread, before, op)
+    probe = FaultInjector(0, kinds=()).attach_saver(setup)
+    _do(setup, op, thread, target)
     setup.close()
-    flaky.close()
+    return probe.calls["BatchWriteItem"]
 
 
-_ORDER_BUG = (
-    "BUG: an interrupted {op} leaves checkpoints that read back with a DIFFERENT state: "
-    "{detail}; get_delta_channel_history (_extended._op_delta_history, find() -> None -> break) then "
-    "silently returns a truncated history instead of raising MissingPayloadError"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_ORDER_BUG.format(op="prune", detail=(
-    "_extended._delete_unkept sends its BatchWriteItem chunks concurrently, oldest items first, so a "
-    "failed chunk leaves doomed descendants whose delta ancestors (and their writes) are already gone")))
-@pytest.mark.parametrize("op", ["prune", "prune-keep-2"])
-def test_aimed_interruption_of_prune(moto_endpoint: str, names: dict[str, str], op: str) -> None:
-    _aimed_case(moto_endpoint, names, op)
-
-
-@pytest.mark.xfail(strict=True, reason=_ORDER_BUG.format(op="delete_thread", detail=(
-    "_core._op_delete_thread deletes all items in concurrent chunks in key order; if a chunk fails, the "
-    "surviving (newer) checkpoints have lost ancestors and writes (resuming such a thread continues "
-    "from a wrong state); deleting newest first, sequentially, would leave an older consistent thread")))
-def test_aimed_interruption_of_delete_thread(moto_endpoint: str, names: dict[str, str]) -> None:
-    _aimed_case(moto_endpoint, names, "delete_thread")
-
-
-@pytest.mark.xfail(strict=True, reason=_ORDER_BUG.format(op="copy_thread", detail=(
-    "_extended._op_copy_thread writes checkpoint items, then writes items, then blobs, in concurrent "
-    "chunks: a failed chunk leaves target checkpoints readable without their pending writes / ancestor "
-    "writes (copy blobs, then writes, then checkpoints oldest first)")))
-def test_aimed_interruption_of_copy_thread(moto_endpoint: str, names: dict[str, str]) -> None:
-    _aimed_case(moto_endpoint, names, "copy_thread")
-
-
-def test_aimed_interruption_of_delete_for_runs(moto_endpoint: str, names: dict[str, str]) -> None:
-    _aimed_case(moto_endpoint, names, "delete_for_runs")
+@pytest.mark.parametrize("torn", [False, True], ids=["chunk-failed", "chunk-torn"])
+@pytest.mark.parametrize("op", OPS)
+def test_every_interruption_point_leaves_readable_checkpoints_unchanged(
+    moto_endpoint: str, names: dict[str, str], op: str, torn: bool
+) -> None:
+    setup = DynamoDBSaver(**names, **KW, **session_kw())
+    setup.setup()
+    n = _batch_write_calls(names, op)
+    assert n >= 2, f"{op}: only {n} BatchWriteItem calls, nothing to interrupt"
+    refused = 0
+    for k in range(n):
+        thread, target = new_thread(), new_thread()
+        _build(setup, thread)
+        before = _snapshot(setup, thread)
+        source_items = _raw(setup, thread)
+        flaky = DynamoDBSaver(**names, **KW, **session_kw(), max_attempts=0)
+        pred = _kth_batch_write(k, torn, setup._clients["dynamodb"], names["table_name"])
+        inj = FaultInjector(0, kinds=(), fail_when=pred).attach_saver(flaky)
+        what = f"{op}, BatchWriteItem {k + 1}/{n} {'torn' if torn else 'failed'}"
+        with pytest.raises(Exception, match="InternalServerError"):
+            _do(flaky, op, thread, target)
+        assert inj.log, what
+        if op == "copy_thread":
+            assert _raw(setup, thread) == source_items, f"{what}: the source changed"
+            readable = _readable_subset(setup, target, before, what + " (target)")
+            refused += len(_checkpoint_keys(setup, target)) - readable
+            setup.delete_thread(target)
+        else:
+            readable = _readable_subset(setup, thread, before, what)
+            refused += len(_checkpoint_keys(setup, thread)) - readable
+        # The retry completes the operation as if nothing had happened.
+        _do(setup, op, thread, target)
+        if op == "copy_thread":
+            assert _raw(setup, thread) == source_items, what
+            assert _snapshot(setup, target) == before, what
+        else:
+            after = _snapshot(setup, thread)
+            assert all(before[key] == value for key, value in after.items()), f"{what}: retry changed a checkpoint"
+            if op == "delete_thread":
+                assert after == {}, what
+        flaky.close()
+    if not torn:
+        # A failed chunk is never applied in part: what remains is a
+        # consistent prefix, so no checkpoint even refuses to read.
+        assert refused == 0, f"{op}: {refused} checkpoints unreadable after a clean chunk failure"
+    setup.close()

@@ -64,6 +64,10 @@ LATEST_PAGE_MORE = 64
 
 Location = Literal["inline", "blob", "s3"]
 
+#: Channel versions whose placement a saver remembers (inline ones with
+#: their bytes, at most ``inline_threshold`` each).
+PLACEMENT_CACHE_MAX = 4096
+
 
 def _uuid6ish() -> str:
     return uuid.uuid4().hex
@@ -325,8 +329,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
         uploads: list[Call] = []
         blob_items: list[Item] = []
         inline_sizes: dict[str, int] = {}
-        if len(self._placements) > 4096:
-            self._placements.clear()
+        # Placements are remembered once the checkpoint is stored: a failed
+        # put must not leave the cache pointing at a value never written.
+        learned: list[tuple[tuple[str, str, str, str], tuple[Location, bytes | None]]] = []
         for channel, version in body["channel_versions"].items():
             if channel not in values:
                 continue  # absent is not None: leave it out
@@ -345,9 +350,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 continue
             packed = self._pack(values[channel])
             loc = self._value_location(len(packed))
-            self._placements[(thread_id, ns, channel, str(version))] = (
-                loc,
-                packed if loc == "inline" else None,
+            learned.append(
+                ((thread_id, ns, channel, str(version)), (loc, packed if loc == "inline" else None))
             )
             if loc == "inline":
                 vals[channel] = {"B": packed}
@@ -359,8 +363,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     "DynamoDB item holds; configure bucket_name to store it in S3"
                 )
             vals[channel] = self._value_ref(str(version), loc)
-            if channel in new_versions:
-                self._stage_value(thread_id, ns, channel, str(version), packed, loc, uploads, blob_items)
+            # A new version is stored once. An unchanged one this process has
+            # neither written nor read is stored again (same key, same value):
+            # its writer may have kept it inline under other thresholds, and
+            # an inline value cannot be referenced. LangGraph reads a thread
+            # before writing to it, so this is rare (direct API use).
+            self._stage_value(thread_id, ns, channel, str(version), packed, loc, uploads, blob_items)
 
         body_packed = self._pack(body)
         md = get_checkpoint_metadata(config, metadata)
@@ -415,11 +423,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
             packed = vals[channel]["B"]
             vals[channel] = self._value_ref(version, "s3")
             self._stage_value(thread_id, ns, channel, version, packed, "s3", uploads, blob_items)
+            learned.append(((thread_id, ns, channel, version), ("s3", None)))
 
         # Payloads first, then the item that points to them: a reader never
         # sees a pointer to something not yet written.
         yield from self._write_externals(uploads, blob_items)
         yield ddb("put_item", TableName=self.table_name, Item=item)
+        for key, placement in learned:
+            self._remember(key, placement)
         yield from self._on_activity(thread_id)
         return {
             "configurable": {
@@ -428,6 +439,22 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": cid,
             }
         }
+
+    def _remember(self, key: tuple[str, str, str, str], placement: tuple[Location, bytes | None]) -> None:
+        """Record where a channel version lives; the oldest entries go first.
+
+        Evicting one entry at a time (not clearing the cache) keeps the
+        threads a busy process is working on cached; dict order is
+        insertion order, and re-inserting marks an entry as recently used.
+        """
+        cache = self._placements
+        cache.pop(key, None)
+        cache[key] = placement
+        while len(cache) > PLACEMENT_CACHE_MAX:
+            try:
+                del cache[next(iter(cache))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread got there first
+                break
 
     @staticmethod
     def _value_ref(version: str, loc: Location) -> AttributeValue:
@@ -480,8 +507,18 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if blob_items:
             yield from self._batch_write([{"PutRequest": {"Item": it}} for it in blob_items])
 
-    def _batch_write(self, requests: list[dict[str, Any]]) -> Op[None]:
-        """BatchWriteItem in chunks of 25, resubmitting unprocessed items with backoff."""
+    def _batch_write(self, requests: list[dict[str, Any]], *, in_order: bool = False) -> Op[None]:
+        """BatchWriteItem in chunks of 25, resubmitting unprocessed items with backoff.
+
+        Chunks go concurrently, unless ``in_order``: then each chunk is done
+        (unprocessed items included) before the next starts, so a failure
+        leaves a prefix of ``requests`` applied, never a scattered subset
+        (the maintenance operations rely on this; see ``_ordered_deletes``).
+        """
+        if in_order:
+            for i in range(0, len(requests), BATCH_WRITE_MAX):
+                yield from self._batch_write(requests[i : i + BATCH_WRITE_MAX])
+            return
         pending = [requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)]
         attempt = 0
         while pending:
@@ -871,8 +908,6 @@ class CoreSaver(BaseCheckpointSaver[str]):
             raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
         channel_values: dict[str, Any] = {}
         versions = checkpoint.get("channel_versions") or {}
-        if len(self._placements) > 4096:
-            self._placements.clear()
         for channel, av in _map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
             where = f"channel {channel!r} of checkpoint {cid!r}"
             if "B" in av:
@@ -882,8 +917,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 packed = fetched[self._value_ref_target(record, pk, channel, av)]
                 placement = (cast(Location, av["M"]["l"]["S"]), None)
             if channel in versions:
-                key = (record.thread_id, record.checkpoint_ns, channel, str(versions[channel]))
-                self._placements[key] = placement
+                self._remember(
+                    (record.thread_id, record.checkpoint_ns, channel, str(versions[channel])), placement
+                )
             channel_values[channel] = self._unpack(packed, where)
         checkpoint["channel_values"] = channel_values
         if metadata is None:
@@ -1099,12 +1135,49 @@ class CoreSaver(BaseCheckpointSaver[str]):
             ProjectionExpression="#pk, #sk",
             ConsistentRead=True,
         )
+        # A thread id can be reused: forget where its old versions lived.
+        for key in [k for k in list(self._placements) if k[0] == thread_id]:
+            self._placements.pop(key, None)
         # Items first: once they are gone nothing points to the S3 objects.
-        yield from self._batch_write(
-            [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
-        )
+        yield from self._ordered_deletes(items)
         if self.bucket_name is not None:
             yield from self._delete_s3_prefix(self._s3_thread(thread_id))
+
+    def _ordered_deletes(self, items: Iterable[Item]) -> Op[None]:
+        """Delete items so that an interruption never changes what a reader sees.
+
+        A failure part way (a fault that outlasts the retries, a Lambda
+        timeout) must leave every checkpoint that can still be read exactly
+        as it was, or unreadable with an error: never readable with a
+        different state. Hence three phases:
+
+        1. checkpoint items, newest first, one chunk after the other: what
+           remains of a thread is an older, consistent prefix of it, and a
+           delta chain loses its descendants before its ancestors;
+        2. only then writes items and blobs, which only deleted checkpoints
+           (or, for ``delete_for_runs``, deliberately dropped writes) used;
+        3. last the thread's meta items (its head carries the TTL that still
+           expires whatever a failed delete left behind).
+        """
+        checkpoints: list[tuple[str, Item]] = []
+        rest: list[Item] = []
+        meta: list[Item] = []
+        for it in items:
+            _, kind, cid, _ = _parse_sk(it)
+            if kind == schema.CHECKPOINT_ITEM:
+                checkpoints.append((cid, it))
+            else:
+                (meta if kind == schema.META_ITEM else rest).append(it)
+        newest_first = [it for _, it in sorted(checkpoints, key=lambda c: c[0], reverse=True)]
+        for group, in_order in ((newest_first, True), (rest, False), (meta, False)):
+            if group:
+                yield from self._batch_write(
+                    [
+                        {"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}}
+                        for it in group
+                    ],
+                    in_order=in_order,
+                )
 
     def _delete_s3_prefix(self, prefix: str) -> Op[None]:
         kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": prefix}

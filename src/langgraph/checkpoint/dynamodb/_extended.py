@@ -29,6 +29,7 @@ from langgraph.checkpoint.dynamodb._core import (
     _Ref,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb.errors import MissingPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["ExtendedSaver", "PruneResult", "keep_set"]
@@ -244,10 +245,21 @@ class ExtendedSaver(CoreSaver):
         chain: list[_CheckpointRecord] = []
         seeds: dict[str, _CheckpointRecord] = {}
         cursor = target.item.get(ATTR.PARENT_ID, {}).get("S") if target else None
+        child = target
         while cursor is not None and remaining:
             rec = yield from find(cursor)
             if rec is None:
-                break
+                assert child is not None
+                broken = remaining & set(child.item.get(ATTR.DELTA_NEEDS, {}).get("SS", []))
+                if broken:
+                    # The child declared it rebuilds these channels from its
+                    # ancestors: stopping here would return a shorter history,
+                    # that is a different state (an interrupted prune or copy).
+                    raise MissingPayloadError(
+                        f"checkpoint {cursor!r} of thread {thread_id!r} (namespace {ns!r}) is missing: "
+                        f"checkpoint {child.checkpoint_id!r} needs it to rebuild {sorted(broken)}"
+                    )
+                break  # nothing declared needs more history (the base contract's walk stops here too)
             chain.append(rec)
             stored = set(rec.item.get(ATTR.VALUES, {}).get("M", {}))
             for ch in remaining & stored:
@@ -257,6 +269,7 @@ class ExtendedSaver(CoreSaver):
             rec_channels = set(remaining)
             rec.writes = [w for w in rec.writes if _writes_touch(w, rec_channels)]
             remaining -= stored
+            child = rec
             cursor = rec.item.get(ATTR.PARENT_ID, {}).get("S")
 
         # One wave for everything spilled: seed values and write values.
@@ -315,9 +328,7 @@ class ExtendedSaver(CoreSaver):
         return _Thread.from_items(thread_id, items)
 
     def _delete_items(self, items: Iterable[Item]) -> Op[None]:
-        yield from self._batch_write(
-            [{"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}} for it in items]
-        )
+        yield from self._ordered_deletes(items)
 
     # ---------------------------------------------------------------- copy
 
@@ -346,16 +357,21 @@ class ExtendedSaver(CoreSaver):
         dst_pk = {"S": self._pk(target_thread_id)}
 
         s3_keys: set[str] = set()
-        new_items: list[Item] = []
-        for group in (
-            source.checkpoints.values(),
-            (w for ws in source.writes.values() for w in ws),
-            source.blobs.values(),
-        ):
-            for it in group:
+
+        def retarget(items: Iterable[Item]) -> list[Item]:
+            out = []
+            for it in items:
                 copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
                 copy[ATTR.PK] = dst_pk
-                new_items.append(copy)
+                out.append(copy)
+            return out
+
+        payload_items = retarget([*(w for ws in source.writes.values() for w in ws), *source.blobs.values()])
+        # Oldest first: an interrupted copy leaves the target a consistent
+        # prefix of the source (a checkpoint never lands before its parent).
+        checkpoint_items = retarget(
+            source.checkpoints[k] for k in sorted(source.checkpoints, key=lambda k: k[1])
+        )
         # Channel values in S3 are keyed by version, not referenced by key.
         if self.bucket_name is not None:
             for it in source.checkpoints.values():
@@ -377,7 +393,12 @@ class ExtendedSaver(CoreSaver):
             ]
             for i in range(0, len(calls), 64):
                 yield Gather(calls[i : i + 64])
-        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in new_items])
+        # What checkpoints point to (objects, then writes and blobs) lands
+        # before any checkpoint: a copied checkpoint is readable as in the
+        # source the moment it exists, or not at all.
+        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in payload_items])
+        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True)
+        yield from self._on_activity(target_thread_id)
 
     # --------------------------------------------------------------- prune
 

@@ -8,7 +8,7 @@ import random
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
-from tests.support.harness import Harness, cfg, new_thread
+from tests.support.harness import Harness, cfg, new_thread, scan_table
 
 
 def _checkpoint(values: dict, versions: dict | None = None) -> dict:  # type: ignore[type-arg]
@@ -62,7 +62,12 @@ def test_get_tuple_is_one_round_trip(harness: Harness) -> None:
 
 
 def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
-    """Large values: one Query, then S3 GETs (bucket) or one BatchGetItem (no bucket), concurrently."""
+    """Large values: one Query, then S3 GETs (bucket) or one BatchGetItem (no bucket), concurrently.
+
+    Without a bucket, the checkpoint that introduces the values holds them:
+    reading it is one Query. A later checkpoint references them, and reading
+    it by id fetches the holder once for all four.
+    """
     thread = new_thread()
     rnd = random.Random(3)
     big = {f"c{i}": base64.b64encode(rnd.randbytes(30_000)).decode() for i in range(4)}
@@ -73,12 +78,45 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     if harness.bucket_name is not None:
         assert harness.counter.counts == {"dynamodb.Query": 1, "s3.GetObject": 4}
     else:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}
+        assert harness.counter.counts == {"dynamodb.Query": 1}
     # A checkpoint whose large channels did not change writes no payload again.
     harness.counter.reset()
-    child = _checkpoint(big, {k: "1" for k in big})
-    harness.call("put", stored, child, {}, {})
+    child = harness.call("put", stored, _checkpoint(big, {k: "1" for k in big}), {}, {})
     assert harness.counter.counts == {"dynamodb.PutItem": 1}
+    harness.counter.reset()
+    assert harness.call("get_tuple", child).checkpoint["channel_values"] == big
+    if harness.bucket_name is not None:
+        assert harness.counter.counts == {"dynamodb.Query": 1, "s3.GetObject": 4}
+    else:
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}
+        # The latest checkpoint's Query page also reads its parent: no fetch.
+        harness.counter.reset()
+        assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"] == big
+        assert harness.counter.counts == {"dynamodb.Query": 1}
+
+
+def test_put_and_get_of_a_new_mid_size_value_are_one_request_each(harness: Harness) -> None:
+    """DESIGN.md section 5 with default thresholds: a 20 KB value changing every step
+    (a growing message list) costs one PutItem to write and one Query to read back."""
+    saver = harness.make_saver(s3_threshold=64 * 1024)
+    harness.attach_counter(saver)
+    thread = new_thread()
+    rnd = random.Random(11)
+    parent = cfg(thread)
+    for step in range(1, 4):
+        value = base64.b64encode(rnd.randbytes(15_000)).decode()
+        cp = _checkpoint({"messages": value, "small": step}, {"messages": str(step), "small": str(step)})
+        harness.counter.reset()
+        parent = harness.call("put", parent, cp, {"step": step}, {"messages": str(step), "small": str(step)}, saver=saver)
+        assert harness.counter.counts == {"dynamodb.PutItem": 1}, harness.counter.counts
+        harness.counter.reset()
+        tup = harness.call("get_tuple", cfg(thread), saver=saver)
+        assert tup.checkpoint["channel_values"] == {"messages": value, "small": step}
+        assert harness.counter.counts == {"dynamodb.Query": 1}, harness.counter.counts
+    if harness.is_async:
+        harness.loop.run(saver.aclose())
+    else:
+        saver.close()
 
 
 def test_list_fifty_checkpoints_in_a_handful_of_requests(harness: Harness) -> None:
@@ -105,7 +143,8 @@ def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
     got = harness.list(cfg(thread), filter={"step": 3})
     assert [t.metadata["step"] for t in got] == [3]
     fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get("dynamodb.BatchGetItem", 0)
-    assert fetches == 1, harness.counter.counts  # only the matching checkpoint's value
+    # Only the matching checkpoint's value: from S3, or held in its own item.
+    assert fetches == (1 if harness.bucket_name is not None else 0), harness.counter.counts
 
 
 def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_one(harness: Harness) -> None:
@@ -114,8 +153,8 @@ def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_o
     LangGraph reads a thread before it writes to it, and the read tells the
     saver where each version lives: the next checkpoint references the value
     (one PutItem). A put with no read before it cannot know whether the
-    version's writer kept it inline (other thresholds), so it stores it
-    again under its own key rather than risk a dangling reference.
+    version's writer kept it inline (other thresholds), so it stores the
+    value again (in its own item, or S3) rather than risk a dangling reference.
     """
     thread = new_thread()
     big = base64.b64encode(random.Random(7).randbytes(6000)).decode()  # ~6 KB packed: a blob, or S3
@@ -135,8 +174,14 @@ def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_o
     harness.attach_counter(blind)
     harness.counter.reset()
     stored = harness.call("put", stored, child(), {}, {}, saver=blind)
-    staged = harness.counter.counts.get("dynamodb.BatchWriteItem", 0) + harness.counter.counts.get("s3.PutObject", 0)
-    assert staged == 1 and harness.counter.counts["dynamodb.PutItem"] == 1
+    if harness.bucket_name is not None:
+        assert harness.counter.counts == {"s3.PutObject": 1, "dynamodb.PutItem": 1}
+    else:
+        assert harness.counter.counts == {"dynamodb.PutItem": 1}
+        item = next(
+            it for it in scan_table(harness.table_name) if it["SK"]["S"] == f"|c|{stored['configurable']['checkpoint_id']}"
+        )
+        assert "B" in item["vals"]["M"]["big"]  # held again here, not referenced
     assert harness.call("get_tuple", stored, saver=blind).checkpoint["channel_values"] == {"big": big}
     for s in (reader, blind):
         if harness.is_async:

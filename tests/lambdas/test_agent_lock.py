@@ -87,7 +87,7 @@ def test_lock_item_carries_format_ttl_and_thread(saver: DynamoDBSaver) -> None:
     with ThreadLease(saver, t, lease_seconds=20, heartbeat=False) as lease:
         item = _item(saver, t, schema.LOCK_SK)
         assert item is not None
-        assert item[ATTR.FORMAT] == {"N": str(schema.FORMAT_VERSION)}
+        assert item[ATTR.FORMAT] == {"N": str(schema.BASE_FORMAT_VERSION)}
         assert item[ATTR.KIND] == {"S": schema.META_ITEM}
         assert item[ATTR.THREAD_ID] == {"S": t}
         assert lease.info is not None
@@ -181,7 +181,7 @@ def test_run_once_replays_the_first_result(saver: DynamoDBSaver) -> None:
     assert rec is not None
     assert (rec.status, rec.attempts, rec.start_checkpoint_id, rec.result_stored) == ("done", 1, cid, True)
     item = _item(saver, t, schema.request_sk("req"))
-    assert item is not None and item[ATTR.FORMAT] == {"N": str(schema.FORMAT_VERSION)}
+    assert item is not None and item[ATTR.FORMAT] == {"N": str(schema.BASE_FORMAT_VERSION)}
     assert schema.TTL_ATTRIBUTE in item
     assert _item(saver, t, schema.LOCK_SK) is None  # released
 

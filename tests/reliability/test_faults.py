@@ -128,13 +128,16 @@ def test_surfaced_faults_then_resume(make_runner, seed: int) -> None:  # type: i
     assert inj.log, "the planned faults were never injected"
 
 
-#: Request type -> (variant, scenario) pairs whose runs issue it.
+#: Request type -> (variant, scenario) pairs whose runs issue it. Graph runs
+#: send no batch requests: a value up to ``s3_threshold`` is held by the
+#: checkpoint that introduces it, and the checkpoints a run reads hold, or
+#: share a Query page with, what they reference. ``BatchWriteItem`` and
+#: ``BatchGetItem`` are faulted below (oversized puts, cold reads of values
+#: held far back) and in ``test_maintenance_faults.py``.
 REQUEST_TYPES: dict[str, list[tuple[str, str]]] = {
     "PutItem": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
     "UpdateItem": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
     "Query": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
-    "BatchWriteItem": [(v, n) for v in VARIANTS for n in ("chat-delta-subgraph", "fanout") if "s3" not in v or n != "fanout"],
-    "BatchGetItem": [(v, "chat-delta-subgraph") for v in ("sync", "async")],
     "PutObject": [(v, n) for v in ("sync-s3", "async-s3-encrypted") for n in ("chat-delta-subgraph", "fanout")],
     "GetObject": [(v, "chat-delta-subgraph") for v in ("sync-s3", "async-s3-encrypted")],
 }
@@ -148,3 +151,72 @@ def test_faults_per_request_type(make_runner, op: str, seed: int) -> None:  # ty
     variant, name = candidates[zlib.crc32(f"{op}/{seed}".encode()) % len(candidates)]
     inj = _surfaced_case(make_runner, seed, ops=frozenset({op}), pick=(variant, name))
     assert inj.ops_injected(), f"no {op} fault was injected"
+
+
+# ------------------------------------------------------------ batch requests
+
+
+def _cp(values: dict[str, object], versions: dict[str, str]) -> dict[str, object]:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    cp = empty_checkpoint()
+    cp["id"] = str(uuid6())
+    cp["channel_values"] = values
+    cp["channel_versions"] = versions
+    return cp  # type: ignore[return-value]
+
+
+def _incompressible(seed: int, n: int) -> str:
+    import base64
+
+    return base64.b64encode(random.Random(seed).randbytes(n)).decode()
+
+
+@pytest.mark.parametrize("kind", ["surfaced", "partial"])
+@pytest.mark.parametrize("variant", ["sync", "async"])
+def test_batch_write_faults_on_an_oversized_put(make_runner, variant: str, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """A state too large for one item (no bucket): values move to blob items,
+    written with BatchWriteItem before the checkpoint. A surfaced fault leaves
+    nothing visible, and the same put then succeeds; a partial batch is resubmitted."""
+    r = make_runner(variant, max_attempts=0)
+    h, thread = r.h, new_thread()
+    values = {f"c{i}": _incompressible(i, 120_000) for i in range(4)}  # ~480 KB packed in all
+    cp = _cp(values, {k: "1" for k in values})
+    kinds = ("server", "reset", "lost") if kind == "surfaced" else ("partial",)
+    inj = FaultInjector(7, rate=1.0, kinds=kinds, ops=frozenset({"BatchWriteItem"}), max_faults=1).attach_saver(r.saver)
+    if kind == "surfaced":
+        with pytest.raises(Exception):  # noqa: B017 - botocore's error for the injected fault
+            h.call("put", {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp, {}, dict(cp["channel_versions"]), saver=r.saver)  # type: ignore[call-overload]
+        with inj.paused():
+            assert h.call("get_tuple", {"configurable": {"thread_id": thread}}, saver=r.fresh_saver()) is None
+    stored = h.call("put", {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp, {}, dict(cp["channel_versions"]), saver=r.saver)  # type: ignore[call-overload]
+    assert inj.log and inj.ops_injected() == Counter({"dynamodb.BatchWriteItem": 1})
+    assert h.call("get_tuple", stored, saver=r.fresh_saver()).checkpoint["channel_values"] == values
+
+
+@pytest.mark.parametrize("kind", ["surfaced", "partial"])
+@pytest.mark.parametrize("variant", ["sync", "async"])
+def test_batch_get_faults_on_a_cold_read(make_runner, variant: str, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """A new process reads a checkpoint whose value is held twelve checkpoints
+    back (outside the first Query page): one BatchGetItem. A surfaced fault
+    raises (never a wrong or partial state); a partial batch is resubmitted."""
+    r = make_runner(variant)
+    h, thread = r.h, new_thread()
+    doc = _incompressible(99, 6000)
+    parent: dict[str, object] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    for step in range(1, 14):
+        new = {"doc": "1", "n": str(step)} if step == 1 else {"n": str(step)}
+        parent = h.call("put", parent, _cp({"doc": doc, "n": step}, {"doc": "1", "n": str(step)}), {}, new, saver=r.saver)
+    cold = r.fresh_saver() if kind == "partial" else h.make_saver(**{**r.overrides, "max_attempts": 0})
+    if kind == "surfaced":
+        r._extra.append(cold)
+    kinds = ("server", "reset", "lost") if kind == "surfaced" else ("partial",)
+    inj = FaultInjector(3, rate=1.0, kinds=kinds, ops=frozenset({"BatchGetItem"}), max_faults=1).attach_saver(cold)
+    latest = {"configurable": {"thread_id": thread}}
+    if kind == "surfaced":
+        with pytest.raises(Exception):  # noqa: B017 - botocore's error for the injected fault
+            h.call("get_tuple", latest, saver=cold)
+    got = h.call("get_tuple", latest, saver=cold)
+    assert inj.ops_injected() == Counter({"dynamodb.BatchGetItem": 1})
+    assert got.checkpoint["channel_values"] == {"doc": doc, "n": 13}

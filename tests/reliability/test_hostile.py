@@ -81,9 +81,17 @@ def saver(names: dict[str, str]) -> Any:
 
 
 def _stored(saver: DynamoDBSaver, thread: str) -> dict[str, Any]:
-    """A checkpoint with an inline value, a blob value, an S3 value, and writes (inline + S3)."""
+    """A checkpoint with every kind of value, and writes (inline + S3).
+
+    ``small`` inline; ``held`` held by this checkpoint (it introduced it);
+    ``blob`` introduced by the parent, referenced here, and re-homed to a
+    blob item when prune deleted the parent; ``s3`` in S3.
+    """
     values = {"small": 1, "blob": _text("b", 200), "s3": _text("s", 4000)}
-    stored = saver.put(cfg(thread), _ckpt(values), {"note": _text("n", 2000)}, {k: "1" for k in values})
+    parent = saver.put(cfg(thread), _ckpt(values), {"note": _text("n", 2000)}, {k: "1" for k in values})
+    values["held"] = _text("h", 200)
+    stored = saver.put(parent, _ckpt(values), {"note": _text("n", 2000)}, {"held": "1"})
+    assert saver.prune([thread]).values_rehomed == 1
     saver.put_writes(stored, [("small", 5), ("big", _text("w", 3000))], "task1", "~p")
     return stored
 
@@ -242,11 +250,11 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
     elif case == "blob-garbage":
         _update(saver, thread, _blob_sk(thread), "SET b = :v", {":v": {"B": b"\x01n\x07msgpack\xc1"}})
     elif case == "blob-future-item":
-        _update(saver, thread, _blob_sk(thread), "SET f = :v", {":v": {"N": "2"}})
+        _update(saver, thread, _blob_sk(thread), "SET f = :v", {":v": {"N": str(schema.FORMAT_VERSION + 1)}})
     elif case == "blob-future-payload":
         _update(saver, thread, _blob_sk(thread), "SET b = :v", {":v": {"B": b"\x09n\x07msgpack\xa1x"}})
     elif case == "writes-future-item":
-        _update(saver, thread, wsk, "SET f = :v", {":v": {"N": "2"}})
+        _update(saver, thread, wsk, "SET f = :v", {":v": {"N": str(schema.FORMAT_VERSION + 1)}})
     elif case == "writes-inline-garbage":
         _update(saver, thread, wsk, "SET w0 = :v", {":v": {"L": [{"S": "small"}, {"B": b"\x01n\x07msgpack\xc1"}]}})
     elif case == "writes-s3-missing":
@@ -265,6 +273,19 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
         )
     elif case == "vals-not-a-map":
         _update(saver, thread, csk, "SET vals = :v", {":v": {"S": "garbage"}})
+    elif case == "blob-missing":  # and the checkpoint that held the value is gone too
+        boto3.client("dynamodb").delete_item(TableName=saver.table_name, Key=_key(thread, _blob_sk(thread)))
+    elif case == "held-garbage":
+        _update(saver, thread, csk, "SET vals.held = :v", {":v": {"B": b"\x01n\x07msgpack\xc1"}})
+    elif case in ("value-ref-unknown-location", "value-ref-no-holder-id"):
+        expr = "SET vals.#c.l = :v" if case == "value-ref-unknown-location" else "REMOVE vals.#c.c"
+        kw: dict[str, Any] = {"ExpressionAttributeValues": {":v": {"S": "elsewhere"}}} if "SET" in expr else {}
+        boto3.client("dynamodb").update_item(
+            TableName=saver.table_name, Key=_key(thread, csk), UpdateExpression=expr,
+            ExpressionAttributeNames={"#c": "blob"}, **kw,
+        )
+    elif case == "cp-future-item":
+        _update(saver, thread, csk, "SET f = :v", {":v": {"N": str(schema.FORMAT_VERSION + 1)}})
     elif case == "blob-payload-missing":
         _update(saver, thread, _blob_sk(thread), "REMOVE b")
     elif case == "md-not-a-mapping":
@@ -293,6 +314,11 @@ DAMAGE = [
     "md-not-a-mapping",
     "foreign-item-in-thread",
     "parent-wrong-type",
+    "blob-missing",
+    "held-garbage",
+    "value-ref-unknown-location",
+    "value-ref-no-holder-id",
+    "cp-future-item",
 ]
 
 EXPECTED_ERROR = {
@@ -301,6 +327,8 @@ EXPECTED_ERROR = {
     "blob-future-item": UnsupportedFormatError,
     "blob-future-payload": UnsupportedFormatError,
     "writes-future-item": UnsupportedFormatError,
+    "cp-future-item": UnsupportedFormatError,
+    "blob-missing": MissingPayloadError,
     "md-s3-missing": MissingPayloadError,
     "writes-s3-missing": MissingPayloadError,
 }

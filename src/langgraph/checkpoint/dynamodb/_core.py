@@ -62,7 +62,13 @@ BATCH_GET_MAX = 100
 LATEST_PAGE = 8
 LATEST_PAGE_MORE = 64
 
-Location = Literal["inline", "blob", "s3"]
+#: Where a channel version lives: copied into every checkpoint item that has
+#: it (``inline``), in the item of the checkpoint that introduced it (``c``),
+#: in its own blob item, or in S3.
+Location = Literal["inline", "c", "blob", "s3"]
+#: A remembered placement: the location, plus the packed bytes of an inline
+#: value or the id of the checkpoint holding a ``c`` value.
+Placement = tuple[Location, bytes | str | None]
 
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each).
@@ -75,12 +81,19 @@ def _uuid6ish() -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Ref:
-    """An external payload: an S3 object or a DynamoDB blob item."""
+    """A payload stored outside the item being read.
 
-    kind: Literal["s3", "blob"]
-    key: str  # S3 key, or the blob item's sort key
-    pk: str = ""  # partition key of a blob item
-    alt: str | None = None  # where else to look (thresholds changed since)
+    An S3 object, a blob item, or (``item``) the checkpoint item that
+    introduced a channel version and holds it inline.
+    """
+
+    kind: Literal["s3", "blob", "item"]
+    key: str  # S3 key, or the item's sort key
+    pk: str = ""  # partition key of a blob or checkpoint item
+    channel: str = ""  # for ``item``: the channel whose value it holds
+    #: Where else to look when this place is empty: a value stored under
+    #: other thresholds, or moved out of a pruned checkpoint (re-homed).
+    alt: _Ref | None = None
 
 
 @dataclass(slots=True)
@@ -152,7 +165,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # of values this saver wrote or read. A put whose channel did not
         # change reuses it instead of serializing the value again only to
         # learn where it lives (a large state would be re-packed every step).
-        self._placements: dict[tuple[str, str, str, str], tuple[Location, bytes | None]] = {}
+        self._placements: dict[tuple[str, str, str, str], Placement] = {}
 
     # ------------------------------------------------------------------ ids
 
@@ -242,16 +255,17 @@ class CoreSaver(BaseCheckpointSaver[str]):
         return f"{self._s3_base(thread_id, ns)}v/{quote(channel, safe='')}/{quote(version, safe='')}"
 
     def _value_location(self, size: int) -> Location:
-        """Where a channel value of ``size`` packed bytes is stored.
+        """Where a new channel version of ``size`` packed bytes is stored.
 
-        Deterministic in the size, so a checkpoint whose channel did not
-        change can reference the stored version without reading it.
+        ``inline``: copied into every checkpoint item that has it; ``c``:
+        held by the checkpoint item that introduces it, referenced by later
+        ones; ``s3``: its own object.
         """
         if self.bucket_name is not None and size > self.s3_threshold:
             return "s3"
         if size <= self.inline_threshold:
             return "inline"
-        return "blob"
+        return "c"
 
     def _pack(self, value: Any) -> bytes:
         return self.codec.pack(self.serde.dumps_typed(value))
@@ -322,53 +336,54 @@ class CoreSaver(BaseCheckpointSaver[str]):
         body: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
 
-        # Channel values: inline when small, else one blob per (channel,
-        # version), written only when the version is new (per-version
-        # storage: an unchanged large value is never written again).
+        # Channel values. A version is stored once: small ones are copied
+        # into each checkpoint that has them (cheaper than a reference to
+        # fetch), larger ones are held by the checkpoint that introduces them
+        # (one PutItem, and the latest checkpoint of a thread normally holds
+        # what changed last) and referenced from later ones; the largest go
+        # to S3. An unchanged large value is never written again.
         vals: dict[str, AttributeValue] = {}
         uploads: list[Call] = []
         blob_items: list[Item] = []
-        inline_sizes: dict[str, int] = {}
+        movable: dict[str, int] = {}  # channels held here, by packed size
         # Placements are remembered once the checkpoint is stored: a failed
         # put must not leave the cache pointing at a value never written.
-        learned: list[tuple[tuple[str, str, str, str], tuple[Location, bytes | None]]] = []
+        learned: list[tuple[tuple[str, str, str, str], Placement]] = []
         for channel, version in body["channel_versions"].items():
             if channel not in values:
                 continue  # absent is not None: leave it out
-            known = (
-                None
-                if channel in new_versions
-                else self._placements.get((thread_id, ns, channel, str(version)))
-            )
+            key = (thread_id, ns, channel, str(version))
+            known = None if channel in new_versions else self._placements.get(key)
             if known is not None:
-                loc, cached = known
-                if cached is not None:
-                    vals[channel] = {"B": cached}
-                    inline_sizes[channel] = len(cached)
+                loc, held = known
+                if loc == "inline" and isinstance(held, bytes):
+                    vals[channel] = {"B": held}
+                    movable[channel] = len(held)
+                elif loc == "c" and isinstance(held, str):
+                    vals[channel] = self._value_ref(str(version), "c", held)
                 else:
                     vals[channel] = self._value_ref(str(version), loc)
                 continue
+            # A new version, or an unchanged one this process has neither
+            # written nor read: stored here. (Referencing the latter blindly
+            # could point at nothing: its writer may have copied it inline
+            # under other thresholds. LangGraph reads a thread before writing
+            # to it, so this is rare: direct API use.)
             packed = self._pack(values[channel])
             loc = self._value_location(len(packed))
-            learned.append(
-                ((thread_id, ns, channel, str(version)), (loc, packed if loc == "inline" else None))
-            )
-            if loc == "inline":
-                vals[channel] = {"B": packed}
-                inline_sizes[channel] = len(packed)
+            if loc == "s3":
+                vals[channel] = self._value_ref(str(version), "s3")
+                self._stage_value(thread_id, ns, channel, str(version), packed, "s3", uploads, blob_items)
+                learned.append((key, ("s3", None)))
                 continue
-            if loc == "blob" and len(packed) > ITEM_BUDGET:
+            if len(packed) > ITEM_BUDGET and self.bucket_name is None:
                 raise PayloadTooLargeError(
                     f"channel {channel!r} is {len(packed)} bytes serialized, more than a "
                     "DynamoDB item holds; configure bucket_name to store it in S3"
                 )
-            vals[channel] = self._value_ref(str(version), loc)
-            # A new version is stored once. An unchanged one this process has
-            # neither written nor read is stored again (same key, same value):
-            # its writer may have kept it inline under other thresholds, and
-            # an inline value cannot be referenced. LangGraph reads a thread
-            # before writing to it, so this is rare (direct API use).
-            self._stage_value(thread_id, ns, channel, str(version), packed, loc, uploads, blob_items)
+            vals[channel] = {"B": packed}
+            movable[channel] = len(packed)
+            learned.append((key, ("inline", packed) if loc == "inline" else ("c", cid)))
 
         body_packed = self._pack(body)
         md = get_checkpoint_metadata(config, metadata)
@@ -377,7 +392,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             ATTR.PK: {"S": pk},
             ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)},
             ATTR.KIND: {"S": schema.CHECKPOINT_ITEM},
-            ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
+            ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
             ATTR.CHECKPOINT_ID: {"S": cid},
         }
         if parent_id:
@@ -409,21 +424,25 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if needs:
             item[ATTR.DELTA_NEEDS] = {"SS": needs}
 
-        # An item over the limit: move the largest inline values out.
+        # An item over the limit: move the largest values it holds out, to
+        # S3 or (no bucket) to their own blob items.
+        dest: Location = "s3" if self.bucket_name is not None else "blob"
         while _item_size(item) > ITEM_BUDGET:
-            if self.bucket_name is None or not inline_sizes:
+            channel = max(movable, key=movable.__getitem__) if movable else ""
+            if not channel or (dest == "blob" and movable[channel] > ITEM_BUDGET):
                 raise PayloadTooLargeError(
                     f"checkpoint {cid!r} does not fit in a DynamoDB item "
                     f"(~{_item_size(item)} bytes) and no bucket_name is configured; "
                     "nothing was written"
                 )
-            channel = max(inline_sizes, key=inline_sizes.__getitem__)
-            del inline_sizes[channel]
+            del movable[channel]
             version = str(body["channel_versions"][channel])
             packed = vals[channel]["B"]
-            vals[channel] = self._value_ref(version, "s3")
-            self._stage_value(thread_id, ns, channel, version, packed, "s3", uploads, blob_items)
-            learned.append(((thread_id, ns, channel, version), ("s3", None)))
+            vals[channel] = self._value_ref(version, dest)
+            self._stage_value(thread_id, ns, channel, version, packed, dest, uploads, blob_items)
+            learned.append(((thread_id, ns, channel, version), (dest, None)))
+        if any(av.get("M", {}).get("l", {}).get("S") == "c" for av in vals.values()):
+            item[ATTR.FORMAT] = {"N": str(schema.FORMAT_VERSION)}
 
         # Payloads first, then the item that points to them: a reader never
         # sees a pointer to something not yet written.
@@ -440,7 +459,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             }
         }
 
-    def _remember(self, key: tuple[str, str, str, str], placement: tuple[Location, bytes | None]) -> None:
+    def _remember(self, key: tuple[str, str, str, str], placement: Placement) -> None:
         """Record where a channel version lives; the oldest entries go first.
 
         Evicting one entry at a time (not clearing the cache) keeps the
@@ -457,8 +476,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 break
 
     @staticmethod
-    def _value_ref(version: str, loc: Location) -> AttributeValue:
-        return {"M": {"v": {"S": version}, "l": {"S": loc}}}
+    def _value_ref(version: str, loc: Location, holder: str | None = None) -> AttributeValue:
+        ref: dict[str, AttributeValue] = {"v": {"S": version}, "l": {"S": loc}}
+        if holder is not None:
+            ref["c"] = {"S": holder}
+        return {"M": ref}
 
     def _stage_value(
         self,
@@ -486,7 +508,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     ATTR.PK: {"S": self._pk(thread_id)},
                     ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
                     ATTR.KIND: {"S": schema.BLOB_ITEM},
-                    ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
+                    ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
                     ATTR.BLOB: {"B": packed},
                     # Prune never deletes an unreferenced blob younger than a
                     # grace period: it may belong to a put still in flight.
@@ -594,7 +616,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#tid": ATTR.TASK_ID, "#tp": ATTR.TASK_PATH}
         vals: dict[str, AttributeValue] = {
             ":t": {"S": schema.WRITES_ITEM},
-            ":f": {"N": str(schema.FORMAT_VERSION)},
+            ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
             ":tid": {"S": task_id},
             ":tp": {"S": task_path or ""},
         }
@@ -654,6 +676,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         thread_id, ns, cid = self._ids(config)
         pk = self._pk(thread_id)
         record: _CheckpointRecord | None = None
+        nearby: list[_CheckpointRecord] = []
         if cid is not None:
             items = yield from self._query_all(
                 KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
@@ -689,9 +712,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     item_ns, kind, item_cid, _ = _parse_sk(it)
                     if kind == schema.WRITES_ITEM:
                         writes.setdefault(item_cid, []).append(it)
-                    elif kind == schema.CHECKPOINT_ITEM:
+                    elif kind == schema.CHECKPOINT_ITEM and record is None:
                         record = _CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
-                        break
+                    elif kind == schema.CHECKPOINT_ITEM:
+                        # Older checkpoints on the same page (read anyway): one
+                        # may hold a value the latest references.
+                        nearby.append(_CheckpointRecord(thread_id, item_ns, item_cid, it))
                 if record is None:
                     if "LastEvaluatedKey" not in resp:
                         break
@@ -705,7 +731,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 return None
         elif self.touch_on_read:
             yield from self._on_activity(thread_id)
-        tuples = yield from self._decode_records([record])
+        tuples = yield from self._decode_records([record], local=nearby)
         return tuples[0]
 
     # ------------------------------------------------------------ activity
@@ -764,53 +790,84 @@ class CoreSaver(BaseCheckpointSaver[str]):
         return refs
 
     def _value_ref_target(self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue) -> _Ref:
-        version = av["M"]["v"]["S"]
-        s3_key = self._value_s3_key(record.thread_id, record.checkpoint_ns, channel, version)
-        blob = schema.blob_sk(record.checkpoint_ns, channel, version)
-        if av["M"]["l"]["S"] == "s3":
-            return _Ref("s3", s3_key, alt=blob)
-        return _Ref("blob", blob, pk=pk, alt=s3_key if self.bucket_name else None)
+        """Where a value reference points, with the places to try after it.
 
-    def _fetch(self, refs: Iterable[_Ref]) -> Op[dict[_Ref, bytes]]:
-        """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave."""
-        wanted = list(dict.fromkeys(refs))
+        A value may have moved since the reference was written: thresholds
+        changed (blob item <-> S3), or the checkpoint holding it was pruned
+        and the value re-homed to a blob item or S3 object of its version.
+        """
+        ref = av["M"]
+        version = ref["v"]["S"]
+        ns = record.checkpoint_ns
+        s3_ref = _Ref("s3", self._value_s3_key(record.thread_id, ns, channel, version))
+        loc = ref["l"]["S"]
+        if loc == "s3":
+            return _Ref("s3", s3_ref.key, alt=_Ref("blob", schema.blob_sk(ns, channel, version), pk=pk))
+        blob_ref = _Ref(
+            "blob", schema.blob_sk(ns, channel, version), pk=pk, alt=s3_ref if self.bucket_name else None
+        )
+        if loc == "blob":
+            return blob_ref
+        if loc == "c":
+            return _Ref("item", schema.checkpoint_sk(ns, ref["c"]["S"]), pk=pk, channel=channel, alt=blob_ref)
+        raise CorruptPayloadError(
+            f"channel {channel!r} of checkpoint {record.checkpoint_id!r} (thread {record.thread_id!r}): "
+            f"unknown value location {loc!r}"
+        )
+
+    def _fetch(self, refs: Iterable[_Ref], local: Iterable[_CheckpointRecord] = ()) -> Op[dict[_Ref, bytes]]:
+        """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave.
+
+        ``local``: checkpoint records already read (a ``list`` page, a delta
+        chain), consulted before fetching a value a checkpoint item holds.
+        A place found empty is followed by its ``alt`` in a second wave.
+        """
         out: dict[_Ref, bytes] = {}
-        if not wanted:
-            return out
-        missing = yield from self._fetch_wave(wanted, out)
-        # A value stored under other thresholds than ours: look in the
-        # other place before declaring it lost.
-        retry = {
-            _Ref("blob" if r.kind == "s3" else "s3", r.alt, pk=r.pk): r
-            for r in missing
-            if r.alt is not None and (r.kind == "s3" or self.bucket_name is not None)
-        }
-        if retry:
+        held = {(r.item[ATTR.PK]["S"], r.item[ATTR.SK]["S"]): r.item for r in local}
+        pending: dict[_Ref, _Ref] = {}  # place to try -> the ref asked for
+        for ref in dict.fromkeys(refs):
+            if ref.kind == "item" and (ref.pk, ref.key) in held:
+                packed = _held_value(held[(ref.pk, ref.key)], ref.channel)
+                if packed is not None:
+                    out[ref] = packed
+                    continue
+            pending.setdefault(ref, ref)
+        while pending:
             found: dict[_Ref, bytes] = {}
-            still = yield from self._fetch_wave(list(retry), found)
-            for alt_ref, data in found.items():
-                out[retry[alt_ref]] = data
-            missing = [retry[r] for r in still] + [r for r in missing if r.alt is None]
-        if missing:
-            r = missing[0]
-            where = f"s3://{self.bucket_name}/{r.key}" if r.kind == "s3" else f"item {r.pk!r}/{r.key!r}"
-            raise MissingPayloadError(
-                f"stored payload {where} is missing ({len(missing)} missing in all); "
-                "the checkpoint refers to data that was deleted or never written"
-            )
+            missing = yield from self._fetch_wave(list(pending), found)
+            for place, data in found.items():
+                out[pending[place]] = data
+            lost = [(place, pending[place]) for place in missing]
+            pending = {}
+            for place, wanted in lost:
+                if place.alt is None:
+                    where = (
+                        f"s3://{self.bucket_name}/{wanted.key}"
+                        if wanted.kind == "s3"
+                        else f"item {wanted.pk!r}/{wanted.key!r}"
+                    )
+                    raise MissingPayloadError(
+                        f"stored payload {where} is missing ({len(lost)} missing in all); "
+                        "the checkpoint refers to data that was deleted or never written"
+                    )
+                pending[place.alt] = wanted
         return out
 
     def _fetch_wave(self, refs: list[_Ref], out: dict[_Ref, bytes]) -> Op[list[_Ref]]:
         s3_refs = [r for r in refs if r.kind == "s3"]
-        blob_refs = [r for r in refs if r.kind == "blob"]
+        item_refs = [r for r in refs if r.kind != "s3"]
         if s3_refs and self.bucket_name is None:
             raise MissingPayloadError(
                 f"checkpoint data is stored in S3 (key {s3_refs[0].key!r}) but this saver has "
                 "no bucket_name configured"
             )
         calls: list[Call] = [s3("get_object", Bucket=self.bucket_name, Key=r.key) for r in s3_refs]
-        by_key = {(r.pk, r.key): r for r in blob_refs}
-        keys = [{ATTR.PK: {"S": r.pk}, ATTR.SK: {"S": r.key}} for r in blob_refs]
+        # One key per item, however many refs read it (a checkpoint item may
+        # hold several channels' values); BatchGetItem refuses duplicates.
+        by_key: dict[tuple[str, str], list[_Ref]] = {}
+        for r in item_refs:
+            by_key.setdefault((r.pk, r.key), []).append(r)
+        keys = [{ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}} for pk, sk in by_key]
         chunks = [keys[i : i + BATCH_GET_MAX] for i in range(0, len(keys), BATCH_GET_MAX)]
         calls += [
             ddb(
@@ -829,29 +886,39 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     continue
                 raise resp
             out[ref] = resp["Body"]
+
+        def take(resp: dict[str, Any]) -> None:
+            for it in resp.get("Responses", {}).get(self.table_name, []):
+                _check_format(it)
+                for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
+                    if r.kind == "blob":
+                        out[r] = _blob_bytes(it)
+                    else:
+                        packed = _held_value(it, r.channel)
+                        if packed is not None:
+                            out[r] = packed
+            unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+
         for resp in responses[len(s3_refs) :]:
             if isinstance(resp, BaseException):
                 raise resp
-            for it in resp.get("Responses", {}).get(self.table_name, []):
-                _check_format(it)
-                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = _blob_bytes(it)
-            unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
+            take(resp)
         attempt = 0
         while unprocessed:
             attempt += 1
             if attempt > 12:
                 raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
             yield Sleep(_backoff(attempt))
-            resp = yield ddb(
-                "batch_get_item",
-                RequestItems={self.table_name: {"Keys": unprocessed[:BATCH_GET_MAX], "ConsistentRead": True}},
+            batch, unprocessed = unprocessed[:BATCH_GET_MAX], unprocessed[BATCH_GET_MAX:]
+            take(
+                (
+                    yield ddb(
+                        "batch_get_item",
+                        RequestItems={self.table_name: {"Keys": batch, "ConsistentRead": True}},
+                    )
+                )
             )
-            unprocessed = unprocessed[BATCH_GET_MAX:]
-            for it in resp.get("Responses", {}).get(self.table_name, []):
-                _check_format(it)
-                out[by_key[(it[ATTR.PK]["S"], it[ATTR.SK]["S"])]] = _blob_bytes(it)
-            unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
-        missing.extend(r for r in blob_refs if r not in out)
+        missing.extend(r for r in item_refs if r not in out)
         return missing
 
     def _payload(self, av: AttributeValue, fetched: Mapping[_Ref, bytes], where: str) -> bytes:
@@ -877,12 +944,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
         self,
         records: list[_CheckpointRecord],
         metadata: Mapping[int, CheckpointMetadata] | None = None,
+        local: Iterable[_CheckpointRecord] = (),
     ) -> Op[list[CheckpointTuple]]:
         refs: list[_Ref] = []
         for r in records:
             with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
                 refs.extend(self._collect_refs(r))
-        fetched = yield from self._fetch(refs)
+        fetched = yield from self._fetch(refs, local=[*records, *local])
         out = []
         for r in records:
             with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
@@ -910,12 +978,15 @@ class CoreSaver(BaseCheckpointSaver[str]):
         versions = checkpoint.get("channel_versions") or {}
         for channel, av in _map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
             where = f"channel {channel!r} of checkpoint {cid!r}"
+            placement: Placement
             if "B" in av:
                 packed = av["B"]
-                placement: tuple[Location, bytes | None] = ("inline", packed)
+                # Held here: later checkpoints copy it if small, else point here.
+                placement = ("inline", packed) if len(packed) <= self.inline_threshold else ("c", cid)
             else:
                 packed = fetched[self._value_ref_target(record, pk, channel, av)]
-                placement = (cast(Location, av["M"]["l"]["S"]), None)
+                loc = cast(Location, av["M"]["l"]["S"])
+                placement = (loc, av["M"]["c"]["S"]) if loc == "c" else (loc, None)
             if channel in versions:
                 self._remember(
                     (record.thread_id, record.checkpoint_ns, channel, str(versions[channel])), placement
@@ -1117,7 +1188,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
             selected = selected[:limit]
         if not selected:
             return 0
-        tuples = yield from self._decode_records(selected, metadata)
+        # The whole page is local: a selected checkpoint may reference a
+        # value held by one filtered out or past the limit.
+        tuples = yield from self._decode_records(selected, metadata, local=records)
         for t in tuples:
             yield Emit(t)
         return len(tuples)
@@ -1279,6 +1352,14 @@ def _parse_sk(item: Item) -> tuple[str, str, str, str | None]:
         return schema.parse_sk(item[ATTR.SK]["S"])
     except CorruptPayloadError as exc:
         raise CorruptPayloadError(f"item of partition {item[ATTR.PK]['S']!r}: {exc}") from None
+
+
+def _held_value(item: Item, channel: str) -> bytes | None:
+    """The packed value a checkpoint item holds inline for ``channel``, if any."""
+    av = item.get(ATTR.VALUES, {}).get("M", {}).get(channel)
+    if isinstance(av, dict) and isinstance(av.get("B"), bytes):
+        return av["B"]
+    return None
 
 
 def _blob_bytes(item: Item) -> bytes:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
@@ -23,7 +24,9 @@ from langgraph.checkpoint.dynamodb._core import (
     Item,
     _check_format,
     _CheckpointRecord,
+    _code,
     _group,
+    _held_value,
     _item_size,
     _parse_sk,
     _Ref,
@@ -56,6 +59,9 @@ class PruneResult:
     bytes_freed: int = 0
     checkpoints_kept: int = 0
     kept_for_delta: int = 0
+    #: Values a deleted checkpoint held for kept ones, moved to a blob item
+    #: or S3 object of their version first.
+    values_rehomed: int = 0
 
     def add(self, other: PruneResult) -> None:
         for f in self.__dataclass_fields__:
@@ -283,7 +289,7 @@ class ExtendedSaver(CoreSaver):
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
                         refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
-        fetched = yield from self._fetch(refs)
+        fetched = yield from self._fetch(refs, local=records.values())
 
         collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
         open_channels = set(channels)
@@ -373,26 +379,55 @@ class ExtendedSaver(CoreSaver):
             source.checkpoints[k] for k in sorted(source.checkpoints, key=lambda k: k[1])
         )
         # Channel values in S3 are keyed by version, not referenced by key.
+        # A value referenced as held by a checkpoint or as a blob item is in
+        # S3 when a prune re-homed it there or thresholds changed: copied if
+        # it is there (``maybe``), after the places a reader tries first.
+        maybe: set[str] = set()
         if self.bucket_name is not None:
             for it in source.checkpoints.values():
                 ns, _, _, _ = _parse_sk(it)
                 for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
-                    if "M" in av and av["M"]["l"]["S"] == "s3":
-                        s3_keys.add(self._value_s3_key(source_thread_id, ns, channel, av["M"]["v"]["S"]))
-        if s3_keys:
+                    if "M" not in av:
+                        continue
+                    ref = av["M"]
+                    version = ref["v"]["S"]
+                    key = self._value_s3_key(source_thread_id, ns, channel, version)
+                    if ref["l"]["S"] == "s3":
+                        s3_keys.add(key)
+                        continue
+                    if schema.blob_sk(ns, channel, version) in source.blobs:
+                        continue
+                    held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
+                    if held is None or _held_value(held, channel) is None:
+                        maybe.add(key)
+        maybe -= s3_keys
+        if s3_keys or maybe:
             if self.bucket_name is None:
                 raise ValueError("source thread has S3 payloads but no bucket_name is configured")
-            calls: list[Call] = [
-                s3(
-                    "copy_object",
-                    Bucket=self.bucket_name,
-                    Key=dst_prefix + key[len(src_prefix) :],
-                    CopySource={"Bucket": self.bucket_name, "Key": key},
+            keys = sorted(s3_keys | maybe)
+            for i in range(0, len(keys), 64):
+                chunk = keys[i : i + 64]
+                results = yield Gather(
+                    [
+                        s3(
+                            "copy_object",
+                            Bucket=self.bucket_name,
+                            Key=dst_prefix + key[len(src_prefix) :],
+                            CopySource={"Bucket": self.bucket_name, "Key": key},
+                        )
+                        for key in chunk
+                    ],
+                    return_exceptions=True,
                 )
-                for key in sorted(s3_keys)
-            ]
-            for i in range(0, len(calls), 64):
-                yield Gather(calls[i : i + 64])
+                for key, result in zip(chunk, results, strict=True):
+                    if isinstance(result, BaseException):
+                        if (
+                            key in maybe
+                            and isinstance(result, ClientError)
+                            and _code(result) in ("NoSuchKey", "404")
+                        ):
+                            continue
+                        raise result
         # What checkpoints point to (objects, then writes and blobs) lands
         # before any checkpoint: a copied checkpoint is readable as in the
         # source the moment it exists, or not at all.
@@ -507,6 +542,7 @@ class ExtendedSaver(CoreSaver):
                 doomed.append(blob)
                 res.blobs_deleted += 1
         res.bytes_freed += sum(_size(it) for it in doomed)
+        yield from self._rehome_held_values(thread, keep, res)
         yield from self._delete_items(doomed)
         # Value objects are keyed by version: a kept checkpoint may share one
         # with a deleted one, so only unshared objects go.
@@ -514,6 +550,50 @@ class ExtendedSaver(CoreSaver):
         if s3_doomed and self.bucket_name is not None:
             yield from self._delete_s3_keys(s3_doomed)
             res.s3_objects_deleted += len(s3_doomed)
+
+    def _rehome_held_values(self, thread: _Thread, keep: set[tuple[str, str]], res: PruneResult) -> Op[None]:
+        """Move values that doomed checkpoints hold for kept ones out of them.
+
+        A kept checkpoint may reference a value held by the checkpoint that
+        introduced it. Before that one is deleted, the value is written as
+        the blob item (or S3 object) of its version, where readers look
+        next: the reference stays valid without rewriting the kept item.
+        """
+        uploads: list[Call] = []
+        blob_items: list[Item] = []
+        done: set[tuple[str, str, str]] = set()
+        for key, it in thread.checkpoints.items():
+            if key not in keep:
+                continue
+            ns = key[0]
+            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+                ref = av.get("M") if isinstance(av, dict) else None
+                if not ref or ref.get("l", {}).get("S") != "c":
+                    continue
+                holder = (ns, ref["c"]["S"])
+                version = ref["v"]["S"]
+                if holder in keep or (ns, channel, version) in done:
+                    continue
+                done.add((ns, channel, version))
+                if schema.blob_sk(ns, channel, version) in thread.blobs:
+                    continue  # re-homed by an earlier, interrupted prune
+                held = thread.checkpoints.get(holder)
+                packed = _held_value(held, channel) if held is not None else None
+                if packed is None:
+                    continue  # already gone (or in S3): nothing left to move
+                big = self.bucket_name is not None and len(packed) > self.s3_threshold
+                self._stage_value(
+                    thread.thread_id,
+                    ns,
+                    channel,
+                    version,
+                    packed,
+                    "s3" if big else "blob",
+                    uploads,
+                    blob_items,
+                )
+                res.values_rehomed += 1
+        yield from self._write_externals(uploads, blob_items)
 
     def _item_refs(self, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
         """``(S3 keys, blob sort keys)`` an item points to."""

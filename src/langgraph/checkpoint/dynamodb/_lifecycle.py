@@ -68,7 +68,7 @@ class LifecycleSaver(ExtendedSaver):
         }
         values: dict[str, Any] = {
             ":t": {"S": schema.META_ITEM},
-            ":f": {"N": str(schema.FORMAT_VERSION)},
+            ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
             ":thr": {"S": thread_id},
             ":ts": {"S": schema.thread_shard(thread_id)},
             ":ua": {"N": str(int(clock.now() * 1000))},
@@ -231,7 +231,7 @@ class LifecycleSaver(ExtendedSaver):
                 Item={
                     ATTR.PK: {"S": STATE_PK},
                     ATTR.SK: {"S": name},
-                    ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
+                    ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
                     "cur": {"S": new},
                     "last": {"S": last},
                     # Reaching the end starts a new cycle: a run that sees a

@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 __all__ = [
     "ATTR",
+    "BASE_FORMAT_VERSION",
     "BLOB_ITEM",
     "CHECKPOINT_ITEM",
     "FORMAT_VERSION",
@@ -49,9 +50,17 @@ __all__ = [
     "unescape",
 ]
 
-#: Version of the item format written by this library. A reader that meets a
+#: Newest item format this library reads and writes. A reader that meets a
 #: newer version refuses the item instead of guessing (see errors.py).
-FORMAT_VERSION: Final = 1
+#:
+#: - 1: values inline (``{"B": ...}``) or referenced by version in a blob
+#:   item or S3 object (``{"M": {"v": version, "l": "blob" | "s3"}}``).
+#: - 2: a reference may also point to the checkpoint item that introduced
+#:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``).
+#:   Only items containing such a reference are written as version 2, so
+#:   readers of version 1 keep reading everything else.
+FORMAT_VERSION: Final = 2
+BASE_FORMAT_VERSION: Final = 1
 
 PK: Final = "PK"
 SK: Final = "SK"

@@ -156,3 +156,18 @@ def test_an_item_over_the_limit_moves_its_largest_values_out(harness: Harness) -
     assert 1 <= len(held) < len(values)
     assert harness.call("get_tuple", stored, saver=_saver(harness)).checkpoint["channel_values"] == values
     _close(harness, saver)
+
+
+def test_putting_the_same_checkpoint_again_never_references_itself(harness: Harness) -> None:
+    """A checkpoint put twice (a retried step) with the value unchanged the
+    second time: the process knows this checkpoint holds the value, but the
+    new item replaces that one, so it must hold the value again."""
+    saver = _saver(harness)
+    thread = new_thread()
+    big = _value(21)
+    cp = _checkpoint({"big": big}, {"big": "1"})
+    stored = harness.call("put", cfg(thread), cp, {}, {"big": "1"}, saver=saver)
+    again = harness.call("put", cfg(thread), cp, {}, {}, saver=saver)
+    assert again == stored
+    assert harness.call("get_tuple", stored, saver=_saver(harness)).checkpoint["channel_values"] == {"big": big}
+    _close(harness, saver)

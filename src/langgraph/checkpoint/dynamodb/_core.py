@@ -359,10 +359,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 if loc == "inline" and isinstance(held, bytes):
                     vals[channel] = {"B": held}
                     movable[channel] = len(held)
-                elif loc == "c" and isinstance(held, str):
+                elif loc == "c" and isinstance(held, str) and held != cid:
                     vals[channel] = self._value_ref(str(version), "c", held)
-                else:
+                elif loc in ("blob", "s3"):
                     vals[channel] = self._value_ref(str(version), loc)
+                else:
+                    known = None  # this very checkpoint, put again: hold the value
+            if known is not None:
                 continue
             # A new version, or an unchanged one this process has neither
             # written nor read: stored here. (Referencing the latter blindly
@@ -824,20 +827,23 @@ class CoreSaver(BaseCheckpointSaver[str]):
         """
         out: dict[_Ref, bytes] = {}
         held = {(r.item[ATTR.PK]["S"], r.item[ATTR.SK]["S"]): r.item for r in local}
-        pending: dict[_Ref, _Ref] = {}  # place to try -> the ref asked for
+        # place to try -> the refs asked for (two holders of one version
+        # share the blob item and S3 object they fall back to)
+        pending: dict[_Ref, list[_Ref]] = {}
         for ref in dict.fromkeys(refs):
             if ref.kind == "item" and (ref.pk, ref.key) in held:
                 packed = _held_value(held[(ref.pk, ref.key)], ref.channel)
                 if packed is not None:
                     out[ref] = packed
                     continue
-            pending.setdefault(ref, ref)
+            pending.setdefault(ref, []).append(ref)
         while pending:
             found: dict[_Ref, bytes] = {}
             missing = yield from self._fetch_wave(list(pending), found)
             for place, data in found.items():
-                out[pending[place]] = data
-            lost = [(place, pending[place]) for place in missing]
+                for wanted in pending[place]:
+                    out[wanted] = data
+            lost = [(place, wanted) for place in missing for wanted in pending[place]]
             pending = {}
             for place, wanted in lost:
                 if place.alt is None:
@@ -850,7 +856,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                         f"stored payload {where} is missing ({len(lost)} missing in all); "
                         "the checkpoint refers to data that was deleted or never written"
                     )
-                pending[place.alt] = wanted
+                pending.setdefault(place.alt, []).append(wanted)
         return out
 
     def _fetch_wave(self, refs: list[_Ref], out: dict[_Ref, bytes]) -> Op[list[_Ref]]:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.dynamodb._core import LATEST_PAGE
+
 __all__ = ["PRICES", "write_report"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -359,14 +361,15 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
         else:
             add(
                 "`put`: 1 request",
-                "met for small states only" if small == 1 else "not met",
+                "met up to `s3_threshold` (64 KB per value)"
+                if small == 1 and set(multi) <= {"200k", "500k"}
+                else "not met",
                 measured,
-                "A new channel version larger than `inline_threshold` (4 KB packed) is written first as its own "
-                "item (BatchWriteItem) or S3 object (above 64 KB), then the checkpoint item that points to it: "
-                "2 sequential requests. Payload-before-pointer is what keeps readers from seeing dangling "
-                "references, so the S3 case cannot be 1 request; for the 4-64 KB blob items it could be, by "
-                "raising `inline_threshold` to fit the item budget (values stay in the checkpoint item, up to "
-                "~380 KB) or by a TransactWriteItems (1 request, but 2x WCU).",
+                "A value of up to `s3_threshold` (64 KB packed) is held by the checkpoint item that introduces "
+                "it: one PutItem. A larger one goes to S3, uploaded before the checkpoint item that points to it "
+                "(payload before pointer: a reader never meets a dangling reference), so 2 sequential requests. "
+                "Keeping it in the item would make that 1 request, at 1 WCU per KB on every write of it (a "
+                "200 KB value: 200 WCU against one S3 PUT); `s3_threshold` (up to ~350 KB) chooses between the two.",
             )
     # put_writes
     if calls_o:
@@ -873,10 +876,11 @@ def _observations(res: dict[str, Any]) -> list[str]:
             f"and its reads touch more: {fmt_int(o.get('ddb_items_read', 0) / turns)} items and "
             f"{fmt_bytes(o['ddb_read_bytes'] / turns)} per turn on average, against "
             f"{fmt_int(r.get('ddb_items_read', 0) / rturns)} items and {fmt_bytes(r['ddb_read_bytes'] / rturns)} "
-            "for the reference. The latest-checkpoint Query asks for a page of up to 32 items (`LATEST_PAGE`), "
-            "so it also reads older checkpoints and their writes items, inline payloads included, and DynamoDB "
-            "bills every item read. A smaller first page (the latest checkpoint and its writes rarely need more "
-            "than a few items) would cut this."
+            f"for the reference. The latest-checkpoint Query reads a page of up to {LATEST_PAGE} items "
+            "(`LATEST_PAGE`): the latest checkpoint and its writes, and older checkpoints with the values they "
+            "hold (a value up to 64 KB lives in the checkpoint that introduced it), and DynamoDB bills every "
+            "item read. In exchange, a value the latest checkpoint references is usually on that page: no "
+            "second round trip."
         )
     checks: list[tuple[str, list[str] | None]] = [
         ("calls", None),

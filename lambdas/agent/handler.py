@@ -45,8 +45,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -62,32 +61,19 @@ log = logging.getLogger(__name__)
 
 # Created on first use and kept for the life of the container: the clients'
 # connection pools then survive across warm invocations.
-_saver: DynamoDBSaver | None = None
 _graph: Any = None
 _init_lock = threading.Lock()
 
 
 def get_saver() -> DynamoDBSaver:
-    """The container's saver (created lazily from the environment).
+    """The container's saver: the same one the maintenance Lambdas build.
 
-    Reads the store environment the CDK construct gives every function
-    (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
+    ``handlers.get_saver`` reads the store environment the CDK construct
+    gives every function (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
     ``THREAD_TTL_SECONDS``, ``TRACK_THREADS``), so this agent and the
-    maintenance Lambdas agree on key prefix, TTL and thread heads: an agent
-    that skipped the heads would let the reaper take its threads for expired.
+    maintenance jobs agree on key prefix, TTL and thread heads.
     """
-    global _saver
-    with _init_lock:
-        if _saver is None:
-            cfg = StoreConfig.from_env()
-            _saver = DynamoDBSaver(
-                table_name=cfg.table_name,
-                bucket_name=cfg.bucket_name,
-                s3_key_prefix=cfg.s3_key_prefix,
-                ttl=cfg.ttl,
-                track_threads=bool(cfg.ttl) or os.environ.get("TRACK_THREADS") == "1",
-            )
-        return _saver
+    return handlers.get_saver()
 
 
 def get_graph() -> Any:
@@ -102,11 +88,10 @@ def get_graph() -> Any:
 
 def reset() -> None:
     """Drop the cached saver and graph (tests: new table, new endpoint)."""
-    global _saver, _graph
+    global _graph
     with _init_lock:
-        if _saver is not None:
-            _saver.close()
-        _saver, _graph = None, None
+        handlers.reset_saver()
+        _graph = None
 
 
 class _HTTPError(Exception):

@@ -242,6 +242,32 @@ class CoreSaver(BaseCheckpointSaver[str]):
             return None
         return raw[len(self.tenant_prefix) :]
 
+    # Public names for tools that look at the store directly (the CLI, your
+    # own scripts): the keys this saver, with its tenant prefix and S3 key
+    # prefix, gives a thread.
+
+    def partition_key(self, thread_id: str) -> str:
+        """The partition key of a thread's items, under this saver's tenant prefix.
+
+        Example:
+            >>> saver = DynamoDBSaver(table_name="t", tenant_prefix="acme#")
+            >>> saver.partition_key("t|1"), saver.thread_id_of("acme#t%7C1")
+            ('acme#t%7C1', 't|1')
+        """
+        return self._pk(thread_id)
+
+    def thread_id_of(self, partition_key: str) -> str | None:
+        """The thread id of a partition key; ``None`` for another tenant's or a non-thread key."""
+        return self._thread_from_pk(partition_key)
+
+    def s3_thread_prefix(self, thread_id: str) -> str:
+        """The S3 key prefix of every object of a thread (no other thread's keys start with it)."""
+        return self._s3_thread(thread_id)
+
+    def value_s3_key(self, thread_id: str, checkpoint_ns: str, channel: str, version: str) -> str:
+        """The S3 key a channel version has when it is stored (or re-homed) in S3."""
+        return self._value_s3_key(thread_id, checkpoint_ns, channel, version)
+
     # -------------------------------------------------------------- payloads
 
     def _s3_base(self, thread_id: str, ns: str) -> str:

@@ -550,12 +550,12 @@ def _s3(saver: Any) -> Any:
 
 
 def _pk(saver: Any, thread_id: str) -> str:
-    pk_of = getattr(saver, "_pk", None)
+    pk_of = getattr(saver, "partition_key", None)
     return str(pk_of(thread_id)) if callable(pk_of) else schema.partition_key(thread_id)
 
 
 def _s3_thread(saver: Any, thread_id: str) -> str:
-    prefix_of = getattr(saver, "_s3_thread", None)
+    prefix_of = getattr(saver, "s3_thread_prefix", None)
     if callable(prefix_of):
         return str(prefix_of(thread_id))
     return schema.s3_thread_prefix(saver.s3_key_prefix, thread_id)
@@ -563,7 +563,7 @@ def _s3_thread(saver: Any, thread_id: str) -> str:
 
 def _thread_of(saver: Any, pk: str) -> str | None:
     """The thread id of a partition key, or ``None`` if it is another tenant's."""
-    of = getattr(saver, "_thread_from_pk", None)
+    of = getattr(saver, "thread_id_of", None)
     if callable(of):
         found = of(pk)
         return None if found is None else str(found)
@@ -884,7 +884,7 @@ def checkpoint_sizes(
             if blob_key in blobs:
                 total += blobs[blob_key]
             else:
-                total += objects.get(saver._value_s3_key(thread_id, ns, channel, version), 0)
+                total += objects.get(saver.value_s3_key(thread_id, ns, channel, version), 0)
         sizes[(ns, cid)] = sizes.get((ns, cid), 0) + total
     return sizes
 

@@ -1,7 +1,11 @@
-"""Helpers for the maintenance Lambdas: configuration, a cached saver, logs.
+"""Helpers for Lambda handlers: configuration, a cached saver, logs.
 
-The handlers under ``lambdas/`` stay thin: they read their configuration
-with these helpers and call one saver method.
+The handlers under ``lambdas/`` (the maintenance jobs and the example agent)
+stay thin: they read their configuration with these helpers and call the
+saver. All of them build the saver here, from the environment the CDK
+construct gives every function, so they agree on key prefix, TTL and thread
+heads (an agent that skipped the heads would let the reaper take its
+threads for expired).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +42,8 @@ class StoreConfig:
     bucket_name: str | None = None
     s3_key_prefix: str = "checkpoints/"
     ttl: int | None = None
+    #: Keep thread heads (always with a TTL; ``TRACK_THREADS=1`` without one).
+    track_threads: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StoreConfig:
@@ -44,38 +51,56 @@ class StoreConfig:
         table = env.get("TABLE_NAME", "").strip()
         if not table:
             raise ValueError("TABLE_NAME is not set")
-        ttl = env.get("THREAD_TTL_SECONDS", "").strip()
+        ttl_text = env.get("THREAD_TTL_SECONDS", "").strip()
+        try:
+            ttl = int(ttl_text) if ttl_text else None
+        except ValueError:
+            raise ValueError(
+                f"THREAD_TTL_SECONDS must be a whole number of seconds, got {ttl_text!r}"
+            ) from None
         return cls(
             table_name=table,
             bucket_name=env.get("BUCKET_NAME", "").strip() or None,
             s3_key_prefix=env.get("S3_KEY_PREFIX", "checkpoints/"),
-            ttl=int(ttl) if ttl else None,
+            ttl=ttl,
+            track_threads=bool(ttl) or env.get("TRACK_THREADS", "").strip() == "1",
+        )
+
+    def saver(self, **options: Any) -> DynamoDBSaver:
+        """A new saver on this store; ``options`` are passed on (thresholds, serde...)."""
+        return DynamoDBSaver(
+            table_name=self.table_name,
+            bucket_name=self.bucket_name,
+            s3_key_prefix=self.s3_key_prefix,
+            ttl=self.ttl,
+            track_threads=self.track_threads,
+            **options,
         )
 
 
 _saver: DynamoDBSaver | None = None
+_lock = threading.Lock()
 
 
 def get_saver(config: StoreConfig | None = None) -> DynamoDBSaver:
-    """A saver built once per Lambda instance (clients are reused across invocations)."""
+    """The Lambda instance's saver, built once (clients are reused across invocations).
+
+    Thread-safe: a handler that runs work in threads gets one saver.
+    """
     global _saver
-    if _saver is None:
-        cfg = config or StoreConfig.from_env()
-        _saver = DynamoDBSaver(
-            table_name=cfg.table_name,
-            bucket_name=cfg.bucket_name,
-            s3_key_prefix=cfg.s3_key_prefix,
-            ttl=cfg.ttl,
-            # The maintenance jobs walk heads when the agents keep them.
-            track_threads=bool(cfg.ttl) or os.environ.get("TRACK_THREADS") == "1",
-        )
-    return _saver
+    with _lock:
+        if _saver is None:
+            _saver = (config or StoreConfig.from_env()).saver()
+        return _saver
 
 
 def reset_saver() -> None:
-    """Forget the cached saver (tests; a changed environment)."""
+    """Close and forget the cached saver (tests; a changed environment)."""
     global _saver
-    _saver = None
+    with _lock:
+        if _saver is not None:
+            _saver.close()
+        _saver = None
 
 
 def deadline_from_context(context: Any, *, budget: float | None = None) -> float:

@@ -541,3 +541,28 @@ def test_threads_index_with_heads_written_by_the_saver(moto_endpoint: str, names
     assert all(t["expires_at"] for t in page["threads"])
     stats = run_json("--table", names["table_name"], "stats")
     assert stats["dynamodb"]["by_kind"]["thread head"]["items"] == 2
+
+
+def test_sizes_count_values_held_by_an_earlier_checkpoint(moto_endpoint: str, names: dict[str, str]) -> None:
+    """A checkpoint that references a large value held by its parent is as big as the parent."""
+    import base64
+
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    saver = DynamoDBSaver(table_name=names["table_name"])
+    saver.setup()
+    big = base64.b64encode(random.Random(4).randbytes(20_000)).decode()
+    parent: Any = {"configurable": {"thread_id": "sized", "checkpoint_ns": ""}}
+    ids = []
+    for new in ({"big": "1"}, {}):
+        cp = empty_checkpoint()
+        cp["id"] = str(uuid6())
+        cp["channel_values"] = {"big": big}
+        cp["channel_versions"] = {"big": "1"}
+        parent = saver.put(parent, cp, {}, new)
+        ids.append(cp["id"])
+    sizes = cli.checkpoint_sizes(saver, "sized")
+    holder, referrer = sizes[("", ids[0])], sizes[("", ids[1])]
+    assert holder > 20_000 and abs(holder - referrer) < 200, sizes
+    saver.close()

@@ -849,8 +849,9 @@ def checkpoint_sizes(
     """Stored bytes per checkpoint of a thread: ``{(ns, checkpoint_id): bytes}``.
 
     A checkpoint's size is its item, its writes items, and every payload it
-    references (blob items, S3 objects); a payload shared by several
-    checkpoints (an unchanged large channel) counts in each.
+    references (a value held by the checkpoint that introduced it, blob items,
+    S3 objects); a payload shared by several checkpoints (an unchanged large
+    channel) counts in each.
     """
     prefix = schema.ns_prefix(checkpoint_ns) if checkpoint_ns is not None else None
     items, blobs, objects = _value_sizes(
@@ -860,6 +861,11 @@ def checkpoint_sizes(
         _s3_thread(saver, thread_id),
     )
     sizes: dict[tuple[str, str], int] = {}
+    holders: dict[tuple[str, str], Any] = {}
+    for it in items:
+        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        if kind == schema.CHECKPOINT_ITEM:
+            holders[(ns, cid)] = it
     for it in items:
         ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
         if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
@@ -881,7 +887,14 @@ def checkpoint_sizes(
                 continue
             version = av["M"]["v"]["S"]
             blob_key = schema.blob_sk(ns, channel, version)
-            if blob_key in blobs:
+            # A value held by the checkpoint that introduced it counts here too.
+            holder = (
+                holders.get((ns, av["M"].get("c", {}).get("S", ""))) if av["M"]["l"]["S"] == "c" else None
+            )
+            held = (holder or {}).get(ATTR.VALUES, {}).get("M", {}).get(channel, {}).get("B")
+            if isinstance(held, bytes):
+                total += len(held)
+            elif blob_key in blobs:
                 total += blobs[blob_key]
             else:
                 total += objects.get(saver.value_s3_key(thread_id, ns, channel, version), 0)

@@ -574,13 +574,13 @@ class ExtendedSaver(CoreSaver):
                 version = ref["v"]["S"]
                 if holder in keep or (ns, channel, version) in done:
                     continue
-                done.add((ns, channel, version))
                 if schema.blob_sk(ns, channel, version) in thread.blobs:
                     continue  # re-homed by an earlier, interrupted prune
                 held = thread.checkpoints.get(holder)
                 packed = _held_value(held, channel) if held is not None else None
                 if packed is None:
                     continue  # already gone (or in S3): nothing left to move
+                done.add((ns, channel, version))
                 big = self.bucket_name is not None and len(packed) > self.s3_threshold
                 self._stage_value(
                     thread.thread_id,

@@ -145,7 +145,7 @@ def _oracle(name: str, durability: str) -> tuple[Any, Counter[str]]:
     scenario = SCENARIOS[name]
     tracker = Tracker()
     saver = InMemorySaver()
-    graph = scenario.build().compile(checkpointer=saver)
+    graph = scenario.graph(durability).compile(checkpointer=saver)
     config = {**cfg("oracle"), "callbacks": [tracker]}
     for step in scenario.steps:
         graph.invoke(step, config, durability=durability)
@@ -167,7 +167,7 @@ def check_outcome(r: Runner, scenario: Scenario, thread: str, tracker: Tracker, 
     """Final state equals the oracle's; no saved task ran again; every checkpoint decodes."""
     want, _ = oracle(scenario.name, durability)
     saver = r.fresh_saver()
-    graph = scenario.build().compile(checkpointer=saver)
+    graph = scenario.graph(durability).compile(checkpointer=saver)
     state = r.h.get_state(graph, cfg(thread))
     assert not state.next and not state.tasks, f"thread not finished: next={state.next} tasks={state.tasks}"
     assert state.values == want, "final state differs from the fault-free run"

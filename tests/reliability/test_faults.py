@@ -94,7 +94,7 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
         # How many eligible requests does a fault-free run make?
         probe = FaultInjector(seed, rate=0.0, ops=ops).attach_saver(r.saver)
         t0 = Tracker()
-        graph0 = scenario.build().compile(checkpointer=t0.wrap(r.saver))
+        graph0 = scenario.graph(durability).compile(checkpointer=t0.wrap(r.saver))
         run_to_completion(r, graph0, new_thread(), scenario, tracker=t0, injector=probe, durability=durability)
         n = probe.sends
         probe.enabled = False
@@ -107,7 +107,7 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
     kinds = tuple(rng.sample(SEND_KINDS, rng.randint(1, len(SEND_KINDS))))
     inj = FaultInjector(seed, kinds=kinds, ops=ops, fail_at=fail_at).attach_saver(r.saver)
     tracker = Tracker()
-    graph = scenario.build().compile(checkpointer=tracker.wrap(r.saver))
+    graph = scenario.graph(durability).compile(checkpointer=tracker.wrap(r.saver))
     thread = new_thread()
     context = f"seed={seed} variant={variant} scenario={scenario.name} durability={durability} fail_at={sorted(fail_at)}"
     errors = run_to_completion(r, graph, thread, scenario, tracker=tracker, injector=inj, durability=durability)

@@ -145,15 +145,36 @@ class Scenario:
     #: HTTP requests of a fault-free run (at least; measured on the fault
     #: test savers): planned faults are placed below this index.
     requests: int = 10
+    #: The same graph for ``durability="async"`` runs, when ``build`` joins
+    #: parallel branches with a barrier edge: LangGraph 1.2 stores a barrier's
+    #: live set from the background save, so a stored checkpoint can show the
+    #: *next* superstep's barrier state, and resuming from it computes the
+    #: wrong tasks, whatever the saver (strict xfail
+    #: ``test_concurrency.test_async_durability_stores_live_barrier_state``).
+    #: Soak runs found it here once saves became fast enough to lag less
+    #: predictably; the fault tests must test the saver, not that bug.
+    build_async: Callable[[], StateGraph] | None = None
+
+    def graph(self, durability: str = "sync") -> StateGraph:
+        """The graph to run with ``durability``."""
+        if durability == "async" and self.build_async is not None:
+            return self.build_async()
+        return self.build()
 
 
-def _parallel() -> StateGraph:
+def _parallel(barrier: bool = True) -> StateGraph:
     FAIL["b"] = False  # the shared graph's failure switch: never fail here
-    return parallel_graph()
+    return parallel_graph(barrier=barrier)
 
 
 SCENARIOS: dict[str, Scenario] = {
-    "parallel": Scenario("parallel", _parallel, ({"log": []}, {"log": ["again"]}), requests=18),
+    "parallel": Scenario(
+        "parallel",
+        _parallel,
+        ({"log": []}, {"log": ["again"]}),
+        requests=18,
+        build_async=lambda: _parallel(barrier=False),
+    ),
     "chat-delta-subgraph": Scenario(
         "chat-delta-subgraph",
         lambda: chat_graph(delta=True, subgraph=True),
@@ -167,7 +188,11 @@ SCENARIOS: dict[str, Scenario] = {
         requests=13,
     ),
     "fanout": Scenario(
-        "fanout", lambda: fanout_graph(width=3, rounds=2, size=700), ({"items": []},), requests=24
+        "fanout",
+        lambda: fanout_graph(width=3, rounds=2, size=700),
+        ({"items": []},),
+        requests=24,
+        build_async=lambda: fanout_graph(width=3, rounds=2, size=700, barrier=False),
     ),
 }
 

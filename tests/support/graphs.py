@@ -55,8 +55,15 @@ class ParState(TypedDict, total=False):
 FAIL = {"b": True}
 
 
-def parallel_graph() -> StateGraph:
-    """Two parallel nodes; ``b`` fails while FAIL['b'] is set."""
+def parallel_graph(*, barrier: bool = True) -> StateGraph:
+    """Two parallel nodes; ``b`` fails while FAIL['b'] is set.
+
+    ``barrier``: ``join`` waits for both through one edge (a
+    ``NamedBarrierValue``); otherwise through one edge each (it still runs
+    once, in the next superstep). With ``durability="async"`` only the
+    latter is stored faithfully (an upstream LangGraph bug, see
+    ``tests/reliability/test_concurrency.py``).
+    """
 
     def a(state: ParState) -> dict[str, Any]:
         EXECUTIONS["a"] += 1
@@ -78,7 +85,11 @@ def parallel_graph() -> StateGraph:
     g.add_node("join", join)
     g.add_edge(START, "a")
     g.add_edge(START, "b")
-    g.add_edge(["a", "b"], "join")
+    if barrier:
+        g.add_edge(["a", "b"], "join")
+    else:
+        g.add_edge("a", "join")
+        g.add_edge("b", "join")
     g.add_edge("join", END)
     return g
 

@@ -372,7 +372,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         uploads: list[Call] = []
         blob_items: list[Item] = []
         movable: dict[str, int] = {}  # channels held here, by packed size
-        # Placements are remembered once the checkpoint is stored: a failed
+        # References are remembered once the checkpoint is stored: a failed
         # put must not leave the cache pointing at a value never written.
         learned: list[tuple[tuple[str, str, str, str], Placement]] = []
         for channel, version in body["channel_versions"].items():
@@ -412,7 +412,15 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 )
             vals[channel] = {"B": packed}
             movable[channel] = len(packed)
-            learned.append((key, ("inline", packed) if loc == "inline" else ("c", cid)))
+            if loc == "inline":
+                # Known at once: inline bytes point at nothing, so a put that
+                # starts before this one lands (durability="async") may copy
+                # them. It then stores the value as it was when this version
+                # was made, even if the live object has changed since (LangGraph's
+                # barrier channels mutate their set in place).
+                self._remember(key, ("inline", packed))
+            else:
+                learned.append((key, ("c", cid)))
 
         body_packed = self._pack(body)
         md = get_checkpoint_metadata(config, metadata)

@@ -139,6 +139,25 @@ def test_expired_thread_coming_back_starts_clean(store: dict[str, Any], fake_clo
     assert all(int(it.get("exp", {"N": "0"})["N"]) > clock.now() for it in thread_items(table, thread) if it["t"]["S"] in ("c", "w"))
 
 
+def test_a_copy_starts_its_own_lease(store: dict[str, Any], fake_clock: FakeClock) -> None:
+    """``copy_thread`` gives the copy a thread head of its own: the copy lives
+    a full TTL from the copy, although its items carry the source's stamps."""
+    saver, table = store["saver"], store["table_name"]
+    source, target = new_thread(), new_thread()
+    graph = chat(saver, source, range(3))
+    want = graph.get_state(cfg(source)).values
+    fake_clock.advance(TTL * 0.9)
+    saver.copy_thread(source, target)
+    fake_clock.advance(TTL * 0.5)  # the source has expired; the copy has not
+    fresh = DynamoDBSaver(table_name=table, bucket_name=store["bucket_name"], ttl=TTL)
+    assert fresh.get_tuple(cfg(source)) is None
+    assert chat_graph(delta=True, snapshot_frequency=2).compile(checkpointer=fresh).get_state(cfg(target)).values == want
+    # When the copy's own head expires, the reaper takes the whole copy.
+    fake_clock.advance(TTL * 2)
+    handler("reaper")(simulate_ttl(table), None)
+    assert thread_items(table, target) == [] and fresh.get_tuple(cfg(target)) is None
+
+
 def test_purge_expired_without_streams(store: dict[str, Any], fake_clock: FakeClock) -> None:
     saver, table = store["saver"], store["table_name"]
     a, b = new_thread(), new_thread()

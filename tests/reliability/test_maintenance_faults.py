@@ -16,6 +16,7 @@ as a *different* state, not as an error.
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -183,14 +184,14 @@ def test_interrupted_maintenance_never_changes_a_readable_checkpoint(
 
 
 def _kth_batch_write(k: int, torn: bool, client: Any, table: str) -> Any:
-    seen = 0
+    # Chunks of one phase are sent from several threads at once: count with
+    # itertools.count, whose next() is atomic, so exactly one call is the k-th.
+    seen = itertools.count()
 
     def pred(name: str, params: dict[str, Any]) -> bool:
-        nonlocal seen
         if name != "BatchWriteItem":
             return False
-        seen += 1
-        if seen - 1 != k:
+        if next(seen) != k:
             return False
         if torn:
             reqs = params["RequestItems"][table]

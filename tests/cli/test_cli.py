@@ -547,8 +547,7 @@ def test_sizes_count_values_held_by_an_earlier_checkpoint(moto_endpoint: str, na
     """A checkpoint that references a large value held by its parent is as big as the parent."""
     import base64
 
-    from langgraph.checkpoint.base import empty_checkpoint
-    from langgraph.checkpoint.base.id import uuid6
+    from tests.support.harness import checkpoint_of
 
     saver = DynamoDBSaver(table_name=names["table_name"])
     saver.setup()
@@ -556,10 +555,7 @@ def test_sizes_count_values_held_by_an_earlier_checkpoint(moto_endpoint: str, na
     parent: Any = {"configurable": {"thread_id": "sized", "checkpoint_ns": ""}}
     ids = []
     for new in ({"big": "1"}, {}):
-        cp = empty_checkpoint()
-        cp["id"] = str(uuid6())
-        cp["channel_values"] = {"big": big}
-        cp["channel_versions"] = {"big": "1"}
+        cp = checkpoint_of({"big": big})
         parent = saver.put(parent, cp, {}, new)
         ids.append(cp["id"])
     sizes = cli.checkpoint_sizes(saver, "sized")

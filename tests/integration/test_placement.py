@@ -17,8 +17,7 @@ import boto3
 import pytest
 
 from langgraph.checkpoint.dynamodb import MissingPayloadError, schema
-from tests.integration.test_requests import _checkpoint
-from tests.support.harness import Harness, cfg, new_thread, scan_table
+from tests.support.harness import Harness, cfg, checkpoint_of, new_thread, scan_table
 
 #: Writer thresholds: 6 KB values are held in checkpoint items, even with a bucket.
 WRITER = {"inline_threshold": 1024, "s3_threshold": 64 * 1024}
@@ -55,7 +54,7 @@ def _build(harness: Harness, saver: Any, thread: str, big: str, steps: int = 4) 
     configs = []
     parent = cfg(thread)
     for step in range(1, steps + 1):
-        cp = _checkpoint({"big": big, "n": step}, {"big": "1", "n": str(step)})
+        cp = checkpoint_of({"big": big, "n": step}, {"big": "1", "n": str(step)})
         new = {"big": "1", "n": str(step)} if step == 1 else {"n": str(step)}
         parent = harness.call("put", parent, cp, {"step": step}, new, saver=saver)
         configs.append(parent)
@@ -115,7 +114,7 @@ def _prune_rehomes(harness: Harness, rehome_to: str) -> None:
         assert harness.call("get_tuple", latest, saver=reader).checkpoint["channel_values"] == {"big": big, "n": 4}
     # A writer that still believes the holder exists keeps working: its new
     # checkpoint references the holder, and readers find the re-homed value.
-    nxt = harness.call("put", latest, _checkpoint({"big": big, "n": 5}, {"big": "1", "n": "5"}), {}, {"n": "5"}, saver=saver)
+    nxt = harness.call("put", latest, checkpoint_of({"big": big, "n": 5}, {"big": "1", "n": "5"}), {}, {"n": "5"}, saver=saver)
     assert harness.call("get_tuple", nxt, saver=pruner).checkpoint["channel_values"] == {"big": big, "n": 5}
     # A copy takes the re-homed value along.
     target = new_thread()
@@ -150,7 +149,7 @@ def test_an_item_over_the_limit_moves_its_largest_values_out(harness: Harness) -
     saver = _saver(harness, s3_threshold=400 * 1024) if harness.bucket_name else _saver(harness)
     thread = new_thread()
     values = {f"c{i}": _value(10 + i, 120_000) for i in range(4)}  # ~120 KB packed each
-    stored = harness.call("put", cfg(thread), _checkpoint(values), {}, {k: "1" for k in values}, saver=saver)
+    stored = harness.call("put", cfg(thread), checkpoint_of(values), {}, {k: "1" for k in values}, saver=saver)
     item = next(it for it in _thread_items(harness, thread) if it["t"]["S"] == schema.CHECKPOINT_ITEM)
     held = [ch for ch, av in item["vals"]["M"].items() if "B" in av]
     assert 1 <= len(held) < len(values)
@@ -165,7 +164,7 @@ def test_putting_the_same_checkpoint_again_never_references_itself(harness: Harn
     saver = _saver(harness)
     thread = new_thread()
     big = _value(21)
-    cp = _checkpoint({"big": big}, {"big": "1"})
+    cp = checkpoint_of({"big": big}, {"big": "1"})
     stored = harness.call("put", cfg(thread), cp, {}, {"big": "1"}, saver=saver)
     again = harness.call("put", cfg(thread), cp, {}, {}, saver=saver)
     assert again == stored

@@ -30,8 +30,6 @@ import zlib
 from typing import Annotated, Any
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
@@ -40,7 +38,16 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.dynamodb import schema
 from tests.reliability.workloads import _text
 from tests.support.graphs import chat_graph
-from tests.support.harness import ENCRYPTION_KEY, Harness, LoopThread, cfg, new_thread, s3_objects, scan_table
+from tests.support.harness import (
+    ENCRYPTION_KEY,
+    Harness,
+    LoopThread,
+    cfg,
+    checkpoint_of,
+    new_thread,
+    s3_objects,
+    scan_table,
+)
 
 MARKER = "SeCrEt-MaRkEr-7f3a"
 
@@ -94,19 +101,11 @@ def _run_secret_workload(h: Harness, saver: Any) -> str:
     # references it: re-homed to a blob item, and encrypted there too.
     kept = thread + "-rehomed"
     doc = f"{MARKER} document " + _text("d", 600)
-    parent = h.call("put", cfg(kept), _checkpoint({"doc": doc}), {"note": MARKER}, {"doc": "1"}, saver=saver)
-    child = h.call("put", parent, _checkpoint({"doc": doc}), {"note": MARKER}, {}, saver=saver)
+    parent = h.call("put", cfg(kept), checkpoint_of({"doc": doc}), {"note": MARKER}, {"doc": "1"}, saver=saver)
+    child = h.call("put", parent, checkpoint_of({"doc": doc}), {"note": MARKER}, {}, saver=saver)
     assert h.call("prune", [kept], saver=saver).values_rehomed == 1
     assert h.call("get_tuple", child, saver=saver).checkpoint["channel_values"] == {"doc": doc}
     return thread
-
-
-def _checkpoint(values: dict[str, Any]) -> Any:
-    cp = empty_checkpoint()
-    cp["id"] = str(uuid6())
-    cp["channel_values"] = values
-    cp["channel_versions"] = {k: "1" for k in values}
-    return cp
 
 
 def _strings_and_blobs(av: Any) -> tuple[list[str], list[bytes]]:

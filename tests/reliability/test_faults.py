@@ -25,7 +25,7 @@ import pytest
 from tests.reliability.driver import Runner, check_outcome, oracle, run_to_completion
 from tests.reliability.workloads import SCENARIOS, SOAK, Tracker, cases
 from tests.support.faults import ALL_KINDS, SEND_KINDS, FaultInjector
-from tests.support.harness import Harness, LoopThread, new_thread
+from tests.support.harness import Harness, LoopThread, checkpoint_of, new_thread
 
 VARIANTS = ("sync", "async", "sync-s3", "async-s3-encrypted")
 
@@ -156,17 +156,6 @@ def test_faults_per_request_type(make_runner, op: str, seed: int) -> None:  # ty
 # ------------------------------------------------------------ batch requests
 
 
-def _cp(values: dict[str, object], versions: dict[str, str]) -> dict[str, object]:
-    from langgraph.checkpoint.base import empty_checkpoint
-    from langgraph.checkpoint.base.id import uuid6
-
-    cp = empty_checkpoint()
-    cp["id"] = str(uuid6())
-    cp["channel_values"] = values
-    cp["channel_versions"] = versions
-    return cp  # type: ignore[return-value]
-
-
 def _incompressible(seed: int, n: int) -> str:
     import base64
 
@@ -182,7 +171,7 @@ def test_batch_write_faults_on_an_oversized_put(make_runner, variant: str, kind:
     r = make_runner(variant, max_attempts=0)
     h, thread = r.h, new_thread()
     values = {f"c{i}": _incompressible(i, 120_000) for i in range(4)}  # ~480 KB packed in all
-    cp = _cp(values, {k: "1" for k in values})
+    cp = checkpoint_of(values, {k: "1" for k in values})
     kinds = ("server", "reset", "lost") if kind == "surfaced" else ("partial",)
     inj = FaultInjector(7, rate=1.0, kinds=kinds, ops=frozenset({"BatchWriteItem"}), max_faults=1).attach_saver(r.saver)
     if kind == "surfaced":
@@ -207,7 +196,7 @@ def test_batch_get_faults_on_a_cold_read(make_runner, variant: str, kind: str) -
     parent: dict[str, object] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     for step in range(1, 14):
         new = {"doc": "1", "n": str(step)} if step == 1 else {"n": str(step)}
-        parent = h.call("put", parent, _cp({"doc": doc, "n": step}, {"doc": "1", "n": str(step)}), {}, new, saver=r.saver)
+        parent = h.call("put", parent, checkpoint_of({"doc": doc, "n": step}, {"doc": "1", "n": str(step)}), {}, new, saver=r.saver)
     cold = r.fresh_saver() if kind == "partial" else h.make_saver(**{**r.overrides, "max_attempts": 0})
     if kind == "surfaced":
         r._extra.append(cold)

@@ -161,6 +161,18 @@ class Harness:
         return self.loop.run(graph.aupdate_state(config, values, **kwargs))
 
 
+def checkpoint_of(values: dict[str, Any], versions: dict[str, str] | None = None) -> Any:
+    """A checkpoint with a fresh id, these channel values and versions (``"1"`` each by default)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    cp = empty_checkpoint()
+    cp["id"] = str(uuid6(clock_seq=-1))
+    cp["channel_values"] = values
+    cp["channel_versions"] = versions if versions is not None else {k: "1" for k in values}
+    return cp
+
+
 def new_thread() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

@@ -47,6 +47,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
 from tests.reliability.workloads import SOAK, session_kw
+from tests.support.harness import shared_store
 
 # ------------------------------------------------------------ strategies
 
@@ -448,10 +449,7 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
 
 @pytest.fixture(scope="module")
 def diff_store(moto_endpoint: str) -> dict[str, str]:
-    suffix = uuid.uuid4().hex[:10]
-    names = {"table_name": f"diff-{suffix}", "bucket_name": f"diff-{suffix}"}
-    DynamoDBSaver(**names).setup()
-    return names
+    return shared_store("diff")
 
 
 #: Examples per configuration in CI (soak: 100 each, 30 steps).

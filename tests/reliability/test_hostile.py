@@ -24,7 +24,6 @@ import json
 import pickle
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from langgraph.checkpoint.dynamodb import (
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from tests.reliability.workloads import _text, session_kw
 from tests.support.faults import FaultInjector
-from tests.support.harness import cfg, env_for_subprocess, new_thread, scan_table
+from tests.support.harness import cfg, env_for_subprocess, new_thread, scan_table, shared_store
 
 ATTR = schema.ATTR
 
@@ -62,10 +61,7 @@ def _ckpt(values: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def store(moto_endpoint: str) -> dict[str, str]:
     """One table and bucket for the module (every test uses fresh thread ids)."""
-    suffix = uuid.uuid4().hex[:10]
-    names = {"table_name": f"hostile-{suffix}", "bucket_name": f"hostile-{suffix}"}
-    DynamoDBSaver(**names).setup()
-    return names
+    return shared_store("hostile")
 
 
 @pytest.fixture

@@ -173,6 +173,14 @@ def checkpoint_of(values: dict[str, Any], versions: dict[str, str] | None = None
     return cp
 
 
+def shared_store(prefix: str) -> dict[str, str]:
+    """A new table and bucket, set up, for a module whose tests all use fresh thread ids."""
+    suffix = uuid.uuid4().hex[:10]
+    names = {"table_name": f"{prefix}-{suffix}", "bucket_name": f"{prefix}-{suffix}"}
+    DynamoDBSaver(**names).setup()
+    return names
+
+
 def new_thread() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

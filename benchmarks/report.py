@@ -323,7 +323,7 @@ def _cost_section(res: dict[str, Any], generated: str) -> str:
 
 
 def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-    """The DESIGN.md section 5 targets with verdicts; also returns (target, verdict) pairs."""
+    """The docs/architecture.md §5 targets with verdicts; also returns (target, verdict) pairs."""
     rows: list[list[str]] = []
     verdicts: list[tuple[str, str]] = []
 
@@ -531,7 +531,7 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
             "not met" if heavy else "met",
             measured,
         )
-    table = _table(["target (DESIGN.md §5)", "verdict", "measured", "why / what would close it"], rows)
+    table = _table(["target (architecture §5)", "verdict", "measured", "why / what would close it"], rows)
     return table, verdicts
 
 
@@ -843,7 +843,7 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         "",
         _headline(res),
         "",
-        f"## Targets (DESIGN.md section 5): {met} of {len(verdicts)} met",
+        f"## Targets (docs/architecture.md §5): {met} of {len(verdicts)} met",
         "",
         targets,
         "",

@@ -1,4 +1,4 @@
-"""Contract details other savers get wrong (DESIGN.md section 2), per saver variant."""
+"""Contract details other savers get wrong (docs/architecture.md §2), per saver variant."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Requests per operation, counted exactly with botocore event hooks (DESIGN.md section 5)."""
+"""Requests per operation, counted exactly with botocore event hooks (docs/architecture.md §5)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
 
 
 def test_put_and_get_of_a_new_mid_size_value_are_one_request_each(harness: Harness) -> None:
-    """DESIGN.md section 5 with default thresholds: a 20 KB value changing every step
+    """docs/architecture.md §5 with default thresholds: a 20 KB value changing every step
     (a growing message list) costs one PutItem to write and one Query to read back."""
     saver = harness.make_saver(s3_threshold=64 * 1024)
     harness.attach_counter(saver)

@@ -125,10 +125,9 @@ def _matching(statements: list[dict[str, Any]], req: Request) -> list[int]:
     """Indexes of the Allow statements that authorize ``req``."""
     out = []
     for i, stmt in enumerate(statements):
-        resources = stmt["Resource"] if isinstance(stmt["Resource"], list) else [stmt["Resource"]]
         if (
             req.action in stmt["Action"]
-            and any(fnmatch.fnmatchcase(req.resource, flatten(r)) for r in resources)
+            and any(fnmatch.fnmatchcase(req.resource, flatten(r)) for r in _resources(stmt))
             and _condition_holds(stmt.get("Condition", {}), req)
         ):
             out.append(i)
@@ -141,9 +140,13 @@ def _data_statements(synth: Any, role: str) -> list[dict[str, Any]]:
         s
         for s in synth.role_statements(REF, f"CheckpointStore{role}Role")
         if s["Action"][0].split(":")[0] in ("dynamodb", "s3")
-        and s["Resource"] != "*"
-        and "StreamArn" not in flatten(s["Resource"])
+        and not [r for r in _resources(s) if r == "*" or "StreamArn" in flatten(r)]
     ]
+
+
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    res = statement["Resource"]
+    return res if isinstance(res, list) else [res]
 
 
 def _check_role(synth: Any, role: str, requests: list[Request]) -> None:

@@ -321,3 +321,13 @@ def test_no_wildcards_beyond_indexes_and_object_prefixes(reference, reference_km
                                 actions
                             )
     assert checked > 50
+
+
+def test_no_role_reads_or_purges_old_object_versions(reference, reference_kms, custom) -> None:
+    """Deleted payloads live on as noncurrent versions (for restores): no grant reaches them."""
+    for synth in (reference, reference_kms, custom):
+        for stack in synth.templates:
+            for pid, policy in synth.resources(stack, "AWS::IAM::Policy").items():
+                for stmt in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    actions = [stmt["Action"]] if isinstance(stmt["Action"], str) else stmt["Action"]
+                    assert not [a for a in actions if "Version" in a or "Lifecycle" in a], (pid, actions)

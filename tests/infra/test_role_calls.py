@@ -232,7 +232,8 @@ def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
         monkeypatch.setattr(handlers, "_saver", saver)
 
     yield {"recorder": recorder, "use": use_function_environment, **names}
-    handlers._saver = None
+    if handlers._saver is not None:
+        handlers._saver.close()  # monkeypatch then puts the module's cache back
 
 
 def _rehomed_to_s3(requests: list[Request]) -> bool:

@@ -143,7 +143,13 @@ class LangGraphCheckpointStack(Stack):
             description="Execution role of the example LangGraph agent",
         )
         log_group = logs.LogGroup(
-            self, "AgentLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=removal_policy
+            self,
+            "AgentLogs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=removal_policy,
+            # The agent's logs get the store's customer key, like the maintenance
+            # functions' (the store has let CloudWatch Logs use it).
+            encryption_key=self.store.logs_key(),
         )
         # The store's saver environment: the agent and the maintenance jobs
         # then agree on table, bucket, prefix, TTL and thread tracking.

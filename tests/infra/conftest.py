@@ -86,7 +86,9 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
     ``ReadWriteRole`` (grant_read_write), ``ReadRole`` (grant_read),
     ``TenantRole`` (grant_tenant_read_write with ``acme-``), ``OperatorRole``
     (grant_maintenance). Stack ``NoBucket``: a DynamoDB-only store with
-    thread tracking, no idle deletion, and a ``ReadWriteRole``.
+    thread tracking, no idle deletion, and a ``ReadWriteRole``. Stack
+    ``Unversioned``: an unversioned bucket, an imported customer key, no
+    reserved concurrency, no reaper.
     """
     from aws_cdk import App, Duration, RemovalPolicy, Stack, Validations
     from aws_cdk import aws_events as events
@@ -141,6 +143,22 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         lambda_code_dir=fake_lambdas,
     )
     plain.grant_read_write(iam.Role(nobucket, "ReadWriteRole", assumed_by=principal))
+
+    unversioned = Stack(app, "Unversioned")
+    imported_key = kms.Key.from_key_arn(
+        unversioned,
+        "ImportedKey",
+        "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555",
+    )
+    CheckpointStore(
+        unversioned,
+        "Store",
+        versioned=False,
+        kms_key=imported_key,
+        reserved_concurrency=None,
+        enable_reaper=False,
+        lambda_code_dir=fake_lambdas,
+    )
 
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     synth = synthesize(app, outdir)

@@ -53,10 +53,40 @@ def test_bucket_is_private_encrypted_and_logged(reference) -> None:
                 "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
                 "Id": "AbortIncompleteMultipartUploads",
                 "Status": "Enabled",
-            }
+            },
+            _noncurrent_rule(35),
         ]
     }
+
+
+def _noncurrent_rule(days: int) -> dict:
+    return {
+        # Delete markers left once their noncurrent versions expired go too.
+        "ExpiredObjectDeleteMarker": True,
+        "Id": "ExpireNoncurrentVersions",
+        "NoncurrentVersionExpiration": {"NoncurrentDays": days},
+        "Status": "Enabled",
+    }
+
+
+def test_bucket_is_versioned_for_point_in_time_restores_by_default(reference, reference_kms) -> None:
+    """The table has PITR (35 days): deleted payloads stay restorable as long as a restore can reach back."""
+    for synth in (reference, reference_kms):
+        resources = synth.templates[REF]["Resources"]
+        assert resources["CheckpointStoreTable"]["Properties"]["PointInTimeRecoverySpecification"] == {
+            "PointInTimeRecoveryEnabled": True
+        }
+        props = resources["CheckpointStoreBucket"]["Properties"]
+        assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+        assert _noncurrent_rule(35) in props["LifecycleConfiguration"]["Rules"]
+        # The access-log bucket is not a restore source: unversioned.
+        assert "VersioningConfiguration" not in resources["CheckpointStoreAccessLogBucket"]["Properties"]
+
+
+def test_unversioned_bucket_on_request(custom) -> None:
+    props = custom.templates["Unversioned"]["Resources"]["StoreBucket"]["Properties"]
     assert "VersioningConfiguration" not in props
+    assert [r["Id"] for r in props["LifecycleConfiguration"]["Rules"]] == ["AbortIncompleteMultipartUploads"]
 
 
 def test_bucket_policy_denies_plain_http(reference) -> None:
@@ -128,11 +158,7 @@ def test_versioning_option_adds_noncurrent_expiry(custom) -> None:
             "Id": "AbortIncompleteMultipartUploads",
             "Status": "Enabled",
         },
-        "ExpireNoncurrentVersions": {
-            "Id": "ExpireNoncurrentVersions",
-            "NoncurrentVersionExpiration": {"NoncurrentDays": 7},
-            "Status": "Enabled",
-        },
+        "ExpireNoncurrentVersions": _noncurrent_rule(7),
     }
     assert bucket["DeletionPolicy"] == "Delete"
     assert _bucket_policy(custom, "Custom", "StoreBucket") == [_tls_deny("StoreBucket")]

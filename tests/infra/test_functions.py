@@ -234,6 +234,7 @@ def test_alarms(reference) -> None:
     alarms = _alarms(reference, REF)
     assert sorted(alarms) == sorted(
         [f"CheckpointStore{n}ErrorsAlarm" for n in FUNCTIONS]
+        + [f"CheckpointStore{n}ThrottlesAlarm" for n in FUNCTIONS]
         + [f"CheckpointStore{n}DlqDepthAlarm" for n in FUNCTIONS]
         + [
             "CheckpointStoreReaperIteratorAgeAlarm",
@@ -259,6 +260,15 @@ def test_alarms(reference) -> None:
         )
         assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn_id}}]
         assert (errors["Threshold"], errors["Period"]) == (1, 300)
+    for name in FUNCTIONS:
+        throttles = alarms[f"CheckpointStore{name}ThrottlesAlarm"]
+        assert (throttles["Namespace"], throttles["MetricName"], throttles["Statistic"]) == (
+            "AWS/Lambda",
+            "Throttles",
+            "Sum",
+        )
+        assert throttles["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn_ids[name]}}]
+        assert (throttles["Threshold"], throttles["Period"]) == (1, 300)
     for name in FUNCTIONS:
         dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{name}Dlq")
         depth = alarms[f"CheckpointStore{name}DlqDepthAlarm"]
@@ -307,10 +317,109 @@ def test_alarms(reference) -> None:
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:
     topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
     alarms = _alarms(custom, "Custom")
-    assert len(alarms) == 10  # no agent in this stack
+    assert len(alarms) == 13  # no agent in this stack
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": topic_id}]
         assert props["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_no_alarm_topic_means_alarms_without_actions(custom) -> None:
+    """Documented behaviour: without a topic the alarms exist (console, ``store.alarms``) with no action."""
+    alarms = _alarms(custom, "Unversioned")
+    assert sorted(alarms) == sorted(
+        f"Store{n}{kind}"
+        for n in ("Pruner", "OrphanSweeper")
+        for kind in ("ErrorsAlarm", "ThrottlesAlarm", "DlqDepthAlarm")
+    ) + sorted(["StoreTableReadThrottleAlarm", "StoreTableWriteThrottleAlarm", "StoreTableSystemErrorsAlarm"])
+    for props in alarms.values():
+        assert "AlarmActions" not in props and "OKActions" not in props
+
+
+def test_maintenance_functions_have_reserved_concurrency(reference, custom) -> None:
+    for name in FUNCTIONS:
+        _, fn = _fn(reference, REF, name)
+        assert fn["Properties"]["ReservedConcurrentExecutions"] == 1, name
+    # Agents are the application's to size.
+    _, agent = reference.one(REF, "AWS::Lambda::Function", "AgentFunction")
+    assert "ReservedConcurrentExecutions" not in agent["Properties"]
+    # Opting out (low account limits): the caps are the schedules and one reaper per shard.
+    for fn in custom.resources("Unversioned", "AWS::Lambda::Function").values():
+        assert "ReservedConcurrentExecutions" not in fn["Properties"]
+    _, esm = reference.one(REF, "AWS::Lambda::EventSourceMapping")
+    assert esm["Properties"]["ParallelizationFactor"] == 1
+
+
+def test_reserved_concurrency_is_validated(custom) -> None:
+    from aws_cdk import App, Stack
+
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+
+    with pytest.raises(ValueError, match="reserved_concurrency"):
+        CheckpointStore(Stack(App(), "S"), "Store", reserved_concurrency=0, lambda_code_dir=".")
+
+
+def test_dead_letter_queues_follow_the_removal_policy(reference, custom) -> None:
+    """Unread dead letters survive a stack deletion under RETAIN (the default)."""
+    for queue in reference.resources(REF, "AWS::SQS::Queue").values():
+        assert (queue["DeletionPolicy"], queue["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    for queue in custom.resources("Custom", "AWS::SQS::Queue").values():
+        assert (queue["DeletionPolicy"], queue["UpdateReplacePolicy"]) == ("Delete", "Delete")
+
+
+def test_log_groups_use_the_customer_key(reference, reference_kms) -> None:
+    assert not [
+        g for g in reference.resources(REF, "AWS::Logs::LogGroup").values() if "KmsKeyId" in g["Properties"]
+    ]
+    key_id, key = reference_kms.one(REF, "AWS::KMS::Key")
+    groups = reference_kms.resources(REF, "AWS::Logs::LogGroup")
+    assert len(groups) == 4  # three maintenance functions and the agent
+    for gid, group in groups.items():
+        assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}, gid
+    # The key policy lets CloudWatch Logs of this region use the key, for this account's log groups only.
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    (logs_stmt,) = [s for s in statements if s.get("Principal", {}).get("Service")]
+    assert logs_stmt == {
+        "Action": [
+            "kms:Decrypt",
+            "kms:DescribeKey",
+            "kms:Encrypt",
+            "kms:GenerateDataKey",
+            "kms:GenerateDataKeyWithoutPlaintext",
+            "kms:ReEncryptFrom",
+            "kms:ReEncryptTo",
+        ],
+        "Condition": {
+            "ArnLike": {
+                "kms:EncryptionContext:aws:logs:arn": {
+                    "Fn::Join": [
+                        "",
+                        [
+                            "arn:",
+                            {"Ref": "AWS::Partition"},
+                            ":logs:",
+                            {"Ref": "AWS::Region"},
+                            ":",
+                            {"Ref": "AWS::AccountId"},
+                            ":log-group:*",
+                        ],
+                    ]
+                }
+            }
+        },
+        "Effect": "Allow",
+        "Principal": {"Service": {"Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}},
+        "Resource": "*",
+    }
+    assert len(statements) == 2  # the account root statement CDK adds, and this one
+
+
+def test_imported_key_warns_about_its_key_policy(custom) -> None:
+    key_arn = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+    for group in custom.resources("Unversioned", "AWS::Logs::LogGroup").values():
+        assert group["Properties"]["KmsKeyId"] == key_arn
+    stack = custom.app.synth().get_stack_by_name(custom.stacks["Unversioned"].stack_name)
+    warnings = [m.entry.data for m in stack.messages if m.level.value == "WARNING"]
+    assert [w for w in warnings if "key policy must allow the CloudWatch Logs service" in str(w)], warnings
 
 
 def test_bucketless_store_has_no_sweeper_and_no_bucket_env(custom) -> None:

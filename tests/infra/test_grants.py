@@ -111,25 +111,150 @@ def _scan(table: str) -> dict:
 
 
 def test_grant_maintenance_statements(custom) -> None:
-    """Read/write plus Scan (the pruner's and purge's page walks), for jobs and operators."""
+    """Read/write plus Scan (the CLI's listings, prune and purge), for operators."""
     assert custom.role_statements("Custom", "OperatorRole") == [
         *_expected("StoreTable", "StoreBucket", "ckpt/"),
         _scan("StoreTable"),
     ]
 
 
-def test_agent_and_maintenance_roles(reference) -> None:
+#: The lifecycle state item's partition key (``_lifecycle.STATE_PK``), spelled
+#: out: the cursor grant must name exactly the item no thread can be.
+STATE_PK = "|lifecycle"
+
+
+def _kms(key_id: str, *services: str) -> dict:
+    region = {"Ref": "AWS::Region"}
+    return {
+        "Action": ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"],
+        "Condition": {
+            "StringEquals": {"kms:ViaService": [_join(f"{s}.", region, ".amazonaws.com") for s in services]}
+        },
+        "Effect": "Allow",
+        "Resource": _arn(key_id),
+    }
+
+
+def _function_statements(
+    name: str, table: str, bucket: str, prefix: str, *, tracked: bool = False, key: str | None = None
+) -> list[dict]:
+    """Each function's table/bucket/key statements: what its code path calls, nothing else."""
+    objects = _join(_arn(bucket), f"/{prefix}*")
+    listing = {
+        "Action": ["s3:ListBucket"],
+        "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+        "Effect": "Allow",
+        "Resource": _arn(bucket),
+    }
+    cursor = {
+        "Action": ["dynamodb:GetItem", "dynamodb:PutItem"],
+        "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [STATE_PK]}},
+        "Effect": "Allow",
+        "Resource": _arn(table),
+    }
+    if name == "pruner":
+        scanned = _join(_arn(table), "/index/threads-index") if tracked else _arn(table)
+        out = [
+            {
+                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query"],
+                "Effect": "Allow",
+                "Resource": _arn(table),
+            },
+            {"Action": ["dynamodb:Scan"], "Effect": "Allow", "Resource": scanned},
+            cursor,
+            {"Action": ["s3:DeleteObject", "s3:PutObject"], "Effect": "Allow", "Resource": objects},
+            listing,
+        ]
+        kms = ("dynamodb", "s3")
+    elif name == "reaper":
+        out = [
+            {
+                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query"],
+                "Effect": "Allow",
+                "Resource": _arn(table),
+            },
+            {"Action": ["s3:DeleteObject", "s3:PutObject"], "Effect": "Allow", "Resource": objects},
+            listing,
+        ]
+        kms = ("dynamodb", "s3")
+    else:
+        out = [
+            {"Action": ["dynamodb:Query"], "Effect": "Allow", "Resource": _arn(table)},
+            cursor,
+            {"Action": ["s3:DeleteObject"], "Effect": "Allow", "Resource": objects},
+            listing,
+        ]
+        kms = ("dynamodb",)  # it writes its cursor item; listing and deleting objects need no key
+    return [*out, *([_kms(key, *kms)] if key else [])]
+
+
+def _role_parts(synth, stack: str, role: str, prefix: str) -> tuple[list[dict], dict[str, list[dict]]]:
+    """(table/bucket/key statements, the rest by service) of a maintenance role."""
+    data, other = [], {}
+    for stmt in synth.role_statements(stack, f"{prefix}{role}Role"):
+        service = stmt["Action"][0].split(":")[0]
+        streams = service == "dynamodb" and (
+            stmt["Resource"] == "*" or stmt["Resource"] == {"Fn::GetAtt": [f"{prefix}Table", "StreamArn"]}
+        )
+        if service in ("logs", "sqs") or streams:
+            other.setdefault("stream" if streams else service, []).append(stmt)
+        else:
+            data.append(stmt)
+    return data, other
+
+
+FUNCTION_ROLES = {"pruner": "Pruner", "reaper": "Reaper", "orphan_sweeper": "OrphanSweeper"}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTION_ROLES))
+def test_maintenance_roles_get_only_what_their_code_path_calls(
+    reference, reference_kms, custom, name
+) -> None:
+    """Exact statements per role: the reaper has no Scan, the sweeper no item or object writes beyond
+    its cursor item, nobody an index Query, a GetObject or an agent's read/write set."""
+    role = FUNCTION_ROLES[name]
+    ref = ("CheckpointStoreTable", "CheckpointStoreBucket", "checkpoints/")
+    data, other = _role_parts(reference, REF, role, "CheckpointStore")
+    assert data == _function_statements(name, *ref)
+    key_id, _ = reference_kms.one(REF, "AWS::KMS::Key")
+    data, _ = _role_parts(reference_kms, REF, role, "CheckpointStore")
+    assert data == _function_statements(name, *ref, key=key_id)
+    # Threads tracked (a thread TTL): the pruner scans the threads index, not the table.
+    data, _ = _role_parts(custom, "Custom", role, "Store")
+    assert data == _function_statements(name, "StoreTable", "StoreBucket", "ckpt/", tracked=True)
+    # Besides: its own log group, its own DLQ, and (reaper) this table's stream.
+    log_group, _ = reference.one(REF, "AWS::Logs::LogGroup", f"CheckpointStore{role}Logs")
+    assert other["logs"] == [
+        {
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Effect": "Allow",
+            "Resource": _arn(log_group),
+        }
+    ]
+    dlq, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{role}Dlq")
+    assert [s["Resource"] for s in other["sqs"]] == [_arn(dlq)]
+    assert ("stream" in other) == (name == "reaper")
+    # The construct's own account of it agrees with the template.
+    store = reference.stores[REF]
+    assert [sorted(s.actions) for s in store.function_statements(name)] == [
+        s["Action"] for s in _function_statements(name, *ref)
+    ]
+
+
+def test_bucketless_maintenance_roles(custom) -> None:
+    for role in ("Pruner", "Reaper"):
+        data, _ = _role_parts(custom, "NoBucket", role, "Store")
+        assert not [s for s in data if s["Action"][0].startswith("s3:")], role
+    data, _ = _role_parts(custom, "NoBucket", "Pruner", "Store")
+    assert {
+        "Action": ["dynamodb:Scan"],
+        "Effect": "Allow",
+        "Resource": _join(_arn("StoreTable"), "/index/threads-index"),
+    } in data
+
+
+def test_agent_role(reference) -> None:
     rw = _expected("CheckpointStoreTable", "CheckpointStoreBucket", "checkpoints/")
-    for role in (
-        "CheckpointStorePrunerRole",
-        "CheckpointStoreOrphanSweeperRole",
-        "CheckpointStoreReaperRole",
-    ):
-        statements = reference.role_statements(REF, role)
-        # grant_maintenance: the read/write statements followed by Scan, contiguous.
-        start = statements.index(rw[0])
-        assert statements[start : start + len(rw) + 1] == [*rw, _scan("CheckpointStoreTable")], role
-        assert not [s for s in statements if s["Action"][0].startswith("kms:")]
     agent = reference.role_statements(REF, "AgentRole")
     (logs,) = [s for s in agent if s["Action"][0].startswith("logs:")]
     log_group, _ = reference.one(REF, "AWS::Logs::LogGroup", "AgentLogs")
@@ -140,6 +265,11 @@ def test_agent_and_maintenance_roles(reference) -> None:
     }
     # Agents get exactly read/write (never Scan).
     assert agent == [logs, *rw]
+
+
+def test_unknown_function_statements_are_refused(custom) -> None:
+    with pytest.raises(ValueError, match="maintenance function"):
+        custom.stores["Custom"].function_statements("agent")
 
 
 def test_customer_key_statement(reference_kms) -> None:
@@ -191,3 +321,13 @@ def test_no_wildcards_beyond_indexes_and_object_prefixes(reference, reference_km
                                 actions
                             )
     assert checked > 50
+
+
+def test_no_role_reads_or_purges_old_object_versions(reference, reference_kms, custom) -> None:
+    """Deleted payloads live on as noncurrent versions (for restores): no grant reaches them."""
+    for synth in (reference, reference_kms, custom):
+        for stack in synth.templates:
+            for pid, policy in synth.resources(stack, "AWS::IAM::Policy").items():
+                for stmt in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    actions = [stmt["Action"]] if isinstance(stmt["Action"], str) else stmt["Action"]
+                    assert not [a for a in actions if "Version" in a or "Lifecycle" in a], (pid, actions)

@@ -22,11 +22,15 @@ REFERENCE_ACKS = {
         "AwsSolutions-IAM5[Resource::*]",
         "LangGraphCheckpointStack/CheckpointStore/ReaperRole/DefaultPolicy/Resource",
     ),
-} | {
-    (finding, f"LangGraphCheckpointStack/{role}/DefaultPolicy/Resource")
-    for finding in (
+    # Only the agent queries the table's indexes (index/*); maintenance roles have no index wildcard.
+    (
         "AwsSolutions-IAM5[Resource::<CheckpointStoreTable.Arn>/index/*]",
+        "LangGraphCheckpointStack/AgentRole/DefaultPolicy/Resource",
+    ),
+} | {
+    (
         "AwsSolutions-IAM5[Resource::<CheckpointStoreBucket.Arn>/checkpoints/*]",
+        f"LangGraphCheckpointStack/{role}/DefaultPolicy/Resource",
     )
     for role in (
         "AgentRole",

@@ -19,12 +19,17 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
 )
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._store import (
+    CURSOR_ACTIONS,
     DYNAMODB_MAINTENANCE_ACTIONS,
     DYNAMODB_READ_ACTIONS,
     DYNAMODB_READ_WRITE_ACTIONS,
+    FUNCTION_DYNAMODB_ACTIONS,
+    FUNCTION_S3_ACTIONS,
     KMS_READ_ACTIONS,
     KMS_READ_WRITE_ACTIONS,
+    LOGS_KEY_ACTIONS,
     MAINTENANCE_HANDLERS,
+    PITR_WINDOW,
     S3_READ_ACTIONS,
     S3_READ_WRITE_ACTIONS,
     STREAM_READ_ACTIONS,
@@ -37,12 +42,17 @@ from langgraph.checkpoint.dynamodb.cdk._store import (
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
+    "CURSOR_ACTIONS",
     "DYNAMODB_MAINTENANCE_ACTIONS",
     "DYNAMODB_READ_ACTIONS",
     "DYNAMODB_READ_WRITE_ACTIONS",
+    "FUNCTION_DYNAMODB_ACTIONS",
+    "FUNCTION_S3_ACTIONS",
     "KMS_READ_ACTIONS",
     "KMS_READ_WRITE_ACTIONS",
+    "LOGS_KEY_ACTIONS",
     "MAINTENANCE_HANDLERS",
+    "PITR_WINDOW",
     "S3_READ_ACTIONS",
     "S3_READ_WRITE_ACTIONS",
     "STREAM_READ_ACTIONS",

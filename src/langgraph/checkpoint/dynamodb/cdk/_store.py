@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import (
+    Annotations,
+    ArnFormat,
     AssetHashType,
     BundlingOptions,
     DockerImage,
@@ -30,6 +32,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._lifecycle import STATE_PK
 from langgraph.checkpoint.dynamodb.cdk._bundling import (
     PipLocalBundling,
     asset_fingerprint,
@@ -40,12 +43,17 @@ from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
+    "CURSOR_ACTIONS",
     "DYNAMODB_MAINTENANCE_ACTIONS",
     "DYNAMODB_READ_ACTIONS",
     "DYNAMODB_READ_WRITE_ACTIONS",
+    "FUNCTION_DYNAMODB_ACTIONS",
+    "FUNCTION_S3_ACTIONS",
     "KMS_READ_ACTIONS",
     "KMS_READ_WRITE_ACTIONS",
+    "LOGS_KEY_ACTIONS",
     "MAINTENANCE_HANDLERS",
+    "PITR_WINDOW",
     "S3_READ_ACTIONS",
     "S3_READ_WRITE_ACTIONS",
     "STREAM_READ_ACTIONS",
@@ -73,12 +81,58 @@ DYNAMODB_READ_ACTIONS: tuple[str, ...] = ("dynamodb:BatchGetItem", "dynamodb:Get
 #: ``DeleteObjects`` (batch delete) is authorized as ``s3:DeleteObject``.
 S3_READ_WRITE_ACTIONS: tuple[str, ...] = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
-#: The maintenance jobs' extra: the pruner walks the table (or the sparse
-#: threads index when threads are tracked) page by page with ``Scan``, and
-#: ``purge_expired`` scans the threads index. Agents never scan.
+#: The operator's extra (``grant_maintenance``): the CLI lists threads and runs
+#: ``prune``/``purge_expired``, which walk the table or the threads index with
+#: ``Scan``. Agents never scan; of the functions only the pruner does.
 DYNAMODB_MAINTENANCE_ACTIONS: tuple[str, ...] = ("dynamodb:Scan",)
 KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
+#: What each maintenance function's code path issues, read from its handler
+#: down to the saver (``lambdas/<name>/handler.py`` -> ``_lifecycle`` ->
+#: ``_extended``/``_core``), as IAM actions on the table. Cursor actions
+#: (``GetItem``/``PutItem`` on the lifecycle state item, ``_read_cursor`` and
+#: ``_claim_cursor``) are granted apart, confined to that item's partition.
+#:
+#: * pruner: ``Scan`` (its page walk), ``Query`` (``_load_thread``),
+#:   ``BatchWriteItem`` (``_ordered_deletes``, and the blob items of values
+#:   ``_rehome_held_values`` moves out of a deleted checkpoint);
+#: * reaper: ``Query`` and ``BatchWriteItem``, as the pruner (``_op_reap_thread``
+#:   deletes and re-homes too), and no ``Scan``: it is handed its threads;
+#: * orphan sweeper: ``Query`` only (it reads which objects a thread
+#:   references); it never writes or deletes an item.
+FUNCTION_DYNAMODB_ACTIONS: Mapping[str, tuple[str, ...]] = {
+    "pruner": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan"),
+    "reaper": ("dynamodb:BatchWriteItem", "dynamodb:Query"),
+    "orphan_sweeper": ("dynamodb:Query",),
+}
+#: Object actions under the key prefix (plus ``s3:ListBucket`` on the prefix
+#: for all three). No function reads an object: pointers and version keys are
+#: in the items. ``PutObject`` is the re-homing of a held value too large for
+#: a blob item; ``DeleteObject`` authorizes ``DeleteObjects``.
+FUNCTION_S3_ACTIONS: Mapping[str, tuple[str, ...]] = {
+    "pruner": ("s3:DeleteObject", "s3:PutObject"),
+    "reaper": ("s3:DeleteObject", "s3:PutObject"),
+    "orphan_sweeper": ("s3:DeleteObject",),
+}
+#: The cursor items' actions (``_read_cursor``: ``GetItem``; ``_claim_cursor``:
+#: a conditional ``PutItem``), for the two functions that walk pages.
+CURSOR_ACTIONS: tuple[str, ...] = ("dynamodb:GetItem", "dynamodb:PutItem")
+#: Actions the CloudWatch Logs service needs on a customer key that encrypts
+#: log groups (the AWS-documented set, spelled out without wildcards).
+LOGS_KEY_ACTIONS: tuple[str, ...] = (
+    "kms:Decrypt",
+    "kms:DescribeKey",
+    "kms:Encrypt",
+    "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+)
+#: Default retention of noncurrent object versions: DynamoDB point-in-time
+#: recovery reaches back at most 35 days, so an object deleted at any moment
+#: a table restore can go back to is still there as a noncurrent version.
+PITR_WINDOW = Duration.days(35)
+
 #: What the Lambda service needs to poll a DynamoDB stream for the reaper.
 STREAM_READ_ACTIONS: tuple[str, ...] = (
     "dynamodb:DescribeStream",
@@ -188,13 +242,17 @@ class CheckpointStore(Construct):
       TTL on ``schema.TTL_ATTRIBUTE``, point-in-time recovery, KMS encryption
       (AWS managed key, or ``kms_key``), the stream;
     * the payload bucket (private, TLS only, encrypted, access-logged to a
-      separate log bucket, aborting incomplete multipart uploads) unless
-      ``bucket=False``;
+      separate log bucket, versioned with noncurrent versions kept as long as
+      the table's point-in-time recovery reaches back, aborting incomplete
+      multipart uploads) unless ``bucket=False``;
     * the maintenance Lambdas: ``pruner`` (EventBridge schedule), ``reaper``
       (stream consumer of TTL deletions of thread heads) and ``orphan_sweeper``
-      (daily), each with its own encrypted, TLS-only SQS dead-letter queue;
-    * CloudWatch alarms (Lambda errors, DLQ depth, table throttles and system
-      errors, reaper iterator age), optionally wired to an SNS topic;
+      (daily), each with its own role (only what its code path calls), log
+      group (encrypted with ``kms_key`` when given), reserved concurrency and
+      encrypted, TLS-only SQS dead-letter queue (kept under ``RETAIN``);
+    * CloudWatch alarms (Lambda errors and throttles, DLQ depth, table
+      throttles and system errors, reaper iterator age), wired to an SNS topic
+      when one is given (otherwise they exist with no action);
     * least-privilege grants: :meth:`grant_read_write`, :meth:`grant_read`,
       :meth:`grant_tenant_read_write`.
 
@@ -209,17 +267,26 @@ class CheckpointStore(Construct):
         bucket_name: Physical bucket name (default: generated).
         s3_key_prefix: Key prefix the savers write under (must end with ``/``);
             grants and the maintenance Lambdas use it.
-        removal_policy: For the table, buckets and log groups. ``RETAIN`` by
-            default: checkpoints are user data.
+        removal_policy: For the table, buckets, log groups and dead-letter
+            queues. ``RETAIN`` by default: checkpoints are user data, and dead
+            letters are the record of what maintenance failed to do.
         deletion_protection: Table deletion protection (default: on when the
             removal policy is ``RETAIN``).
         kms_key: Customer managed key for the table (and its stream) and the
-            bucket; grants then include the key. Default: AWS managed key for
+            bucket, and for the functions' log groups (a key created in the
+            same app gets a key-policy statement for the CloudWatch Logs
+            service of the stack's region; an imported key must already have
+            one). Grants then include the key. Default: AWS managed key for
             the table, SSE-S3 for the bucket. Dead-letter queues always use
             SSE-SQS (see ``_dead_letter_queue``).
-        versioned: Enable bucket versioning (noncurrent versions expire after
-            ``noncurrent_version_expiration``).
-        noncurrent_version_expiration: Lifetime of noncurrent versions.
+        versioned: Enable bucket versioning (default on), so that a table
+            restored to a point in time can find the objects its items
+            referenced then (see docs/infrastructure.md). Deletes then leave
+            noncurrent versions, expired after ``noncurrent_version_expiration``
+            together with the delete markers left behind. ``False`` suspends
+            nothing on an already versioned bucket: S3 cannot unversion one.
+        noncurrent_version_expiration: Lifetime of noncurrent versions
+            (default 35 days: DynamoDB's point-in-time recovery window).
         access_log_retention: How long server access logs are kept.
         enable_pruner: Create the scheduled pruner.
         prune_schedule: Its schedule (default: every hour).
@@ -252,7 +319,16 @@ class CheckpointStore(Construct):
         runtime: Python runtime of the maintenance functions.
         architecture: Lambda architecture (wheels are fetched to match).
         log_retention: Retention of the functions' log groups.
-        alarm_topic: SNS topic for alarm and OK notifications.
+        reserved_concurrency: Reserved concurrent executions of each
+            maintenance function (default 1: a second concurrent run would only
+            contend for the same cursor; a throttled scheduled run is retried by
+            Lambda and raises the ``ThrottlesAlarm``). ``None`` reserves
+            nothing (accounts whose concurrency limit is too low to reserve
+            any); the caps then are the schedules and, for the reaper, one
+            invocation per stream shard.
+        alarm_topic: SNS topic for alarm and OK notifications. Without one the
+            alarms exist with no action: they show in the CloudWatch console,
+            and ``store.alarms`` lets an app add actions later.
 
     Example:
         >>> from aws_cdk import App, Stack, aws_lambda as lambda_
@@ -277,7 +353,7 @@ class CheckpointStore(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         deletion_protection: bool | None = None,
         kms_key: kms.IKey | None = None,
-        versioned: bool = False,
+        versioned: bool = True,
         noncurrent_version_expiration: Duration | None = None,
         access_log_retention: Duration | None = None,
         enable_pruner: bool = True,
@@ -298,6 +374,7 @@ class CheckpointStore(Construct):
         runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
         architecture: lambda_.Architecture = lambda_.Architecture.X86_64,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        reserved_concurrency: int | None = 1,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -312,13 +389,19 @@ class CheckpointStore(Construct):
             raise ValueError("prune_keep_last must be >= 1: the latest checkpoint always survives")
         if prune_idle_days is not None and prune_idle_days <= 0:
             raise ValueError("prune_idle_days must be > 0 (None disables idle deletion)")
+        if reserved_concurrency is not None and reserved_concurrency < 1:
+            raise ValueError("reserved_concurrency must be >= 1 (None reserves nothing)")
         self.s3_key_prefix = s3_key_prefix
         self.kms_key = kms_key
         self.removal_policy = removal_policy
         self.alarm_topic = alarm_topic
+        #: The pruner walks the threads index instead of the table.
+        self.track_threads = track_threads or thread_ttl is not None
+        self.reserved_concurrency = reserved_concurrency
         self.functions: dict[str, lambda_.Function] = {}
         self.dlqs: dict[str, sqs.Queue] = {}
         self.alarms: dict[str, cloudwatch.Alarm] = {}
+        self._logs_key_allowed = False
         #: Pinned logical ids of the stateful resources (see ``_pin``).
         self.logical_ids: dict[str, str] = {}
 
@@ -354,7 +437,7 @@ class CheckpointStore(Construct):
             self.saver_environment["BUCKET_NAME"] = self.bucket.bucket_name
         if thread_ttl is not None:
             self.saver_environment["THREAD_TTL_SECONDS"] = str(int(thread_ttl.to_seconds()))
-        if track_threads or thread_ttl is not None:
+        if self.track_threads:
             self.saver_environment["TRACK_THREADS"] = "1"
 
         wanted = {
@@ -502,7 +585,15 @@ class CheckpointStore(Construct):
             lifecycle.append(
                 s3.LifecycleRule(
                     id="ExpireNoncurrentVersions",
-                    noncurrent_version_expiration=noncurrent_version_expiration or Duration.days(30),
+                    # Every delete (pruner, reaper, sweeper, delete_thread)
+                    # leaves the object as a noncurrent version; nothing reads
+                    # those except a restore, so they go once no restore can
+                    # need them.
+                    noncurrent_version_expiration=noncurrent_version_expiration or PITR_WINDOW,
+                    # Then the delete marker is the key's only version: remove
+                    # it too, or the listing cost grows with every thread ever
+                    # deleted.
+                    expired_object_delete_marker=True,
                 )
             )
         bucket = s3.Bucket(
@@ -542,6 +633,9 @@ class CheckpointStore(Construct):
             enforce_ssl=True,
             # The maximum: time to notice the alarm, fix, and redrive.
             retention_period=Duration.days(14),
+            # A stack update or deletion must not drop dead letters nobody has
+            # looked at yet: they are the only record of what was not done.
+            removal_policy=self.removal_policy,
         )
         self.dlqs[name] = queue
         self._alarm(
@@ -579,7 +673,12 @@ class CheckpointStore(Construct):
             description=f"Execution role of the checkpoint {name} Lambda",
         )
         log_group = logs.LogGroup(
-            self, f"{construct_id}Logs", retention=log_retention, removal_policy=self.removal_policy
+            self,
+            f"{construct_id}Logs",
+            retention=log_retention,
+            removal_policy=self.removal_policy,
+            # Logs name thread ids and S3 keys: same key as the data they describe.
+            encryption_key=self.logs_key(),
         )
         env = {**self.saver_environment, **environment}
         fn = lambda_.Function(
@@ -599,15 +698,70 @@ class CheckpointStore(Construct):
             # stream consumer the event source mapping owns retries instead.
             dead_letter_queue=dlq if async_invoked else None,
             retry_attempts=2 if async_invoked else None,
+            # Caps what a runaway schedule or a stuck retry loop can spend, and
+            # keeps maintenance from starving the agents of account concurrency.
+            reserved_concurrent_executions=self.reserved_concurrency,
         )
         log_group.grant_write(role)
-        self.grant_maintenance(role)
+        self._grant(role, self.function_statements(name))
         acknowledge(fn, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))
         self.functions[name] = fn
         self.add_errors_alarm(
             fn, f"{construct_id}ErrorsAlarm", description=f"The checkpoint {name} Lambda failed."
         )
+        self._alarm(
+            f"{construct_id}ThrottlesAlarm",
+            fn.metric_throttles(period=Duration.minutes(5), statistic="Sum"),
+            threshold=1,
+            description=f"The checkpoint {name} Lambda was throttled (reserved concurrency reached, or the "
+            "account's limit): maintenance is falling behind.",
+        )
         return fn
+
+    def logs_key(self) -> kms.IKey | None:
+        """The key to encrypt a log group of this store's functions with (``None``: no customer key).
+
+        The first call adds a statement to the key policy of ``kms_key`` that
+        lets the CloudWatch Logs service of the stack's region use it for log
+        groups of this account and region. An imported key's policy cannot
+        be changed from here: the synth then warns, and the policy must
+        already allow it.
+
+        Example:
+            >>> logs.LogGroup(stack, "AgentLogs", encryption_key=store.logs_key())  # doctest: +SKIP
+        """
+        if self.kms_key is None:
+            return None
+        if not self._logs_key_allowed:
+            self._logs_key_allowed = True
+            stack = Stack.of(self)
+            added = self.kms_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+                    actions=list(LOGS_KEY_ACTIONS),
+                    # In a key policy "*" is the key itself.
+                    resources=["*"],
+                    # Only for log groups of this account and region. Not the
+                    # groups' own ARNs: they depend on the key (a cycle).
+                    conditions={
+                        "ArnLike": {
+                            "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                                service="logs",
+                                resource="log-group",
+                                resource_name="*",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                            )
+                        }
+                    },
+                )
+            )
+            if not added.statement_added:
+                Annotations.of(self).add_warning_v2(
+                    "langgraph-checkpoint:LogsKeyPolicy",
+                    "kms_key is imported: its key policy must allow the CloudWatch Logs service "
+                    "(logs.<region>.amazonaws.com) to use it, or the log groups cannot be created.",
+                )
+        return self.kms_key
 
     def _schedule(
         self, name: str, construct_id: str, fn: lambda_.Function, schedule: events.Schedule
@@ -667,6 +821,9 @@ class CheckpointStore(Construct):
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
             batch_size=batch_size,
             max_batching_window=Duration.seconds(30),
+            # One invocation per shard at a time: with no reserved concurrency
+            # the shard count is the reaper's cap.
+            parallelization_factor=1,
             bisect_batch_on_error=True,
             retry_attempts=retry_attempts,
             # The stream keeps records for 24 h; give up a little earlier, into
@@ -783,12 +940,12 @@ class CheckpointStore(Construct):
 
     # ----------------------------------------------------------------- grants
 
-    def _kms_statement(self, actions: Sequence[str]) -> iam.PolicyStatement | None:
+    def _kms_statement(self, actions: Sequence[str], *, s3: bool = True) -> iam.PolicyStatement | None:
         if self.kms_key is None:
             return None
         region = Stack.of(self).region
         services = [f"dynamodb.{region}.amazonaws.com"]
-        if self.bucket is not None:
+        if self.bucket is not None and s3:
             services.append(f"s3.{region}.amazonaws.com")
         return iam.PolicyStatement(
             actions=list(actions),
@@ -820,6 +977,56 @@ class CheckpointStore(Construct):
         if self.kms_key is not None:
             return [*stmts[:-1], scan, stmts[-1]]
         return [*stmts, scan]
+
+    def function_statements(self, name: str) -> list[iam.PolicyStatement]:
+        """The table, bucket and key statements of one maintenance function's role.
+
+        Only what the function's code path calls (see
+        ``FUNCTION_DYNAMODB_ACTIONS``): no agent-style read/write, no index
+        ``Query``. The pruner's and sweeper's cursor reads and writes are
+        confined to the lifecycle state item's partition
+        (``dynamodb:LeadingKeys`` = ``_lifecycle.STATE_PK``, a key no thread can
+        have). The pruner's ``Scan`` is on the threads index when threads are
+        tracked, on the table otherwise. The reaper's stream permissions are
+        added with its event source (see ``_create_reaper``).
+
+        Args:
+            name: ``"pruner"``, ``"reaper"`` or ``"orphan_sweeper"``.
+
+        Returns:
+            The statements, in the order the role's policy lists them.
+
+        Example:
+            >>> [s.actions for s in store.function_statements("orphan_sweeper")]  # doctest: +SKIP
+            [['dynamodb:Query'], ['dynamodb:GetItem', 'dynamodb:PutItem'], ['s3:DeleteObject'], ['s3:ListBucket']]
+        """
+        if name not in FUNCTION_DYNAMODB_ACTIONS:
+            raise ValueError(
+                f"unknown maintenance function {name!r}; one of {sorted(FUNCTION_DYNAMODB_ACTIONS)}"
+            )
+        table_actions = [a for a in FUNCTION_DYNAMODB_ACTIONS[name] if a != "dynamodb:Scan"]
+        stmts = [iam.PolicyStatement(actions=table_actions, resources=[self.table_arn])]
+        if "dynamodb:Scan" in FUNCTION_DYNAMODB_ACTIONS[name]:
+            # The pruner's page walk: one or the other, never both.
+            scanned = (
+                f"{self.table_arn}/index/{schema.THREADS_INDEX_NAME}"
+                if self.track_threads
+                else self.table_arn
+            )
+            stmts.append(iam.PolicyStatement(actions=["dynamodb:Scan"], resources=[scanned]))
+        if name in ("pruner", "orphan_sweeper"):
+            stmts.append(
+                iam.PolicyStatement(
+                    actions=list(CURSOR_ACTIONS),
+                    resources=[self.table_arn],
+                    conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [STATE_PK]}},
+                )
+            )
+        stmts += self._s3_statements(FUNCTION_S3_ACTIONS[name], self.s3_key_prefix)
+        # The sweeper writes only its cursor item: the key is used through
+        # DynamoDB alone (listing and deleting objects needs no key).
+        kms_stmt = self._kms_statement(KMS_READ_WRITE_ACTIONS, s3=name != "orphan_sweeper")
+        return [*stmts, *([kms_stmt] if kms_stmt else [])]
 
     def read_statements(self) -> list[iam.PolicyStatement]:
         """The statements :meth:`grant_read` attaches."""
@@ -920,9 +1127,10 @@ class CheckpointStore(Construct):
     def grant_maintenance(self, grantee: iam.IGrantable) -> iam.Grant:
         """:meth:`grant_read_write` plus ``dynamodb:Scan`` on the table and its indexes.
 
-        What the pruner, reaper and orphan sweeper get, and what an operator
-        role running the CLI (``threads``, ``prune``, listing every thread)
-        needs. Agents should get :meth:`grant_read_write` instead.
+        What an operator role running the CLI (``threads``, ``prune``,
+        listing every thread) needs. The maintenance functions get less: each
+        only what its code path calls (:meth:`function_statements`). Agents
+        should get :meth:`grant_read_write` instead.
 
         Example:
             >>> store.grant_maintenance(operator_role)  # doctest: +SKIP

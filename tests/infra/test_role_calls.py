@@ -1,0 +1,384 @@
+"""Each maintenance role, checked against what its handler really calls.
+
+The role statements in ``test_grants.py`` are derived by reading the code
+paths. Here the real handlers (``lambdas/<name>/handler.py``) run against the
+moto server on a versioned bucket, as deployed, with every DynamoDB and S3
+request recorded at the botocore level; each request is then evaluated
+against the synthesized role policy of the reference stack (actions,
+resources, ``dynamodb:LeadingKeys`` and ``s3:prefix`` conditions), and every
+granted action must have been used by some request. So a code change that
+needs a new permission fails here (moto enforces no IAM), and so does a grant
+that the code no longer needs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
+
+from cdk_helpers import flatten
+
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, handlers, schema
+from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+
+REF = "LangGraphCheckpointStack"
+TABLE = "<CheckpointStoreTable.Arn>"
+BUCKET = "<CheckpointStoreBucket.Arn>"
+STATE_PK = "|lifecycle"
+_UUID_EPOCH_100NS = 0x01B21DD213814000
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorization check a request makes: IAM action, resource, condition keys."""
+
+    action: str
+    resource: str
+    leading_keys: frozenset[str] = frozenset()
+    s3_prefix: str | None = None
+
+
+@dataclass
+class Recorder:
+    """Records requests at botocore's parameter-build step (thread-safe: batches run in threads)."""
+
+    table: str
+    bucket: str
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("before-parameter-build.*.*", self._hook)
+        return client
+
+    def _hook(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        found = list(self._checks(model.service_model.service_name, model.name, params))
+        with self.lock:
+            self.requests.extend(found)
+
+    def _checks(self, service: str, op: str, p: dict[str, Any]) -> Any:
+        if service == "dynamodb":
+            assert p.get("TableName", self.table) == self.table and set(
+                p.get("RequestItems", {self.table: 0})
+            ) == {self.table}
+            resource = TABLE + (f"/index/{p['IndexName']}" if "IndexName" in p else "")
+            keys: set[str] = set()
+            if op in ("GetItem", "DeleteItem", "UpdateItem"):
+                keys.add(p["Key"]["PK"]["S"])
+            elif op == "PutItem":
+                keys.add(p["Item"]["PK"]["S"])
+            elif op == "Query":
+                assert "IndexName" in p or p["KeyConditionExpression"].startswith("#pk = :pk"), p
+                if "IndexName" not in p:
+                    keys.add(p["ExpressionAttributeValues"][":pk"]["S"])
+            elif op == "BatchWriteItem":
+                for req in p["RequestItems"][self.table]:
+                    item = req["PutRequest"]["Item"] if "PutRequest" in req else req["DeleteRequest"]["Key"]
+                    keys.add(item["PK"]["S"])
+            elif op != "Scan":
+                raise AssertionError(f"unexpected DynamoDB operation {op}: add it to the recorder")
+            yield Request(f"dynamodb:{op}", resource, frozenset(keys))
+            return
+        assert service == "s3" and p["Bucket"] == self.bucket, (service, p)
+        if op == "ListObjectsV2":
+            yield Request("s3:ListBucket", BUCKET, s3_prefix=p.get("Prefix", ""))
+        elif op == "DeleteObjects":
+            for obj in p["Delete"]["Objects"]:
+                yield Request("s3:DeleteObject", f"{BUCKET}/{obj['Key']}")
+        elif op in ("PutObject", "GetObject", "DeleteObject"):
+            yield Request(f"s3:{op}", f"{BUCKET}/{p['Key']}")
+        else:
+            raise AssertionError(f"unexpected S3 operation {op}: add it to the recorder")
+
+
+def _condition_holds(condition: dict[str, Any], req: Request) -> bool:
+    for operator, entries in condition.items():
+        for key, values in entries.items():
+            values = [values] if isinstance(values, str) else values
+            if key == "dynamodb:LeadingKeys" and operator in (
+                "ForAllValues:StringEquals",
+                "ForAllValues:StringLike",
+            ):
+                match = (lambda a, b: a == b) if operator.endswith("Equals") else fnmatch.fnmatchcase
+                if not all(any(match(k, v) for v in values) for k in req.leading_keys):
+                    return False
+            elif key == "s3:prefix" and operator == "StringLike":
+                if req.s3_prefix is None or not any(fnmatch.fnmatchcase(req.s3_prefix, v) for v in values):
+                    return False
+            else:
+                raise AssertionError(f"the evaluator does not know {operator} {key}")
+    return True
+
+
+def _matching(statements: list[dict[str, Any]], req: Request) -> list[int]:
+    """Indexes of the Allow statements that authorize ``req``."""
+    out = []
+    for i, stmt in enumerate(statements):
+        if (
+            req.action in stmt["Action"]
+            and any(fnmatch.fnmatchcase(req.resource, flatten(r)) for r in _resources(stmt))
+            and _condition_holds(stmt.get("Condition", {}), req)
+        ):
+            out.append(i)
+    return out
+
+
+def _data_statements(synth: Any, role: str) -> list[dict[str, Any]]:
+    """The role's table and bucket statements (logs, DLQ and stream access are the Lambda service's)."""
+    return [
+        s
+        for s in synth.role_statements(REF, f"CheckpointStore{role}Role")
+        if s["Action"][0].split(":")[0] in ("dynamodb", "s3")
+        and not [r for r in _resources(s) if r == "*" or "StreamArn" in flatten(r)]
+    ]
+
+
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    res = statement["Resource"]
+    return res if isinstance(res, list) else [res]
+
+
+def _check_role(synth: Any, role: str, requests: list[Request]) -> None:
+    statements = _data_statements(synth, role)
+    used: set[tuple[int, str]] = set()
+    denied = []
+    for req in requests:
+        found = _matching(statements, req)
+        if not found:
+            denied.append(req)
+        used.update((i, req.action) for i in found)
+    assert not denied, f"{role}: requests its role does not allow: {sorted(set(denied), key=str)[:10]}"
+    unused = [
+        (a, stmt["Resource"])
+        for i, stmt in enumerate(statements)
+        for a in stmt["Action"]
+        if (i, a) not in used
+    ]
+    assert not unused, f"{role}: granted but never called: {unused}"
+
+
+# ------------------------------------------------------------------ scenario
+
+
+def _uuid6_at(epoch: float) -> str:
+    """A uuid6 checkpoint id stamped ``epoch`` (the pruner judges idleness by it)."""
+    ts = int(epoch * 1e7) + _UUID_EPOCH_100NS
+    rand = uuid.uuid4().int & ((1 << 62) - 1)
+    n = (ts >> 12) << 80 | 6 << 76 | (ts & 0xFFF) << 64 | 0b10 << 62 | rand
+    return str(uuid.UUID(int=n))
+
+
+def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, str]) -> Any:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    cp = empty_checkpoint()
+    cp["id"] = cid
+    cp["channel_values"] = values
+    cp["channel_versions"] = versions
+    return cp
+
+
+def _cfg(thread: str, cid: str | None = None) -> dict[str, Any]:
+    conf = {"thread_id": thread, "checkpoint_ns": ""}
+    if cid:
+        conf["checkpoint_id"] = cid
+    return {"configurable": conf}
+
+
+def _chain(saver: DynamoDBSaver, thread: str, ids: list[str], big: bytes) -> list[dict[str, Any]]:
+    """Checkpoints ``ids`` in order: the first introduces channel ``big``, the rest reuse its version."""
+    configs, parent = [], None
+    for n, cid in enumerate(ids):
+        cfg = _cfg(thread, parent)
+        cp = _checkpoint(cid, {"big": big, "step": n}, {"big": "1", "step": str(n + 1)})
+        new = {"big": "1", "step": str(n + 1)} if n == 0 else {"step": str(n + 1)}
+        parent = saver.put(cfg, cp, {"step": n}, new)["configurable"]["checkpoint_id"]
+        configs.append(_cfg(thread, parent))
+    return configs
+
+
+@pytest.fixture
+def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch, reference: Any):
+    """A fresh table and a *versioned* bucket (the construct's default), and the handlers' saver recorded."""
+    DynamoDBSaver(**names).setup()
+    boto3.client("s3").put_bucket_versioning(
+        Bucket=names["bucket_name"], VersioningConfiguration={"Status": "Enabled"}
+    )
+    recorder = Recorder(names["table_name"], names["bucket_name"])
+
+    def use_function_environment(fn_prefix: str, **overrides: str) -> None:
+        """The function's environment from the template, with the names of this test's store."""
+        _, fn = reference.one(REF, "AWS::Lambda::Function", fn_prefix)
+        env = dict(fn["Properties"]["Environment"]["Variables"])
+        env.update(TABLE_NAME=names["table_name"], BUCKET_NAME=names["bucket_name"], **overrides)
+        for key, value in env.items():
+            assert isinstance(value, str), (key, value)
+            monkeypatch.setenv(key, value)
+        saver = StoreConfig.from_env(os.environ).saver(
+            dynamodb_client=recorder.attach(boto3.client("dynamodb")),
+            s3_client=recorder.attach(boto3.client("s3")),
+        )
+        monkeypatch.setattr(handlers, "_saver", saver)
+
+    yield {"recorder": recorder, "use": use_function_environment, **names}
+    if handlers._saver is not None:
+        handlers._saver.close()  # monkeypatch then puts the module's cache back
+
+
+def _rehomed_to_s3(requests: list[Request]) -> bool:
+    """Whether a held value was moved out of a deleted checkpoint into its S3 value object."""
+    return any(r.action == "s3:PutObject" and "/big/" in r.resource for r in requests)
+
+
+def _deleted_under(requests: list[Request], *threads: str) -> bool:
+    """Whether objects of each of ``threads`` were deleted."""
+    deleted = [r.resource for r in requests if r.action == "s3:DeleteObject"]
+    prefixes = [f"{BUCKET}/{schema.s3_thread_prefix('checkpoints/', t)}" for t in threads]
+    return all(any(d.startswith(p) for d in deleted) for p in prefixes)
+
+
+def _handler(name: str) -> Any:
+    return importlib.import_module(f"lambdas.{name}.handler").handler
+
+
+def _versions(bucket: str, prefix: str) -> tuple[set[str], set[str]]:
+    """(keys with a current version, keys with only noncurrent versions) under ``prefix``."""
+    resp = boto3.client("s3").list_object_versions(Bucket=bucket, Prefix=prefix)
+    current = {v["Key"] for v in resp.get("Versions", []) if v["IsLatest"]}
+    old = {v["Key"] for v in resp.get("Versions", []) if not v["IsLatest"]}
+    return current, old - current
+
+
+def test_pruner_role_is_exactly_what_the_pruner_calls(store: dict[str, Any], reference: Any) -> None:
+    table, bucket = store["table_name"], store["bucket_name"]
+    # Written with a high S3 threshold: a 100 KB value is held by the checkpoint
+    # that introduces it, so pruning that checkpoint re-homes it (to S3: the
+    # pruner's saver has the default 64 KB threshold).
+    writer = DynamoDBSaver(table_name=table, bucket_name=bucket, s3_threshold=300_000)
+    spill = DynamoDBSaver(table_name=table, bucket_name=bucket)  # default thresholds: big writes go to S3
+    big = os.urandom(100_000)
+    active = f"t-{uuid.uuid4().hex[:12]}"
+    configs = _chain(writer, active, [_uuid6_at(time.time() - 30 + i) for i in range(3)], big)
+    spill.put_writes(configs[0], [("w", os.urandom(100_000))], "task-1")  # an S3 object pruned with it
+    idle = f"t-{uuid.uuid4().hex[:12]}"
+    idle_cfgs = _chain(spill, idle, [_uuid6_at(time.time() - 3 * 86400)], b"small")
+    spill.put_writes(idle_cfgs[0], [("w", os.urandom(100_000))], "task-1")
+
+    store["use"]("CheckpointStorePruner", PRUNE_KEEP_LAST="1", PRUNE_IDLE_DAYS="1")
+    out = _handler("pruner")({"source": "aws.events"}, None)
+    assert out["complete"] and out["threads_deleted"] == 1 and out["checkpoints_deleted"] == 3
+    assert _rehomed_to_s3(store["recorder"].requests)
+    assert _deleted_under(store["recorder"].requests, active, idle)
+
+    _check_role(reference, "Pruner", store["recorder"].requests)
+    # The cursor item was written under the state partition, never a thread's.
+    cursor = [r for r in store["recorder"].requests if r.action == "dynamodb:PutItem"]
+    assert cursor and all(r.leading_keys == {STATE_PK} for r in cursor)
+    # The kept checkpoint still reads its value (re-homed to S3); the deleted
+    # objects are noncurrent versions now, for a point-in-time restore.
+    assert writer.get_tuple(configs[-1]).checkpoint["channel_values"]["big"] == big
+    _, deleted = _versions(bucket, schema.s3_thread_prefix("checkpoints/", idle))
+    assert deleted, "a versioned bucket keeps what the pruner deleted as noncurrent versions"
+
+
+def test_reaper_role_is_exactly_what_the_reaper_calls(
+    store: dict[str, Any], reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table, bucket = store["table_name"], store["bucket_name"]
+    offset = [0.0]
+    monkeypatch.setattr(clock, "now", lambda: time.time() + offset[0])
+    writer = DynamoDBSaver(table_name=table, bucket_name=bucket, s3_threshold=300_000, ttl=600)
+    spill = DynamoDBSaver(table_name=table, bucket_name=bucket, ttl=600)
+    big = os.urandom(100_000)
+    revived, gone = (f"t-{uuid.uuid4().hex[:12]}" for _ in range(2))
+    first = _chain(writer, revived, [_uuid6_at(time.time())], big)
+    spill.put_writes(first[0], [("w", os.urandom(100_000))], "task-1")
+    _chain(spill, gone, [_uuid6_at(time.time())], b"small")
+    spill.put_writes(
+        _cfg(gone, spill.get_tuple(_cfg(gone)).config["configurable"]["checkpoint_id"]),
+        [("w", os.urandom(100_000))],
+        "t",
+    )
+    expired_at = clock.now() + 650
+    offset[0] = 700.0  # the thread came back after its head expired: a newer checkpoint reuses `big`
+    # ... from a process that does not see the expired head (it would reap the
+    # thread inline, leaving the reaper nothing to re-home).
+    writer.track_threads = False
+    cp = _checkpoint(_uuid6_at(time.time() + 700), {"big": big, "step": 9}, {"big": "1", "step": "9"})
+    writer.put(first[0], cp, {"step": 9}, {"step": "9"})
+
+    def ttl_record(thread: str) -> dict[str, Any]:
+        return {
+            "eventName": "REMOVE",
+            "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+            "dynamodb": {
+                "ApproximateCreationDateTime": expired_at,
+                "Keys": {"PK": {"S": schema.partition_key(thread)}, "SK": {"S": schema.HEAD_SK}},
+            },
+        }
+
+    store["use"]("CheckpointStoreReaper")
+    out = _handler("reaper")({"Records": [ttl_record(revived), ttl_record(gone)]}, None)
+    assert out["threads_scanned"] == 2
+    assert _rehomed_to_s3(store["recorder"].requests)
+    assert _deleted_under(store["recorder"].requests, revived, gone)
+
+    _check_role(reference, "Reaper", store["recorder"].requests)
+    assert not [r for r in store["recorder"].requests if r.action == "dynamodb:Scan"]
+    assert writer.get_tuple(_cfg(revived)).checkpoint["channel_values"]["big"] == big
+
+
+def test_orphan_sweeper_role_is_exactly_what_the_sweeper_calls(
+    store: dict[str, Any], reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table, bucket = store["table_name"], store["bucket_name"]
+    saver = DynamoDBSaver(table_name=table, bucket_name=bucket)
+    thread = f"t-{uuid.uuid4().hex[:12]}"
+    configs = _chain(saver, thread, [_uuid6_at(time.time())], b"small")
+    saver.put_writes(configs[0], [("w", os.urandom(100_000))], "task-1")
+    s3 = boto3.client("s3")
+    prefix = schema.s3_thread_prefix("checkpoints/", thread)
+    s3.put_object(Bucket=bucket, Key=prefix + "_/c/x/w/t/0.orphan", Body=b"lost")
+    referenced, _ = _versions(bucket, prefix)
+
+    store["use"]("CheckpointStoreOrphanSweeper")
+    # Past the grace period (S3 stamps objects with real time, so move the library's clock).
+    monkeypatch.setattr(clock, "now", lambda: time.time() + 25 * 3600)
+    out = _handler("orphan_sweeper")({"source": "aws.events"}, None)
+    assert out["complete"] and out["s3_objects_deleted"] == 1
+
+    requests = store["recorder"].requests
+    _check_role(reference, "OrphanSweeper", requests)
+    writes = [r for r in requests if r.action.split(":")[1] in ("PutItem", "BatchWriteItem", "DeleteItem")]
+    assert writes and {k for r in writes for k in r.leading_keys} == {STATE_PK}
+    current, deleted = _versions(bucket, prefix)
+    assert current == referenced - {prefix + "_/c/x/w/t/0.orphan"} and deleted == {
+        prefix + "_/c/x/w/t/0.orphan"
+    }
+    assert saver.get_tuple(configs[0]).pending_writes[0][1] == "w"
+
+
+def test_the_evaluator_refuses_what_a_role_lacks(reference: Any) -> None:
+    """Negative control: the evaluator is not a rubber stamp."""
+    thread_key = frozenset({schema.partition_key("t-victim")})
+    sweeper = _data_statements(reference, "OrphanSweeper")
+    assert not _matching(sweeper, Request("dynamodb:PutItem", TABLE, thread_key))  # cursor item only
+    assert _matching(sweeper, Request("dynamodb:PutItem", TABLE, frozenset({STATE_PK})))
+    assert not _matching(sweeper, Request("s3:PutObject", f"{BUCKET}/checkpoints/x"))
+    assert not _matching(sweeper, Request("s3:ListBucket", BUCKET, s3_prefix="other/"))
+    reaper = _data_statements(reference, "Reaper")
+    assert not _matching(reaper, Request("dynamodb:Scan", TABLE))
+    assert not _matching(reaper, Request("dynamodb:Query", TABLE + "/index/threads-index"))
+    with pytest.raises(AssertionError, match="granted but never called"):
+        _check_role(reference, "Reaper", [Request("dynamodb:Query", TABLE, thread_key)])

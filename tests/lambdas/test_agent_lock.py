@@ -243,10 +243,15 @@ def test_busy_thread_and_clock_injection(saver: DynamoDBSaver) -> None:
     now = [time.time()]
     holder = ThreadLease(saver, t, lease_seconds=60, heartbeat=False, clock=lambda: now[0])
     holder.acquire()
-    with pytest.raises(LeaseUnavailableError):
+    with pytest.raises(LeaseUnavailableError) as busy:
         run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 1, wait_seconds=0)
-    # A caller whose clock is past the holder's expiry takes the lock over.
+    assert busy.value.retry_after is not None and 0 < busy.value.retry_after <= 60
+    # A caller whose wall clock is past the holder's expiry does NOT take the
+    # lock over: expiry is judged by watching the lock's version, not clocks.
     later = now[0] + 120
+    with pytest.raises(LeaseUnavailableError):
+        run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 2, wait_seconds=0, clock=lambda: later)
+    assert holder.release() is True
     assert run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 2, wait_seconds=0, clock=lambda: later).value == 2
 
 

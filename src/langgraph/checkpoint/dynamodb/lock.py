@@ -316,6 +316,11 @@ class RunOutcome(Generic[T]):
 # ------------------------------------------------------------------ helpers
 
 
+def _wall_now() -> float:
+    """The library's clock, read at call time (so tests can skew it: ``clock.now``)."""
+    return _clock.now()
+
+
 def _now_ms(clock: Callable[[], float]) -> int:
     return int(clock() * 1000)
 
@@ -955,7 +960,7 @@ class _LeaseBase:
         poll_seconds: float = 0.2,
         owner: str | None = None,
         heartbeat: bool = True,
-        clock: Callable[[], float] = _clock.now,
+        clock: Callable[[], float] = _wall_now,
         tenant_prefix: str = "",
     ) -> None:
         _validate_ids(thread_id)
@@ -1485,7 +1490,7 @@ def run_once(
     result_ttl_seconds: int = 7 * 24 * 3600,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     dynamodb_client: Any = None,
-    clock: Callable[[], float] = _clock.now,
+    clock: Callable[[], float] = _wall_now,
 ) -> RunOutcome[T]:
     """Run ``fn`` at most once for ``(thread_id, request_id)``, under the thread's lease.
 
@@ -1620,7 +1625,7 @@ async def arun_once(
     result_ttl_seconds: int = 7 * 24 * 3600,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     dynamodb_client: Any = None,
-    clock: Callable[[], float] = _clock.now,
+    clock: Callable[[], float] = _wall_now,
 ) -> RunOutcome[T]:
     """Async :func:`run_once`: ``saver`` is an ``AsyncDynamoDBSaver``; ``fn`` and ``recover`` are coroutine functions.
 

@@ -194,6 +194,14 @@ def caller_of(event: Any) -> str | None:
     raise _HTTPError(401, "unauthenticated", "the request carries no authenticated caller")
 
 
+def event_thread_id(event: Any) -> str | None:
+    """The ``thread_id`` the caller sent (for messages), or ``None``."""
+    try:
+        return _request(event).get("thread_id")
+    except _HTTPError:
+        return None
+
+
 def thread_key(caller: str | None, thread_id: str) -> str:
     """The store's thread id of a caller's ``thread_id`` (unchanged for an unscoped direct invoke).
 
@@ -346,13 +354,16 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     except _HTTPError as err:
         return _respond(err.status, err.payload, http)
     except StaleCheckpointError as err:
+        # Messages name the caller's thread id, never the store's key of it.
+        name = repr(event_thread_id(event))
         if err.expected is None:
-            return _respond(409, {"error": "thread_exists", "message": str(err), "actual": err.actual}, http)
+            msg = f"thread {name} already exists"
+            return _respond(409, {"error": "thread_exists", "message": msg, "actual": err.actual}, http)
         if err.actual is None:
-            return _respond(404, {"error": "thread_not_found", "message": str(err)}, http)
+            return _respond(404, {"error": "thread_not_found", "message": f"thread {name} not found"}, http)
         payload = {
             "error": "stale_checkpoint",
-            "message": str(err),
+            "message": f"thread {name} moved on: reload its state and retry",
             "expected": err.expected,
             "actual": err.actual,
         }

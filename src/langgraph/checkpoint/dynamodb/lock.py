@@ -8,15 +8,17 @@ that, all stored in the checkpoint table next to the thread's own items:
 
 * :class:`ThreadLease` / :class:`AsyncThreadLease`: a lease lock on one
   thread (item ``PK = thread``, ``SK = schema.LOCK_SK``). Taken with one
-  conditional ``UpdateItem`` that succeeds only if the lock is absent, its
-  lease has expired, or the caller already owns it; renewed while held (a
-  heartbeat); released with a ``DeleteItem`` conditional on the owner. A
-  holder that crashed loses the lock when its lease runs out: there is no
-  other way to tell a dead holder from a slow one.
+  conditional ``UpdateItem`` that succeeds only if the lock is absent or the
+  caller already owns it, or (takeover) if its record version is still the
+  one the caller watched for a whole lease; renewed while held (a heartbeat
+  that writes a new record version); released with a ``DeleteItem``
+  conditional on the owner and version. :meth:`ThreadLease.bind` gives a
+  saver whose writes land only while the lease is held (fencing).
 * :func:`run_once` / :func:`arun_once`: run a function at most once per
   ``(thread_id, request_id)`` under the lease, recording its result (small
   results only, see :data:`DEFAULT_MAX_RESULT_BYTES`) so that a repeated
-  request returns the first result without running anything.
+  request returns the first result without running anything, and a retry
+  after a crash can rebuild the outcome from what the first attempt stored.
 * :func:`check_checkpoint` / :func:`acheck_checkpoint`: refuse to act on a
   thread whose latest checkpoint is no longer the one the caller saw
   (:class:`StaleCheckpointError`), e.g. an answer submitted from a stale page.
@@ -25,10 +27,14 @@ The logic is written once, as generators that yield DynamoDB calls (the same
 sans-I/O style as the savers' core), and driven by a boto3 or an aiobotocore
 client.
 
-Clocks: DynamoDB has no server-side "now", so lease expiry is compared with
-the *caller's* wall clock. Choose ``lease_seconds`` well above the clock skew
-between your hosts (NTP keeps Lambda hosts within milliseconds) and keep the
-heartbeat on for work that can outlast a lease.
+Clocks: DynamoDB has no server-side "now", and another machine's wall clock
+may run ahead or behind ours, so no wall clock decides expiry. As the AWS
+DynamoDB Lock Client does, a waiter takes a lock over only after it has seen
+the lock's record version (``rvn``, changed by every heartbeat) unchanged for
+the holder's whole lease duration on its *own* monotonic clock. What a
+process has watched is remembered process-wide, so a retry in the same
+(warm Lambda) process does not start watching again. ``lx`` (expiry by the
+holder's clock) is kept for people and the CLI only.
 
 Every item written here carries ``schema.ATTR.FORMAT`` (the savers' readers
 check it on every item of a thread) and the ``schema.TTL_ATTRIBUTE``, so
@@ -88,7 +94,7 @@ DEFAULT_MAX_RESULT_BYTES: Final = 64 * 1024
 HARD_MAX_RESULT_BYTES: Final = 350 * 1024
 
 #: DynamoDB's TTL sweeper may lag by days; this extra life on a lock item is
-#: only housekeeping (expiry is decided by ``lx``, never by the TTL).
+#: only housekeeping (expiry is decided by watching ``rvn``, never by the TTL).
 _LOCK_TTL_GRACE_S: Final = 3600
 
 # Attribute names of lock and request items (short: DynamoDB bills names).
@@ -747,6 +753,10 @@ def _bound_copy(saver: Any, fence: _Fence) -> Any:
         raise TypeError(f"only this package's savers can be bound to a lease, not {type(saver).__name__}")
     if saver.partition_key(fence.thread_id) != fence.where.pk or saver.table_name != fence.where.table:
         raise ValueError(f"the saver does not store thread {fence.thread_id!r} where the lease lives")
+    if getattr(saver, "_clients", {}).get("dynamodb") is None:
+        # An async saver opens its clients lazily: a copy would open its own
+        # and never close them.
+        raise RuntimeError("open the saver before binding it (async with saver: ..., or await saver.setup())")
     # Rebinding a bound copy binds the original type again.
     base: type = getattr(type(saver), "_lease_unbound", type(saver))
     cls = _BOUND_TYPES.get(base)
@@ -1072,14 +1082,16 @@ class ThreadLease(_LeaseBase):
         thread_id: the thread to lock.
         table_name: the checkpoint table (default: the saver's).
         lease_seconds: how long the lock stays ours without renewal. A
-            holder that dies keeps others out for at most this long.
+            holder that dies keeps others out until a waiter has watched its
+            lock unchanged for this long (on the waiter's monotonic clock).
         wait_seconds: how long :meth:`acquire` waits for a busy lock before
             raising :class:`LeaseUnavailableError` (``0``: try once).
         poll_seconds: retry interval while waiting.
         owner: owner token (default: a random one per object).
         heartbeat: renew in a background thread every third of the lease
             while held, so long work does not lose the lock.
-        clock: time source (epoch seconds), for tests.
+        clock: wall-clock source (epoch seconds) of the ``lx`` and TTL
+            attributes; never used to decide expiry.
         tenant_prefix: with a plain client, the tenant prefix of the saver
             that writes the thread (a saver target brings its own), so the
             lock lands in the thread's partition.

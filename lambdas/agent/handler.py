@@ -194,7 +194,7 @@ def caller_of(event: Any) -> str | None:
     raise _HTTPError(401, "unauthenticated", "the request carries no authenticated caller")
 
 
-def event_thread_id(event: Any) -> str | None:
+def _event_thread_id(event: Any) -> str | None:
     """The ``thread_id`` the caller sent (for messages), or ``None``."""
     try:
         return _request(event).get("thread_id")
@@ -355,7 +355,7 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
         return _respond(err.status, err.payload, http)
     except StaleCheckpointError as err:
         # Messages name the caller's thread id, never the store's key of it.
-        name = repr(event_thread_id(event))
+        name = repr(_event_thread_id(event))
         if err.expected is None:
             msg = f"thread {name} already exists"
             return _respond(409, {"error": "thread_exists", "message": msg, "actual": err.actual}, http)

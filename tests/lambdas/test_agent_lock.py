@@ -336,3 +336,28 @@ def _item_at(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
         TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
     )
     return resp.get("Item")  # type: ignore[no-any-return]
+
+
+def test_lock_items_of_earlier_versions_are_watched_by_owner_and_expiry(saver: DynamoDBSaver) -> None:
+    """No ``rvn``/``ld`` (written before record versions): watched for ``lx - la``, then taken over."""
+    t = _thread()
+    now_ms = int(time.time() * 1000)
+    saver._clients["dynamodb"].put_item(
+        TableName=saver.table_name,
+        Item={
+            ATTR.PK: {"S": schema.partition_key(t)},
+            ATTR.SK: {"S": schema.LOCK_SK},
+            ATTR.KIND: {"S": schema.META_ITEM},
+            ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+            "own": {"S": "old-version-worker"},
+            "la": {"N": str(now_ms - 60_000)},
+            "lx": {"N": str(now_ms - 59_000)},  # a 1 s lease, long expired by the wall clock
+            "fen": {"N": "4"},
+        },
+    )
+    lease = ThreadLease(saver, t, lease_seconds=0.5, wait_seconds=5, poll_seconds=0.05, heartbeat=False)
+    began = time.monotonic()
+    info = lease.acquire()
+    assert 1.0 <= time.monotonic() - began < 4  # watched for lx - la = 1 s, not trusted at once
+    assert info.token == 5 and info.owner == lease.owner
+    assert lease.release() is True

@@ -483,6 +483,20 @@ def _version_of(item: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[st
     )
 
 
+def _held_ms(item: dict[str, Any], default_ms: int) -> int:
+    """How long a waiter must watch the lock unchanged: the holder's lease duration.
+
+    Items of earlier versions do not record it; ``lx - la`` (expiry minus
+    acquisition, both by the holder's clock) is at least the holder's lease,
+    so waiting that long never takes a live lease over (only a slow one).
+    """
+    if _LEASE_MS in item:
+        return int(item[_LEASE_MS]["N"])
+    if _LEASE_EXPIRES in item and _ACQUIRED in item:
+        return max(default_ms, int(item[_LEASE_EXPIRES]["N"]) - int(item[_ACQUIRED]["N"]))
+    return default_ms
+
+
 def _op_acquire(
     where: _Where,
     thread_id: str,
@@ -506,7 +520,7 @@ def _op_acquire(
         if item is None:
             continue  # released between our write and our read: try again at once
         rvn, cond, values, names = _version_of(item)
-        held_ms = int(item[_LEASE_MS]["N"]) if _LEASE_MS in item else lease_ms
+        held_ms = _held_ms(item, lease_ms)
         now = monotonic()
         first = _observe(where, rvn, now)
         # The holder changes the RVN on every heartbeat. The same RVN for a

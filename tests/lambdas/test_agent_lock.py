@@ -361,3 +361,23 @@ def test_lock_items_of_earlier_versions_are_watched_by_owner_and_expiry(saver: D
     assert 1.0 <= time.monotonic() - began < 4  # watched for lx - la = 1 s, not trusted at once
     assert info.token == 5 and info.owner == lease.owner
     assert lease.release() is True
+
+
+def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) -> None:
+    """A bound copy per request must not leave a thread pool (or clients) behind."""
+    from langgraph.checkpoint.dynamodb._ops import Gather, ddb
+
+    t = _thread()
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        bound = lease.bind()
+        assert type(bound).__name__ == "LeaseBoundDynamoDBSaver" and isinstance(bound, DynamoDBSaver)
+        assert bound._clients is saver._clients
+        calls = [ddb("describe_table", TableName=saver.table_name)] * 2
+        assert len(bound._gather(Gather(calls))) == 2
+        assert saver._pool is not None and bound._pool is None
+        rebound = lease.bind(bound)
+        assert type(rebound) is type(bound)
+        bound.close()  # closing a copy leaves the saver's clients open
+        saver._clients["dynamodb"].describe_table(TableName=saver.table_name)
+    with pytest.raises(LeaseLostError):
+        lease.bind()  # released: nothing to bind to

@@ -756,6 +756,15 @@ def _fenced_write_item(self: Any, call: Call) -> Op[Any]:
     return (yield from _op_fenced_write(self._lease_fence, call))
 
 
+def _origin_gather(self: Any, req: Any) -> Any:
+    """Concurrent calls of a lease-bound copy run on the original saver's pool.
+
+    A copy that lazily created a pool of its own would leave its threads
+    behind after every request (nothing closes a bound copy).
+    """
+    return self._lease_origin._gather(req)
+
+
 _BOUND_TYPES: dict[type, type] = {}
 
 
@@ -777,11 +786,14 @@ def _bound_copy(saver: Any, fence: _Fence) -> Any:
     if cls is None:
         # A direct subclass with no slots of its own: an instance of the
         # saver's type can switch to it (a mixin base would change the layout).
-        ns = {"__slots__": (), "_write_item": _fenced_write_item, "_lease_unbound": base}
+        ns: dict[str, Any] = {"__slots__": (), "_write_item": _fenced_write_item, "_lease_unbound": base}
+        if hasattr(base, "_gather"):
+            ns["_gather"] = _origin_gather
         cls = _BOUND_TYPES.setdefault(base, type(f"LeaseBound{base.__name__}", (base,), ns))
     bound: Any = copy.copy(saver)
     bound.__class__ = cls
     bound._lease_fence = fence
+    bound._lease_origin = getattr(saver, "_lease_origin", saver)
     # The copy borrows the saver's clients: closing it must not close them.
     for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
         if hasattr(bound, name):

@@ -381,3 +381,25 @@ def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) ->
         saver._clients["dynamodb"].describe_table(TableName=saver.table_name)
     with pytest.raises(LeaseLostError):
         lease.bind()  # released: nothing to bind to
+
+
+def test_holder_learns_at_its_next_heartbeat_that_it_lost(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    old = ThreadLease(saver, t, lease_seconds=0.5, heartbeat=False)
+    old.acquire()
+    new = ThreadLease(saver, t, lease_seconds=30, wait_seconds=5, poll_seconds=0.05, heartbeat=False)
+    new.acquire()  # watched old's version for 0.5 s
+    with pytest.raises(LeaseLostError):
+        old.renew()
+    assert old.lost and not old.held
+    assert old.release() is False  # a stale holder cannot release the new holder's lock
+    assert new.held and new.release() is True
+
+
+def test_lease_is_held_only_while_observed_time_allows(saver: DynamoDBSaver) -> None:
+    lease = ThreadLease(saver, _thread(), lease_seconds=0.3, heartbeat=False)
+    lease.acquire()
+    assert lease.held
+    time.sleep(0.35)
+    assert not lease.held  # judged on our monotonic clock from when we sent the acquisition
+    lease.release()

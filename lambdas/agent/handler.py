@@ -13,7 +13,8 @@ payload in ``body``):
 * 200 ``{"status": "waiting", "question", "checkpoint_id"}`` after a start;
   ``{"status": "done", "result", "checkpoint_id"}`` after a resume.
   ``replayed: true`` when the request id was seen before and nothing ran.
-* 400 malformed event; 404 unknown thread;
+* 400 malformed event; 401 an HTTP request without an authenticated caller;
+  404 unknown thread (also: another caller's thread, see below);
 * 409 ``stale_checkpoint`` (the thread moved past the ``checkpoint_id`` the
   caller saw), ``thread_exists`` (start on an existing thread), ``busy``
   (another request holds the thread; retry), ``not_waiting``.
@@ -26,21 +27,52 @@ graph twice from the same checkpoint. The handler runs each request through
 that replays the first result, and a check that the thread is still at the
 checkpoint the caller saw.
 
+Callers own their threads: a thread id names a thread *of the caller*. The
+caller is the authenticated principal of the request: with IAM auth (Function
+URL ``AWS_IAM``, API Gateway) ``requestContext.authorizer.iam.userArn`` (or
+``userId``; REST APIs: ``requestContext.identity.userArn``); with a JWT or
+Cognito authorizer the claim named by ``CALLER_CLAIM`` (default ``sub``; set
+it to a tenant claim to let a tenant's users share threads). The store key of
+a thread is ``u-<sha256(caller)[:32]>/<thread_id>``, so caller B's
+``thread_id`` "t-1" is another thread than caller A's "t-1": B can neither
+start, resume nor read A's thread, and learns nothing about whether it exists
+(its resume gets the same 404 as for a thread that never existed). An HTTP
+request without an identity gets 401 (a Function URL with ``AuthType NONE``
+is refused). A direct invoke is authenticated by IAM (``lambda:InvokeFunction``):
+the invoker is a trusted backend, which may act for a user by adding
+``"caller": "<user id>"`` to the event (scoped like an HTTP caller), or, without
+it, acts on unscoped thread ids (like an operator; direct invokes of earlier
+versions keep their threads).
+
+Crashes: every checkpoint a request writes carries its request id in its
+metadata, and the graph runs on a saver bound to the request's lease (a worker
+that lost the lease cannot land a checkpoint). A retry of a request whose first
+attempt crashed after the graph finished but before the result was recorded
+rebuilds the answer from the stored state (200, ``recovered: true``) instead of
+running the graph again.
+
 Configuration (environment): ``TABLE_NAME`` (required), ``BUCKET_NAME``,
 ``S3_KEY_PREFIX``, ``THREAD_TTL_SECONDS``, ``TRACK_THREADS`` (the store
 environment of the CDK construct), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
 ``LEASE_WAIT_SECONDS`` (default 5: how long a concurrent request waits for
-the thread before answering 409 busy).
+the thread before answering 409 busy), ``CALLER_CLAIM`` (default ``sub``).
+
+A lock left by a crashed instance is taken over only after this container has
+watched it unchanged for the holder's whole lease (no clocks are compared);
+until then the answer is 409 ``busy`` with ``retry_after``. The container
+remembers what it watched, so a retry sent to the same warm container after
+``retry_after`` proceeds.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
+import math
 import os
 import threading
-import time
 from typing import Any
 
 from langgraph.types import Command
@@ -49,13 +81,14 @@ from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
+    RunContext,
     StaleCheckpointError,
     run_once,
 )
 
 from .graph import build_graph
 
-__all__ = ["get_graph", "get_saver", "handler", "reset"]
+__all__ = ["caller_of", "get_graph", "get_saver", "handler", "reset", "thread_key"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +160,65 @@ def _request(event: Any) -> dict[str, Any]:
     return event
 
 
+def caller_of(event: Any) -> str | None:
+    """The authenticated caller of an event; ``None`` for a direct invoke without ``caller``.
+
+    Only the request context (filled in by AWS after authentication) is
+    trusted for HTTP events, never the body.
+
+    Raises:
+        _HTTPError: 401 for an HTTP event with no authenticated identity; 400
+            for a direct invoke with a malformed ``caller``.
+
+    Example:
+        >>> caller_of({"body": "{}", "requestContext": {"authorizer": {"jwt": {"claims": {"sub": "u1"}}}}})
+        'jwt:sub:u1'
+    """
+    if not _is_http(event):
+        caller = event.get("caller") if isinstance(event, dict) else None
+        if caller is None:
+            return None
+        if not isinstance(caller, str) or not caller.strip():
+            raise _HTTPError(400, "bad_request", "'caller' must be a non-empty string")
+        return f"direct:{caller}"
+    rc = event.get("requestContext") or {}
+    auth = rc.get("authorizer") or {}
+    iam = auth.get("iam") or {}
+    principal = iam.get("userArn") or iam.get("userId") or (rc.get("identity") or {}).get("userArn")
+    if principal:
+        return f"iam:{principal}"
+    claims = (auth.get("jwt") or {}).get("claims") or auth.get("claims") or {}
+    claim = os.environ.get("CALLER_CLAIM", "sub")
+    if claims.get(claim):
+        return f"jwt:{claim}:{claims[claim]}"
+    raise _HTTPError(401, "unauthenticated", "the request carries no authenticated caller")
+
+
+def _event_thread_id(event: Any) -> str | None:
+    """The ``thread_id`` the caller sent (for messages), or ``None``."""
+    try:
+        return _request(event).get("thread_id")
+    except _HTTPError:
+        return None
+
+
+def thread_key(caller: str | None, thread_id: str) -> str:
+    """The store's thread id of a caller's ``thread_id`` (unchanged for an unscoped direct invoke).
+
+    A fixed-length digest of the caller, so no caller's keys are a prefix of
+    another's and no ``thread_id`` can reach outside its caller's threads.
+
+    Example:
+        >>> thread_key(None, "t-1")
+        't-1'
+        >>> thread_key("jwt:sub:u1", "t-1")[:2], thread_key("jwt:sub:u1", "t-1")[-4:]
+        ('u-', '/t-1')
+    """
+    if caller is None:
+        return thread_id
+    return f"u-{hashlib.sha256(caller.encode()).hexdigest()[:32]}/{thread_id}"
+
+
 def _respond(status: int, payload: dict[str, Any], http: bool) -> dict[str, Any]:
     if http:
         headers = {"Content-Type": "application/json"}
@@ -141,10 +233,10 @@ def _latest_id(graph: Any, config: dict[str, Any]) -> str | None:
     return graph.get_state(config).config.get("configurable", {}).get("checkpoint_id")  # type: ignore[no-any-return]
 
 
-def _start(graph: Any, config: dict[str, Any], text: str) -> dict[str, Any]:
+def _start(graph: Any, config: dict[str, Any], text: str, thread_id: str) -> dict[str, Any]:
     out = graph.invoke({"requirement": text}, config, durability="sync")
     interrupts = out.get("__interrupt__") or []
-    payload: dict[str, Any] = {"thread_id": config["configurable"]["thread_id"]}
+    payload: dict[str, Any] = {"thread_id": thread_id}
     if interrupts:
         payload.update(status="waiting", question=interrupts[0].value["question"])
     else:
@@ -153,7 +245,30 @@ def _start(graph: Any, config: dict[str, Any], text: str) -> dict[str, Any]:
     return payload
 
 
-def _resume(graph: Any, config: dict[str, Any], answer: str) -> dict[str, Any]:
+def _outcome_from_state(graph: Any, ctx: RunContext, thread_id: str) -> dict[str, Any] | None:
+    """The answer of an earlier attempt of this request that stored its run but not its answer.
+
+    Only when the thread's latest checkpoint was written by this very request
+    and the graph stopped there (at the question, or finished); otherwise
+    ``None``: the request runs (and LangGraph continues from the last checkpoint).
+    """
+    config = ctx.config()
+    snap = graph.get_state(config)
+    if not ctx.wrote(snap.metadata):
+        return None
+    payload: dict[str, Any] = {"thread_id": thread_id}
+    questions = [i.value["question"] for t in snap.tasks for i in t.interrupts]
+    if questions:
+        payload.update(status="waiting", question=questions[0])
+    elif not snap.next:
+        payload.update(status="done", result=snap.values.get("result"))
+    else:
+        return None
+    payload["checkpoint_id"] = snap.config["configurable"]["checkpoint_id"]
+    return payload
+
+
+def _resume(graph: Any, config: dict[str, Any], answer: str, thread_id: str) -> dict[str, Any]:
     snap = graph.get_state(config)
     if any(t.interrupts for t in snap.tasks):
         out = graph.invoke(Command(resume=answer), config, durability="sync")
@@ -166,13 +281,13 @@ def _resume(graph: Any, config: dict[str, Any], answer: str) -> dict[str, Any]:
         raise _HTTPError(409, "not_waiting", "the thread is not waiting for an answer")
     if out.get("__interrupt__"):
         return {
-            "thread_id": config["configurable"]["thread_id"],
+            "thread_id": thread_id,
             "status": "waiting",
             "question": out["__interrupt__"][0].value["question"],
             "checkpoint_id": _latest_id(graph, config),
         }
     return {
-        "thread_id": config["configurable"]["thread_id"],
+        "thread_id": thread_id,
         "status": "done",
         "result": out.get("result"),
         "checkpoint_id": _latest_id(graph, config),
@@ -192,26 +307,37 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     http = _is_http(event)
     try:
         req = _request(event)
+        caller = caller_of(event)
         thread_id, request_id = req["thread_id"], req["request_id"]
-        config = {"configurable": {"thread_id": thread_id}}
-        graph = get_graph()
+        key = thread_key(caller, thread_id)
+        compiled = get_graph()
+
+        def graph_of(ctx: RunContext) -> Any:
+            # The cached compiled graph, on this request's lease-bound saver:
+            # a shallow copy, nothing is compiled again.
+            return compiled.copy({"checkpointer": ctx.saver})
+
         if req["action"] == "start":
             expected: str | None = None  # a start needs a new thread
 
-            def work() -> dict[str, Any]:
-                return _start(graph, config, req["input"])
+            def work(ctx: RunContext) -> dict[str, Any]:
+                return _start(graph_of(ctx), ctx.config(), req["input"], thread_id)
         else:
             expected = req["checkpoint_id"]
 
-            def work() -> dict[str, Any]:
-                return _resume(graph, config, req["answer"])
+            def work(ctx: RunContext) -> dict[str, Any]:
+                return _resume(graph_of(ctx), ctx.config(), req["answer"], thread_id)
+
+        def recover(ctx: RunContext) -> dict[str, Any] | None:
+            return _outcome_from_state(graph_of(ctx), ctx, thread_id)
 
         outcome = run_once(
             get_saver(),
-            thread_id,
+            key,
             request_id,
             expected,
             work,
+            recover=recover,
             lease_seconds=float(os.environ.get("LEASE_SECONDS", "60")),
             wait_seconds=float(os.environ.get("LEASE_WAIT_SECONDS", "5")),
         )
@@ -228,19 +354,24 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     except _HTTPError as err:
         return _respond(err.status, err.payload, http)
     except StaleCheckpointError as err:
+        # Messages name the caller's thread id, never the store's key of it.
+        name = repr(_event_thread_id(event))
         if err.expected is None:
-            return _respond(409, {"error": "thread_exists", "message": str(err), "actual": err.actual}, http)
+            msg = f"thread {name} already exists"
+            return _respond(409, {"error": "thread_exists", "message": msg, "actual": err.actual}, http)
         if err.actual is None:
-            return _respond(404, {"error": "thread_not_found", "message": str(err)}, http)
+            return _respond(404, {"error": "thread_not_found", "message": f"thread {name} not found"}, http)
         payload = {
             "error": "stale_checkpoint",
-            "message": str(err),
+            "message": f"thread {name} moved on: reload its state and retry",
             "expected": err.expected,
             "actual": err.actual,
         }
         return _respond(409, payload, http)
     except LeaseUnavailableError as err:
-        retry = max(1, round(err.expires_at - time.time())) if err.expires_at else 1
+        # When this container may take a silent holder's lease over (it has
+        # watched the lock that long): never the holder's own wall clock.
+        retry = max(1, math.ceil(err.retry_after)) if err.retry_after is not None else 1
         busy: dict[str, Any] = {
             "error": "busy",
             "message": "another request is running this thread; retry later",

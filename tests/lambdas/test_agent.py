@@ -100,11 +100,14 @@ def test_start_asks_then_resume_finishes(env: dict[str, str]) -> None:
     assert counts() == {"clarify": 2, "implement": 1}
 
 
+CALLER_A = "arn:aws:iam::123456789012:user/alice"
+
+
 def test_function_url_event(env: dict[str, str]) -> None:
     t = _thread()
     event = {
         "version": "2.0",
-        "requestContext": {"http": {"method": "POST"}},
+        "requestContext": {"http": {"method": "POST"}, "authorizer": {"iam": {"userArn": CALLER_A}}},
         "headers": {"content-type": "application/json"},
         "body": json.dumps({"action": "start", "thread_id": t, "request_id": "r1", "input": "export"}),
         "isBase64Encoded": False,
@@ -131,7 +134,7 @@ def test_function_url_event(env: dict[str, str]) -> None:
             "headers": {},
             "body": base64.b64encode(raw.encode()).decode(),
             "isBase64Encoded": True,
-            "requestContext": {},
+            "requestContext": {"authorizer": {"iam": {"userArn": CALLER_A}}},
         }
     )
     assert resp["statusCode"] == 200, resp
@@ -276,11 +279,11 @@ def test_bad_requests(env: dict[str, str], event: Any) -> None:
     assert counts() == {}
 
 
-def _put_lock(table: str, thread_id: str, *, owner: str, expires_in: float) -> None:
-    """A lock item as a crashed holder would leave it behind."""
+def _put_lock(table: str, thread_id: str, *, owner: str, lease_ms: int) -> None:
+    """A lock item as a crashed holder leaves it behind (its wall-clock expiry long past)."""
     import boto3
 
-    expires_ms = int((time.time() + expires_in) * 1000)
+    expires_ms = int((time.time() - 30) * 1000)
     boto3.client("dynamodb").put_item(
         TableName=table,
         Item={
@@ -289,6 +292,8 @@ def _put_lock(table: str, thread_id: str, *, owner: str, expires_in: float) -> N
             ATTR.KIND: {"S": schema.META_ITEM},
             ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
             "own": {"S": owner},
+            "rvn": {"S": uuid.uuid4().hex},
+            "ld": {"N": str(lease_ms)},
             "lx": {"N": str(expires_ms)},
             "fen": {"N": "7"},
             schema.TTL_ATTRIBUTE: {"N": str(expires_ms // 1000 + 3600)},
@@ -296,16 +301,23 @@ def _put_lock(table: str, thread_id: str, *, owner: str, expires_in: float) -> N
     )
 
 
-def test_expired_lock_of_crashed_holder_is_taken_over(
+def test_crashed_holders_lock_is_taken_over_by_a_retry_in_the_same_container(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """No waiting inside the request: 409 busy with a retry hint, and the retry proceeds."""
     t = _thread()
     cp = start(t)["checkpoint_id"]
-    _put_lock(env["table_name"], t, owner="crashed-container", expires_in=-5)
-    monkeypatch.setenv("LEASE_WAIT_SECONDS", "0")  # no waiting needed: it has expired
+    _put_lock(env["table_name"], t, owner="crashed-container", lease_ms=1500)
+    monkeypatch.setenv("LEASE_WAIT_SECONDS", "0")
 
+    busy = resume(t, cp, "after-crash")
+    assert busy["statusCode"] == 409 and busy["error"] == "busy", busy
+    assert busy["retry_after"] in (1, 2)  # the holder's 1.5 s lease, watched from now
+    time.sleep(1.6)
+    # The container remembers it watched the lock unchanged: no second wait.
     done = resume(t, cp, "after-crash")
     assert done["statusCode"] == 200 and done["status"] == "done", done
+    assert counts()["implement"] == 1
 
 
 def test_short_lease_of_crashed_holder_is_taken_over_after_expiry(
@@ -313,18 +325,14 @@ def test_short_lease_of_crashed_holder_is_taken_over_after_expiry(
 ) -> None:
     t = _thread()
     cp = start(t)["checkpoint_id"]
-    _put_lock(env["table_name"], t, owner="crashed-container", expires_in=1.5)
-
-    monkeypatch.setenv("LEASE_WAIT_SECONDS", "0")
-    busy = resume(t, cp, "too-early")
-    assert busy["statusCode"] == 409 and busy["error"] == "busy"
+    _put_lock(env["table_name"], t, owner="crashed-container", lease_ms=1500)
 
     monkeypatch.setenv("LEASE_WAIT_SECONDS", "10")
     began = time.monotonic()
     done = resume(t, cp, "patient")
     waited = time.monotonic() - began
     assert done["statusCode"] == 200 and done["status"] == "done", done
-    assert 0.8 < waited < 9, waited  # it waited for the expiry, not for the whole budget
+    assert 1.4 < waited < 9, waited  # it watched the lock for the holder's lease, not the whole budget
     assert counts()["implement"] == 1
 
 
@@ -384,7 +392,7 @@ def test_crashed_process_request_is_recovered_after_lease_expiry(
         **os.environ,
         "AWS_ENDPOINT_URL": moto_endpoint,
         "LEASE_SECONDS": "2",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
     }
     proc = subprocess.run(
         [sys.executable, "-c", CRASHER, json.dumps(event)],
@@ -418,7 +426,7 @@ def test_agent_uses_the_store_environment(env: dict[str, str], monkeypatch: pyte
     assert start(t)["statusCode"] == 200
     saver = agent.get_saver()
     assert (saver.ttl, saver.track_threads, saver.s3_key_prefix) == (3600, True, "agent-ckpt/")
-    head = boto3.client("dynamodb").get_item(
+    head = boto3.client("dynamodb").get_item(  # a direct invoke without "caller": unscoped thread id
         TableName=env["table_name"],
         Key={ATTR.PK: {"S": schema.partition_key(t)}, ATTR.SK: {"S": schema.HEAD_SK}},
         ConsistentRead=True,

@@ -243,10 +243,15 @@ def test_busy_thread_and_clock_injection(saver: DynamoDBSaver) -> None:
     now = [time.time()]
     holder = ThreadLease(saver, t, lease_seconds=60, heartbeat=False, clock=lambda: now[0])
     holder.acquire()
-    with pytest.raises(LeaseUnavailableError):
+    with pytest.raises(LeaseUnavailableError) as busy:
         run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 1, wait_seconds=0)
-    # A caller whose clock is past the holder's expiry takes the lock over.
+    assert busy.value.retry_after is not None and 0 < busy.value.retry_after <= 60
+    # A caller whose wall clock is past the holder's expiry does NOT take the
+    # lock over: expiry is judged by watching the lock's version, not clocks.
     later = now[0] + 120
+    with pytest.raises(LeaseUnavailableError):
+        run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 2, wait_seconds=0, clock=lambda: later)
+    assert holder.release() is True
     assert run_once(saver, t, "r", ANY_CHECKPOINT, lambda: 2, wait_seconds=0, clock=lambda: later).value == 2
 
 
@@ -331,3 +336,70 @@ def _item_at(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
         TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
     )
     return resp.get("Item")  # type: ignore[no-any-return]
+
+
+def test_lock_items_of_earlier_versions_are_watched_by_owner_and_expiry(saver: DynamoDBSaver) -> None:
+    """No ``rvn``/``ld`` (written before record versions): watched for ``lx - la``, then taken over."""
+    t = _thread()
+    now_ms = int(time.time() * 1000)
+    saver._clients["dynamodb"].put_item(
+        TableName=saver.table_name,
+        Item={
+            ATTR.PK: {"S": schema.partition_key(t)},
+            ATTR.SK: {"S": schema.LOCK_SK},
+            ATTR.KIND: {"S": schema.META_ITEM},
+            ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+            "own": {"S": "old-version-worker"},
+            "la": {"N": str(now_ms - 60_000)},
+            "lx": {"N": str(now_ms - 59_000)},  # a 1 s lease, long expired by the wall clock
+            "fen": {"N": "4"},
+        },
+    )
+    lease = ThreadLease(saver, t, lease_seconds=0.5, wait_seconds=5, poll_seconds=0.05, heartbeat=False)
+    began = time.monotonic()
+    info = lease.acquire()
+    assert 1.0 <= time.monotonic() - began < 4  # watched for lx - la = 1 s, not trusted at once
+    assert info.token == 5 and info.owner == lease.owner
+    assert lease.release() is True
+
+
+def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) -> None:
+    """A bound copy per request must not leave a thread pool (or clients) behind."""
+    from langgraph.checkpoint.dynamodb._ops import Gather, ddb
+
+    t = _thread()
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        bound = lease.bind()
+        assert type(bound).__name__ == "LeaseBoundDynamoDBSaver" and isinstance(bound, DynamoDBSaver)
+        assert bound._clients is saver._clients
+        calls = [ddb("describe_table", TableName=saver.table_name)] * 2
+        assert len(bound._gather(Gather(calls))) == 2
+        assert saver._pool is not None and bound._pool is None
+        rebound = lease.bind(bound)
+        assert type(rebound) is type(bound)
+        bound.close()  # closing a copy leaves the saver's clients open
+        saver._clients["dynamodb"].describe_table(TableName=saver.table_name)
+    with pytest.raises(LeaseLostError):
+        lease.bind()  # released: nothing to bind to
+
+
+def test_holder_learns_at_its_next_heartbeat_that_it_lost(saver: DynamoDBSaver) -> None:
+    t = _thread()
+    old = ThreadLease(saver, t, lease_seconds=0.5, heartbeat=False)
+    old.acquire()
+    new = ThreadLease(saver, t, lease_seconds=30, wait_seconds=5, poll_seconds=0.05, heartbeat=False)
+    new.acquire()  # watched old's version for 0.5 s
+    with pytest.raises(LeaseLostError):
+        old.renew()
+    assert old.lost and not old.held
+    assert old.release() is False  # a stale holder cannot release the new holder's lock
+    assert new.held and new.release() is True
+
+
+def test_lease_is_held_only_while_observed_time_allows(saver: DynamoDBSaver) -> None:
+    lease = ThreadLease(saver, _thread(), lease_seconds=0.3, heartbeat=False)
+    lease.acquire()
+    assert lease.held
+    time.sleep(0.35)
+    assert not lease.held  # judged on our monotonic clock from when we sent the acquisition
+    lease.release()

@@ -484,7 +484,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # Payloads first, then the item that points to them: a reader never
         # sees a pointer to something not yet written.
         yield from self._write_externals(uploads, blob_items)
-        yield ddb("put_item", TableName=self.table_name, Item=item)
+        yield from self._write_item(ddb("put_item", TableName=self.table_name, Item=item))
         for key, placement in learned:
             self._remember(key, placement)
         yield from self._on_activity(thread_id)
@@ -495,6 +495,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 "checkpoint_id": cid,
             }
         }
+
+    def _write_item(self, call: Call) -> Op[Any]:
+        """Send the one DynamoDB write that lands a checkpoint or a task's writes.
+
+        The hook a lease-bound copy of the saver overrides (``lock.ThreadLease.bind``)
+        to make that write conditional on still holding the thread's lease.
+        """
+        return (yield call)
 
     def _remember(self, key: tuple[str, str, str, str], placement: Placement) -> None:
         """Record where a channel version lives; the oldest entries go first.
@@ -677,7 +685,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if uploads:
             yield Gather(uploads)
         # One request for the whole call, whatever the number of writes.
-        yield ddb(
+        write = ddb(
             "update_item",
             TableName=self.table_name,
             Key={
@@ -688,6 +696,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=vals,
         )
+        yield from self._write_item(write)
         yield from self._on_activity(thread_id)
 
     def _write_to_s3(

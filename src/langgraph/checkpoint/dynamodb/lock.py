@@ -8,15 +8,17 @@ that, all stored in the checkpoint table next to the thread's own items:
 
 * :class:`ThreadLease` / :class:`AsyncThreadLease`: a lease lock on one
   thread (item ``PK = thread``, ``SK = schema.LOCK_SK``). Taken with one
-  conditional ``UpdateItem`` that succeeds only if the lock is absent, its
-  lease has expired, or the caller already owns it; renewed while held (a
-  heartbeat); released with a ``DeleteItem`` conditional on the owner. A
-  holder that crashed loses the lock when its lease runs out: there is no
-  other way to tell a dead holder from a slow one.
+  conditional ``UpdateItem`` that succeeds only if the lock is absent or the
+  caller already owns it, or (takeover) if its record version is still the
+  one the caller watched for a whole lease; renewed while held (a heartbeat
+  that writes a new record version); released with a ``DeleteItem``
+  conditional on the owner and version. :meth:`ThreadLease.bind` gives a
+  saver whose writes land only while the lease is held (fencing).
 * :func:`run_once` / :func:`arun_once`: run a function at most once per
   ``(thread_id, request_id)`` under the lease, recording its result (small
   results only, see :data:`DEFAULT_MAX_RESULT_BYTES`) so that a repeated
-  request returns the first result without running anything.
+  request returns the first result without running anything, and a retry
+  after a crash can rebuild the outcome from what the first attempt stored.
 * :func:`check_checkpoint` / :func:`acheck_checkpoint`: refuse to act on a
   thread whose latest checkpoint is no longer the one the caller saw
   (:class:`StaleCheckpointError`), e.g. an answer submitted from a stale page.
@@ -25,10 +27,14 @@ The logic is written once, as generators that yield DynamoDB calls (the same
 sans-I/O style as the savers' core), and driven by a boto3 or an aiobotocore
 client.
 
-Clocks: DynamoDB has no server-side "now", so lease expiry is compared with
-the *caller's* wall clock. Choose ``lease_seconds`` well above the clock skew
-between your hosts (NTP keeps Lambda hosts within milliseconds) and keep the
-heartbeat on for work that can outlast a lease.
+Clocks: DynamoDB has no server-side "now", and another machine's wall clock
+may run ahead or behind ours, so no wall clock decides expiry. As the AWS
+DynamoDB Lock Client does, a waiter takes a lock over only after it has seen
+the lock's record version (``rvn``, changed by every heartbeat) unchanged for
+the holder's whole lease duration on its *own* monotonic clock. What a
+process has watched is remembered process-wide, so a retry in the same
+(warm Lambda) process does not start watching again. ``lx`` (expiry by the
+holder's clock) is kept for people and the CLI only.
 
 Every item written here carries ``schema.ATTR.FORMAT`` (the savers' readers
 check it on every item of a thread) and the ``schema.TTL_ATTRIBUTE``, so
@@ -39,6 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import inspect
 import threading
 import time
 import uuid
@@ -49,20 +57,23 @@ from typing import Any, Final, Generic, TypeVar
 
 from botocore.exceptions import ClientError
 
+from langgraph.checkpoint.dynamodb import clock as _clock
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._ops import Call, Sleep, ddb
-from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = [
     "ANY_CHECKPOINT",
     "DEFAULT_MAX_RESULT_BYTES",
+    "REQUEST_ID_METADATA_KEY",
     "AsyncThreadLease",
     "LeaseInfo",
     "LeaseLostError",
     "LeaseUnavailableError",
     "RequestRecord",
     "ResultNotStoredError",
+    "RunContext",
     "RunOutcome",
     "StaleCheckpointError",
     "ThreadLease",
@@ -83,7 +94,7 @@ DEFAULT_MAX_RESULT_BYTES: Final = 64 * 1024
 HARD_MAX_RESULT_BYTES: Final = 350 * 1024
 
 #: DynamoDB's TTL sweeper may lag by days; this extra life on a lock item is
-#: only housekeeping (expiry is decided by ``lx``, never by the TTL).
+#: only housekeeping (expiry is decided by watching ``rvn``, never by the TTL).
 _LOCK_TTL_GRACE_S: Final = 3600
 
 # Attribute names of lock and request items (short: DynamoDB bills names).
@@ -91,6 +102,8 @@ _OWNER = "own"  # owner token of the lock / of the running attempt
 _LEASE_EXPIRES = "lx"  # lease expiry, epoch milliseconds
 _ACQUIRED = "la"  # when the current owner took the lock, epoch ms
 _FENCE = "fen"  # fencing token: +1 on every acquisition by a new owner
+_RVN = "rvn"  # record version number: a fresh random value on every acquisition and heartbeat
+_LEASE_MS = "ld"  # the holder's lease duration, milliseconds (waiters wait this long)
 _STATUS = "st"  # request status, see RequestRecord
 _START_CP = "cp0"  # checkpoint id the request was accepted against
 _RESULT_TYPE = "rt"  # serde type of the stored result
@@ -136,27 +149,42 @@ class LeaseUnavailableError(CheckpointStoreError):
     Attributes:
         thread_id: the thread.
         holder: owner token of the current holder, if known.
-        expires_at: when the holder's lease runs out (epoch seconds), if known.
+        expires_at: when the holder says its lease runs out (epoch seconds, the
+            *holder's* clock: for display only), if known.
+        retry_after: seconds after which this process may take a silent
+            holder's lease over (it has watched the lock for that long minus
+            what it already waited), if known. A live holder renews before then.
 
     Example:
         ```python
         try:
             ThreadLease(saver, "t-1").acquire()
         except LeaseUnavailableError as busy:
-            retry_in = max(0.0, (busy.expires_at or 0) - time.time())
+            retry_in = busy.retry_after or 1.0
         ```
     """
 
-    def __init__(self, thread_id: str, holder: str | None, expires_at: float | None) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        holder: str | None,
+        expires_at: float | None,
+        retry_after: float | None = None,
+    ) -> None:
         self.thread_id = thread_id
         self.holder = holder
         self.expires_at = expires_at
+        self.retry_after = retry_after
         when = f" until {expires_at:.3f}" if expires_at is not None else ""
         super().__init__(f"thread {thread_id!r} is locked by another owner{when}")
 
 
 class LeaseLostError(CheckpointStoreError):
     """The lease expired and was taken over (or released) while we thought we held it.
+
+    Raised by :meth:`ThreadLease.renew`, by every write of a lease-bound saver
+    (:meth:`ThreadLease.bind`) after another owner took the thread over (the
+    write did not land), and by :func:`run_once` instead of reporting success.
 
     Example:
         ```python
@@ -224,7 +252,8 @@ class LeaseInfo:
     Attributes:
         thread_id: the locked thread.
         owner: the owner token.
-        expires_at: lease expiry, epoch seconds (caller's clock).
+        expires_at: lease expiry, epoch seconds by the holder's clock (for
+            display: other processes never trust it, see :class:`ThreadLease`).
         token: fencing token; grows by one with every acquisition, so a
             downstream system can reject writes carrying an older token from
             a holder that still believes it owns the thread.
@@ -293,6 +322,11 @@ class RunOutcome(Generic[T]):
 # ------------------------------------------------------------------ helpers
 
 
+def _wall_now() -> float:
+    """The library's clock, read at call time (so tests can skew it: ``clock.now``)."""
+    return _clock.now()
+
+
 def _now_ms(clock: Callable[[], float]) -> int:
     return int(clock() * 1000)
 
@@ -313,7 +347,8 @@ class _Where:
 
 def _partition_key(saver: Any, thread_id: str, tenant_prefix: str = "") -> str:
     """The thread's partition key: the saver's (tenant prefix included) when given one."""
-    pk_of = getattr(saver, "_pk", None)
+    # Always the saver's own key (its tenant layout may change): never rebuilt here.
+    pk_of = getattr(saver, "partition_key", None) or getattr(saver, "_pk", None)
     if callable(pk_of):
         return str(pk_of(thread_id))
     return schema.partition_key(tenant_prefix + thread_id)
@@ -382,6 +417,86 @@ def _resolve_target(target: Any, table_name: str | None) -> tuple[Any, str, Any]
 Op = Generator[Call | Sleep, Any, T]
 
 
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    """What a lease-bound write must find on the lock item: our owner token and fence."""
+
+    where: _Where
+    thread_id: str
+    owner: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """An acquisition or renewal: the lease as written, its RVN and when we sent it."""
+
+    info: LeaseInfo
+    rvn: str
+    sent: float  # monotonic time the request left: the lease runs from here for us
+
+
+# Observations of lock items by this process: (table, pk) -> (RVN, monotonic
+# time it was first seen). Module-wide on purpose: a retry of a request in the
+# same warm container (another ThreadLease object) keeps the time it already
+# waited, so it can take over a dead holder's lease instead of waiting again.
+_SEEN: dict[tuple[str, str], tuple[str, float]] = {}
+_SEEN_LOCK = threading.Lock()
+_SEEN_MAX: Final = 10_000
+
+
+def _observe(where: _Where, rvn: str, now: float, *, ours: bool = False) -> float:
+    """Record that ``rvn`` was the lock's version at ``now``; return when this process first saw it.
+
+    Our own writes count as observations too (the RVN we wrote was current
+    when the response arrived), so a second lease object in this process
+    knows as much as the first.
+    """
+    key = (where.table, where.pk)
+    with _SEEN_LOCK:
+        prev = _SEEN.get(key)
+        if prev is not None and prev[0] == rvn and not ours:
+            return prev[1]
+        _SEEN.pop(key, None)
+        _SEEN[key] = (rvn, now)
+        while len(_SEEN) > _SEEN_MAX:
+            del _SEEN[next(iter(_SEEN))]
+        return now
+
+
+def _version_of(item: dict[str, Any]) -> tuple[str, str, dict[str, Any], dict[str, str]]:
+    """``(RVN, condition, values, names)``: the lock item's version and a condition that it is unchanged.
+
+    Items written before RVNs existed have none: their owner and ``lx``
+    (which every renewal of that version changed) stand in for it.
+    """
+    if _RVN in item:
+        rvn = item[_RVN]["S"]
+        return rvn, "#rvn = :seen", {":seen": {"S": rvn}}, {"#rvn": _RVN}
+    owner = item.get(_OWNER, {}).get("S", "")
+    lx = item.get(_LEASE_EXPIRES, {}).get("N", "0")
+    return (
+        f"legacy:{owner}:{lx}",
+        "attribute_not_exists(#rvn) AND #o = :so AND #lx = :slx",
+        {":so": {"S": owner}, ":slx": {"N": lx}},
+        {"#rvn": _RVN},
+    )
+
+
+def _held_ms(item: dict[str, Any], default_ms: int) -> int:
+    """How long a waiter must watch the lock unchanged: the holder's lease duration.
+
+    Items of earlier versions do not record it; ``lx - la`` (expiry minus
+    acquisition, both by the holder's clock) is at least the holder's lease,
+    so waiting that long never takes a live lease over (only a slow one).
+    """
+    if _LEASE_MS in item:
+        return int(item[_LEASE_MS]["N"])
+    if _LEASE_EXPIRES in item and _ACQUIRED in item:
+        return max(default_ms, int(item[_LEASE_EXPIRES]["N"]) - int(item[_ACQUIRED]["N"]))
+    return default_ms
+
+
 def _op_acquire(
     where: _Where,
     thread_id: str,
@@ -390,86 +505,150 @@ def _op_acquire(
     wait_ms: int,
     poll_ms: int,
     clock: Callable[[], float],
-) -> Op[LeaseInfo]:
-    deadline = _now_ms(clock) + wait_ms
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Op[_Taken]:
+    deadline = monotonic() + wait_ms / 1000
     while True:
-        now = _now_ms(clock)
-        expires = now + lease_ms
-        try:
-            resp = yield ddb(
-                "update_item",
-                TableName=where.table,
-                Key=_lock_key(where),
-                # One conditional write: free, expired, or already ours. The
-                # fencing token grows with every acquisition.
-                UpdateExpression=(
-                    "SET #o = :o, #lx = :lx, #t = :t, #f = :f, #thr = :thr, #ttl = :ttl, #la = :now "
-                    "ADD #fen :inc"
-                ),
-                ConditionExpression="attribute_not_exists(#pk) OR #lx < :now OR #o = :o",
-                ExpressionAttributeNames={
-                    "#pk": ATTR.PK,
-                    "#o": _OWNER,
-                    "#lx": _LEASE_EXPIRES,
-                    "#t": ATTR.KIND,
-                    "#f": ATTR.FORMAT,
-                    "#thr": ATTR.THREAD_ID,
-                    "#ttl": schema.TTL_ATTRIBUTE,
-                    "#la": _ACQUIRED,
-                    "#fen": _FENCE,
-                },
-                ExpressionAttributeValues={
-                    ":o": {"S": owner},
-                    ":lx": {"N": str(expires)},
-                    ":now": {"N": str(now)},
-                    ":t": {"S": schema.META_ITEM},
-                    ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
-                    ":thr": {"S": thread_id},
-                    ":ttl": {"N": str(expires // 1000 + _LOCK_TTL_GRACE_S)},
-                    ":inc": {"N": "1"},
-                },
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise
-        else:
-            return _lease_info(thread_id, resp["Attributes"])
-        # Busy: read who holds it, to wait no longer than needed and to say so.
+        # One conditional write: free or already ours. Whether a lease held by
+        # someone else has run out is never judged by a clock stored in the
+        # item (another machine's): see the takeover below.
+        taken = yield from _op_write_lock(where, thread_id, owner, lease_ms, clock, monotonic, None)
+        if taken is not None:
+            return taken
         got = yield ddb("get_item", TableName=where.table, Key=_lock_key(where), ConsistentRead=True)
         item = got.get("Item")
-        holder = item.get(_OWNER, {}).get("S") if item else None
-        held_until = int(item[_LEASE_EXPIRES]["N"]) if item and _LEASE_EXPIRES in item else None
-        now = _now_ms(clock)
-        if now >= deadline:
-            raise LeaseUnavailableError(
-                thread_id, holder, held_until / 1000 if held_until is not None else None
+        if item is None:
+            continue  # released between our write and our read: try again at once
+        rvn, cond, values, names = _version_of(item)
+        held_ms = _held_ms(item, lease_ms)
+        now = monotonic()
+        first = _observe(where, rvn, now)
+        # The holder changes the RVN on every heartbeat. The same RVN for a
+        # whole lease duration on *our* monotonic clock means the holder's
+        # lease ran out by its own clock too, whatever the wall clocks say.
+        free_at = first + held_ms / 1000
+        if now >= free_at:
+            taken = yield from _op_write_lock(
+                where, thread_id, owner, lease_ms, clock, monotonic, (cond, values, names)
             )
-        # Sleep until the next poll, the holder's expiry or our deadline,
-        # whichever comes first (plus a millisecond so the expiry has passed).
-        nap = min(poll_ms, deadline - now)
-        if held_until is not None:
-            nap = min(nap, max(1, held_until - now + 1))
-        yield Sleep(max(nap, 1) / 1000)
+            if taken is not None:
+                return taken
+            continue  # the holder beat (or someone else took it): observe again
+        if now >= deadline:
+            holder = item.get(_OWNER, {}).get("S")
+            lx = int(item[_LEASE_EXPIRES]["N"]) / 1000 if _LEASE_EXPIRES in item else None
+            raise LeaseUnavailableError(thread_id, holder, lx, retry_after=free_at - now)
+        # Sleep until the next poll, the end of the observation or our
+        # deadline, whichever comes first.
+        yield Sleep(max(min(poll_ms / 1000, deadline - now, free_at - now + 0.001), 0.001))
 
 
-def _op_renew(
-    where: _Where, thread_id: str, owner: str, lease_ms: int, clock: Callable[[], float]
-) -> Op[LeaseInfo]:
+def _op_write_lock(
+    where: _Where,
+    thread_id: str,
+    owner: str,
+    lease_ms: int,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float],
+    takeover: tuple[str, dict[str, Any], dict[str, str]] | None,
+) -> Op[_Taken | None]:
+    """Write the lock item as ours with a fresh RVN; ``None`` if its condition failed."""
     now = _now_ms(clock)
     expires = now + lease_ms
+    rvn = uuid.uuid4().hex
+    names = {
+        "#pk": ATTR.PK,
+        "#o": _OWNER,
+        "#rvn": _RVN,
+        "#ld": _LEASE_MS,
+        "#lx": _LEASE_EXPIRES,
+        "#t": ATTR.KIND,
+        "#f": ATTR.FORMAT,
+        "#thr": ATTR.THREAD_ID,
+        "#ttl": schema.TTL_ATTRIBUTE,
+        "#la": _ACQUIRED,
+        "#fen": _FENCE,
+    }
+    values: dict[str, Any] = {
+        ":o": {"S": owner},
+        ":rvn": {"S": rvn},
+        ":ld": {"N": str(lease_ms)},
+        ":lx": {"N": str(expires)},
+        ":now": {"N": str(now)},
+        ":t": {"S": schema.META_ITEM},
+        ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+        ":thr": {"S": thread_id},
+        ":ttl": {"N": str(expires // 1000 + _LOCK_TTL_GRACE_S)},
+        ":inc": {"N": "1"},
+    }
+    if takeover is None:
+        cond = "attribute_not_exists(#pk) OR #o = :o"
+    else:
+        cond, seen_values, seen_names = takeover
+        values.update(seen_values)
+        names.update(seen_names)
+        names.pop("#pk")
+    sent = monotonic()
     try:
         resp = yield ddb(
             "update_item",
             TableName=where.table,
             Key=_lock_key(where),
-            UpdateExpression="SET #lx = :lx, #ttl = :ttl",
-            # Only the owner renews; an expired lease not yet taken over is
-            # still ours to extend (nobody else relied on it being free).
-            ConditionExpression="#o = :o",
-            ExpressionAttributeNames={"#o": _OWNER, "#lx": _LEASE_EXPIRES, "#ttl": schema.TTL_ATTRIBUTE},
+            # ``lx`` is kept for people (CLI, logs), never trusted for expiry.
+            # The fencing token grows with every acquisition.
+            UpdateExpression=(
+                "SET #o = :o, #rvn = :rvn, #ld = :ld, #lx = :lx, #t = :t, #f = :f, #thr = :thr, "
+                "#ttl = :ttl, #la = :now ADD #fen :inc"
+            ),
+            ConditionExpression=cond,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as exc:
+        if _code(exc) != "ConditionalCheckFailedException":
+            raise
+        return None
+    _observe(where, rvn, monotonic(), ours=True)
+    return _Taken(_lease_info(thread_id, resp["Attributes"]), rvn, sent)
+
+
+def _op_renew(
+    where: _Where,
+    thread_id: str,
+    owner: str,
+    rvn: str,
+    lease_ms: int,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Op[_Taken]:
+    now = _now_ms(clock)
+    expires = now + lease_ms
+    new_rvn = uuid.uuid4().hex
+    sent = monotonic()
+    try:
+        resp = yield ddb(
+            "update_item",
+            TableName=where.table,
+            Key=_lock_key(where),
+            UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx, #ttl = :ttl",
+            # Only the owner renews, and only the version it last wrote: if a
+            # waiter took the lock over (after seeing our RVN unchanged for a
+            # lease), this fails and we learn we lost it. An expired lease
+            # nobody took over is still ours to extend.
+            ConditionExpression="#o = :o AND #rvn = :rvn",
+            ExpressionAttributeNames={
+                "#o": _OWNER,
+                "#rvn": _RVN,
+                "#ld": _LEASE_MS,
+                "#lx": _LEASE_EXPIRES,
+                "#ttl": schema.TTL_ATTRIBUTE,
+            },
             ExpressionAttributeValues={
                 ":o": {"S": owner},
+                ":rvn": {"S": rvn},
+                ":new": {"S": new_rvn},
+                ":ld": {"N": str(lease_ms)},
                 ":lx": {"N": str(expires)},
                 ":ttl": {"N": str(expires // 1000 + _LOCK_TTL_GRACE_S)},
             },
@@ -479,24 +658,89 @@ def _op_renew(
         if _code(exc) == "ConditionalCheckFailedException":
             raise LeaseLostError(f"lease on thread {thread_id!r} was taken over or released") from exc
         raise
-    return _lease_info(thread_id, resp["Attributes"])
+    _observe(where, new_rvn, monotonic(), ours=True)
+    return _Taken(_lease_info(thread_id, resp["Attributes"]), new_rvn, sent)
 
 
-def _op_release(where: _Where, thread_id: str, owner: str) -> Op[bool]:
+def _op_release(where: _Where, thread_id: str, owner: str, rvn: str) -> Op[bool]:
     try:
         yield ddb(
             "delete_item",
             TableName=where.table,
             Key=_lock_key(where),
-            ConditionExpression="#o = :o",
-            ExpressionAttributeNames={"#o": _OWNER},
-            ExpressionAttributeValues={":o": {"S": owner}},
+            ConditionExpression="#o = :o AND #rvn = :rvn",
+            ExpressionAttributeNames={"#o": _OWNER, "#rvn": _RVN},
+            ExpressionAttributeValues={":o": {"S": owner}, ":rvn": {"S": rvn}},
         )
     except ClientError as exc:
         if _code(exc) == "ConditionalCheckFailedException":
             return False  # someone took it over after our lease expired
         raise
     return True
+
+
+# DynamoDB's TransactWriteItems accepts these fields of a Put / Update.
+_TRANSACT_FIELDS: Final = {
+    "put_item": (
+        "Put",
+        ("TableName", "Item", "ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"),
+    ),
+    "update_item": (
+        "Update",
+        (
+            "TableName",
+            "Key",
+            "UpdateExpression",
+            "ConditionExpression",
+            "ExpressionAttributeNames",
+            "ExpressionAttributeValues",
+        ),
+    ),
+}
+
+
+def _op_fenced_write(fence: _Fence, call: Call) -> Op[Any]:
+    """``call`` (a PutItem or UpdateItem) as one TransactWriteItems that also checks our lease.
+
+    The ``ConditionCheck`` finds the lock item still carrying our owner token
+    and fence; a holder that was paused past its lease and taken over fails
+    it, and its write does not land. Still one request. A failed condition of
+    the write itself is raised as the plain call would raise it.
+    """
+    if call.service != "dynamodb" or call.method not in _TRANSACT_FIELDS:
+        raise TypeError(f"cannot fence {call.service}.{call.method}")
+    kind, fields = _TRANSACT_FIELDS[call.method]
+    body = {k: v for k, v in call.kwargs.items() if k in fields}
+    key = body.get("Key") or body.get("Item") or {}
+    if key.get(ATTR.PK) != {"S": fence.where.pk} or body.get("TableName") != fence.where.table:
+        # The lease covers one thread: a write elsewhere would be unfenced.
+        raise ValueError(f"a saver bound to the lease of thread {fence.thread_id!r} cannot write elsewhere")
+    check = {
+        "ConditionCheck": {
+            "TableName": fence.where.table,
+            "Key": _lock_key(fence.where),
+            "ConditionExpression": "#o = :o AND #fen = :fen",
+            "ExpressionAttributeNames": {"#o": _OWNER, "#fen": _FENCE},
+            "ExpressionAttributeValues": {":o": {"S": fence.owner}, ":fen": {"N": str(fence.token)}},
+        }
+    }
+    try:
+        return (yield ddb("transact_write_items", TransactItems=[check, {kind: body}]))
+    except ClientError as exc:
+        if _code(exc) != "TransactionCanceledException":
+            raise
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+        if reasons[:1] == ["ConditionalCheckFailed"]:
+            raise LeaseLostError(
+                f"lease on thread {fence.thread_id!r} (fence {fence.token}) was lost: "
+                "another owner took the thread over; this write was not applied"
+            ) from exc
+        if reasons[1:2] == ["ConditionalCheckFailed"]:
+            raise ClientError(
+                {"Error": {"Code": "ConditionalCheckFailedException", "Message": str(exc)}},
+                call.method,
+            ) from exc
+        raise
 
 
 def _op_get_request(where: _Where, request_id: str) -> Op[dict[str, Any] | None]:
@@ -507,6 +751,63 @@ def _op_get_request(where: _Where, request_id: str) -> Op[dict[str, Any] | None]
     return item
 
 
+def _fenced_write_item(self: Any, call: Call) -> Op[Any]:
+    """``CoreSaver._write_item`` of lease-bound copies: the final write goes through the fence."""
+    return (yield from _op_fenced_write(self._lease_fence, call))
+
+
+def _origin_gather(self: Any, req: Any) -> Any:
+    """Concurrent calls of a lease-bound copy run on the original saver's pool.
+
+    A copy that lazily created a pool of its own would leave its threads
+    behind after every request (nothing closes a bound copy).
+    """
+    return self._lease_origin._gather(req)
+
+
+_BOUND_TYPES: dict[type, type] = {}
+
+
+def _bound_copy(saver: Any, fence: _Fence) -> Any:
+    """A shallow copy of ``saver`` whose ``_write_item`` is fenced (see ``ThreadLease.bind``)."""
+    from langgraph.checkpoint.dynamodb._core import CoreSaver
+
+    if not isinstance(saver, CoreSaver):
+        raise TypeError(f"only this package's savers can be bound to a lease, not {type(saver).__name__}")
+    if saver.partition_key(fence.thread_id) != fence.where.pk or saver.table_name != fence.where.table:
+        raise ValueError(f"the saver does not store thread {fence.thread_id!r} where the lease lives")
+    if getattr(saver, "_clients", {}).get("dynamodb") is None:
+        # An async saver opens its clients lazily: a copy would open its own
+        # and never close them.
+        raise RuntimeError("open the saver before binding it (async with saver: ..., or await saver.setup())")
+    # Rebinding a bound copy binds the original type again.
+    base: type = getattr(type(saver), "_lease_unbound", type(saver))
+    cls = _BOUND_TYPES.get(base)
+    if cls is None:
+        # A direct subclass with no slots of its own: an instance of the
+        # saver's type can switch to it (a mixin base would change the layout).
+        ns: dict[str, Any] = {"__slots__": (), "_write_item": _fenced_write_item, "_lease_unbound": base}
+        if hasattr(base, "_gather"):
+            ns["_gather"] = _origin_gather
+        cls = _BOUND_TYPES.setdefault(base, type(f"LeaseBound{base.__name__}", (base,), ns))
+    bound: Any = copy.copy(saver)
+    bound.__class__ = cls
+    bound._lease_fence = fence
+    bound._lease_origin = getattr(saver, "_lease_origin", saver)
+    # The copy borrows the saver's clients: closing it must not close them.
+    for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
+        if hasattr(bound, name):
+            setattr(bound, name, empty)
+    return bound
+
+
+def _fenced(fence: _Fence | None, call: Call) -> Op[Any]:
+    """Send ``call``, fenced by the lease when one is given."""
+    if fence is None:
+        return (yield call)
+    return (yield from _op_fenced_write(fence, call))
+
+
 def _op_begin_request(
     where: _Where,
     thread_id: str,
@@ -515,44 +816,48 @@ def _op_begin_request(
     start_cp: str,
     ttl_s: int,
     clock: Callable[[], float],
+    fence: _Fence | None = None,
 ) -> Op[None]:
     now = _now_ms(clock)
     try:
-        yield ddb(
-            "update_item",
-            TableName=where.table,
-            Key=_request_key(where, request_id),
-            UpdateExpression=(
-                "SET #st = :run, #o = :o, #cp0 = if_not_exists(#cp0, :cp0), #ca = if_not_exists(#ca, :now), "
-                "#t = :t, #f = :f, #thr = :thr, #ttl = :ttl ADD #att :one REMOVE #err"
+        yield from _fenced(
+            fence,
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=_request_key(where, request_id),
+                UpdateExpression=(
+                    "SET #st = :run, #o = :o, #cp0 = if_not_exists(#cp0, :cp0), #ca = if_not_exists(#ca, :now), "
+                    "#t = :t, #f = :f, #thr = :thr, #ttl = :ttl ADD #att :one REMOVE #err"
+                ),
+                # A done request is never restarted (the caller checked under the
+                # lease; this guards against a logic error turning into a rerun).
+                ConditionExpression="attribute_not_exists(#st) OR #st <> :done",
+                ExpressionAttributeNames={
+                    "#st": _STATUS,
+                    "#o": _OWNER,
+                    "#cp0": _START_CP,
+                    "#ca": _CREATED,
+                    "#t": ATTR.KIND,
+                    "#f": ATTR.FORMAT,
+                    "#thr": ATTR.THREAD_ID,
+                    "#ttl": schema.TTL_ATTRIBUTE,
+                    "#att": _ATTEMPTS,
+                    "#err": _ERROR,
+                },
+                ExpressionAttributeValues={
+                    ":run": {"S": STATUS_RUNNING},
+                    ":done": {"S": STATUS_DONE},
+                    ":o": {"S": owner},
+                    ":cp0": {"S": start_cp},
+                    ":now": {"N": str(now)},
+                    ":t": {"S": schema.META_ITEM},
+                    ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+                    ":thr": {"S": thread_id},
+                    ":ttl": {"N": str(now // 1000 + ttl_s)},
+                    ":one": {"N": "1"},
+                },
             ),
-            # A done request is never restarted (the caller checked under the
-            # lease; this guards against a logic error turning into a rerun).
-            ConditionExpression="attribute_not_exists(#st) OR #st <> :done",
-            ExpressionAttributeNames={
-                "#st": _STATUS,
-                "#o": _OWNER,
-                "#cp0": _START_CP,
-                "#ca": _CREATED,
-                "#t": ATTR.KIND,
-                "#f": ATTR.FORMAT,
-                "#thr": ATTR.THREAD_ID,
-                "#ttl": schema.TTL_ATTRIBUTE,
-                "#att": _ATTEMPTS,
-                "#err": _ERROR,
-            },
-            ExpressionAttributeValues={
-                ":run": {"S": STATUS_RUNNING},
-                ":done": {"S": STATUS_DONE},
-                ":o": {"S": owner},
-                ":cp0": {"S": start_cp},
-                ":now": {"N": str(now)},
-                ":t": {"S": schema.META_ITEM},
-                ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
-                ":thr": {"S": thread_id},
-                ":ttl": {"N": str(now // 1000 + ttl_s)},
-                ":one": {"N": "1"},
-            },
         )
     except ClientError as exc:
         if _code(exc) == "ConditionalCheckFailedException":
@@ -574,6 +879,7 @@ def _op_finish_request(
     error: str | None,
     ttl_s: int,
     clock: Callable[[], float],
+    fence: _Fence | None = None,
 ) -> Op[None]:
     now = _now_ms(clock)
     names = {"#st": _STATUS, "#o": _OWNER, "#fin": _FINISHED, "#ttl": schema.TTL_ATTRIBUTE}
@@ -597,17 +903,20 @@ def _op_finish_request(
         values[":err"] = {"S": error[:1000]}
         sets.append("#err = :err")
     try:
-        yield ddb(
-            "update_item",
-            TableName=where.table,
-            Key=_request_key(where, request_id),
-            UpdateExpression="SET " + ", ".join(sets),
-            # Only the attempt that started the request may finish it: if our
-            # lease lapsed and another owner restarted the request, its
-            # record is not ours to overwrite.
-            ConditionExpression="#o = :o",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+        yield from _fenced(
+            fence,
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=_request_key(where, request_id),
+                UpdateExpression="SET " + ", ".join(sets),
+                # Only the attempt that started the request may finish it: if our
+                # lease lapsed and another owner restarted the request, its
+                # record is not ours to overwrite.
+                ConditionExpression="#o = :o",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            ),
         )
     except ClientError as exc:
         if _code(exc) == "ConditionalCheckFailedException":
@@ -687,7 +996,7 @@ class _LeaseBase:
         poll_seconds: float = 0.2,
         owner: str | None = None,
         heartbeat: bool = True,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = _wall_now,
         tenant_prefix: str = "",
     ) -> None:
         _validate_ids(thread_id)
@@ -712,13 +1021,65 @@ class _LeaseBase:
         self.info: LeaseInfo | None = None
         #: Set when a heartbeat found the lease taken over.
         self.lost = False
+        self._rvn = ""
+        # Monotonic time our lease runs out: judged from when we *sent* the
+        # last acquisition or heartbeat (a waiter starts counting later).
+        self._valid_until = 0.0
 
     @property
     def held(self) -> bool:
-        """Whether this object believes it holds the lease (and it has not expired)."""
-        return self.info is not None and not self.lost and self.info.expires_at > self.clock()
+        """Whether this object believes it holds the lease (and it has not expired).
 
-    def _acquire_op(self) -> Op[LeaseInfo]:
+        Judged on this process's monotonic clock, from when the last
+        acquisition or heartbeat was sent: no wall clock is involved.
+        """
+        return self.info is not None and not self.lost and time.monotonic() < self._valid_until
+
+    def _took(self, taken: _Taken) -> LeaseInfo:
+        self.info, self._rvn = taken.info, taken.rvn
+        self._valid_until = taken.sent + self.lease_seconds
+        return taken.info
+
+    def _fence(self) -> _Fence:
+        if self.info is None:
+            raise LeaseLostError(f"the lease on thread {self.thread_id!r} is not held")
+        return _Fence(self._where, self.thread_id, self.owner, self.info.token)
+
+    def bind(self, saver: Any = None) -> Any:
+        """A copy of ``saver`` whose writes land only while this lease is held.
+
+        ``put`` and ``put_writes`` of the copy each become one
+        ``TransactWriteItems``: a ``ConditionCheck`` that the thread's lock
+        still carries this owner and fencing token, plus the usual write. A
+        holder paused past its lease and taken over gets
+        :class:`LeaseLostError` and nothing lands (payloads it uploaded
+        before are unreferenced orphans, which the orphan sweeper removes).
+        The copy shares the saver's clients and caches; do not close it, and
+        use it only for this lease's thread (other threads raise
+        ``ValueError``). Reads are unchanged.
+
+        Args:
+            saver: the saver to bind (default: the lease's own saver, when the
+                lease was created from a saver).
+
+        Returns:
+            A shallow copy of ``saver`` of a subclass of its type.
+
+        Raises:
+            LeaseLostError: the lease is not held (acquire it first).
+
+        Example:
+            ```python
+            with ThreadLease(saver, "t-1", lease_seconds=60) as lease:
+                graph.copy({"checkpointer": lease.bind()}).invoke(None, config)
+            ```
+        """
+        target = saver if saver is not None else self._saver
+        if target is None:
+            raise ValueError("bind() needs a saver when the lease was created from a client")
+        return _bound_copy(target, self._fence())
+
+    def _acquire_op(self) -> Op[_Taken]:
         return _op_acquire(
             self._where,
             self.thread_id,
@@ -729,11 +1090,13 @@ class _LeaseBase:
             self.clock,
         )
 
-    def _renew_op(self) -> Op[LeaseInfo]:
-        return _op_renew(self._where, self.thread_id, self.owner, int(self.lease_seconds * 1000), self.clock)
+    def _renew_op(self) -> Op[_Taken]:
+        return _op_renew(
+            self._where, self.thread_id, self.owner, self._rvn, int(self.lease_seconds * 1000), self.clock
+        )
 
     def _release_op(self) -> Op[bool]:
-        return _op_release(self._where, self.thread_id, self.owner)
+        return _op_release(self._where, self.thread_id, self.owner, self._rvn)
 
 
 class ThreadLease(_LeaseBase):
@@ -745,14 +1108,16 @@ class ThreadLease(_LeaseBase):
         thread_id: the thread to lock.
         table_name: the checkpoint table (default: the saver's).
         lease_seconds: how long the lock stays ours without renewal. A
-            holder that dies keeps others out for at most this long.
+            holder that dies keeps others out until a waiter has watched its
+            lock unchanged for this long (on the waiter's monotonic clock).
         wait_seconds: how long :meth:`acquire` waits for a busy lock before
             raising :class:`LeaseUnavailableError` (``0``: try once).
         poll_seconds: retry interval while waiting.
         owner: owner token (default: a random one per object).
         heartbeat: renew in a background thread every third of the lease
             while held, so long work does not lose the lock.
-        clock: time source (epoch seconds), for tests.
+        clock: wall-clock source (epoch seconds) of the ``lx`` and TTL
+            attributes; never used to decide expiry.
         tenant_prefix: with a plain client, the tenant prefix of the saver
             that writes the thread (a saver target brings its own), so the
             lock lands in the thread's partition.
@@ -783,11 +1148,11 @@ class ThreadLease(_LeaseBase):
         Raises:
             LeaseUnavailableError: another owner still holds it.
         """
-        self.info = _drive(self._dynamodb(), self._acquire_op())
+        info = self._took(_drive(self._dynamodb(), self._acquire_op()))
         self.lost = False
         if self.heartbeat:
             self._start_heartbeat()
-        return self.info
+        return info
 
     def renew(self) -> LeaseInfo:
         """Extend the lease by ``lease_seconds`` from now.
@@ -796,11 +1161,10 @@ class ThreadLease(_LeaseBase):
             LeaseLostError: another owner took it over (or it was released).
         """
         try:
-            self.info = _drive(self._dynamodb(), self._renew_op())
+            return self._took(_drive(self._dynamodb(), self._renew_op()))
         except LeaseLostError:
             self.lost = True
             raise
-        return self.info
 
     def release(self) -> bool:
         """Release the lease. Returns ``False`` if it was no longer ours."""
@@ -867,27 +1231,28 @@ class AsyncThreadLease(_LeaseBase):
     def __init__(self, target: Any, thread_id: str, **kwargs: Any) -> None:
         super().__init__(target, thread_id, **kwargs)
         self._beat: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
 
     async def _dynamodb(self) -> Any:
         return await _async_client(self._saver, self._client)
 
     async def acquire(self) -> LeaseInfo:
         """Take the lease, waiting up to ``wait_seconds`` (see :meth:`ThreadLease.acquire`)."""
-        self.info = await _adrive(await self._dynamodb(), self._acquire_op())
+        info = self._took(await _adrive(await self._dynamodb(), self._acquire_op()))
         self.lost = False
         if self.heartbeat:
             await self._stop_heartbeat()
-            self._beat = asyncio.get_running_loop().create_task(self._heartbeat())
-        return self.info
+            self._stop = asyncio.Event()
+            self._beat = asyncio.get_running_loop().create_task(self._heartbeat(self._stop))
+        return info
 
     async def renew(self) -> LeaseInfo:
         """Extend the lease (see :meth:`ThreadLease.renew`)."""
         try:
-            self.info = await _adrive(await self._dynamodb(), self._renew_op())
+            return self._took(await _adrive(await self._dynamodb(), self._renew_op()))
         except LeaseLostError:
             self.lost = True
             raise
-        return self.info
 
     async def release(self) -> bool:
         """Release the lease. Returns ``False`` if it was no longer ours."""
@@ -899,9 +1264,12 @@ class AsyncThreadLease(_LeaseBase):
         finally:
             self.info = None
 
-    async def _heartbeat(self) -> None:
+    async def _heartbeat(self, stop: asyncio.Event) -> None:
         while True:
-            await asyncio.sleep(self.lease_seconds / 3)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.lease_seconds / 3)
+            if stop.is_set():
+                return
             try:
                 await self.renew()
             except LeaseLostError:
@@ -911,8 +1279,10 @@ class AsyncThreadLease(_LeaseBase):
 
     async def _stop_heartbeat(self) -> None:
         beat, self._beat = self._beat, None
+        self._stop.set()
         if beat is not None and beat is not asyncio.current_task():
-            beat.cancel()
+            # Let a heartbeat in flight finish rather than cancel it: a renewal
+            # that lands unseen would leave us releasing with a stale RVN.
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
 
@@ -1005,7 +1375,15 @@ def _replay(saver: Any, thread_id: str, request_id: str, item: dict[str, Any]) -
             f"({size} bytes serialized) was over the size limit and was not stored; "
             "read the thread's state instead"
         )
-    return saver.serde.loads_typed((item[_RESULT_TYPE]["S"], bytes(item[_RESULT]["B"])))
+    where = f"request record {request_id!r} of thread {thread_id!r}"
+    try:
+        typed = (item[_RESULT_TYPE]["S"], bytes(item[_RESULT]["B"]))
+    except (KeyError, TypeError) as exc:
+        raise CorruptPayloadError(f"{where}: malformed stored result") from exc
+    # The same policy as every checkpoint payload (the saver's _unpack:
+    # strict msgpack, and no plaintext where the saver encrypts): anyone who
+    # can write the thread's partition can forge this record.
+    return saver._unpack(saver.codec.pack(typed), where)
 
 
 def _serialize(saver: Any, value: Any, max_bytes: int) -> tuple[tuple[str, bytes] | None, int]:
@@ -1032,38 +1410,161 @@ def _check_limits(max_result_bytes: int) -> None:
         raise ValueError(f"max_result_bytes must be between 0 and {HARD_MAX_RESULT_BYTES}")
 
 
+#: Key of the request id in ``RunContext.config()["metadata"]``; LangGraph
+#: copies config metadata into every checkpoint the run writes.
+REQUEST_ID_METADATA_KEY: Final = "request_id"
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What :func:`run_once` hands to the work (and to ``recover``).
+
+    Attributes:
+        saver: the saver bound to the lease (:meth:`ThreadLease.bind`): every
+            checkpoint and pending write it lands is fenced; if the lease was
+            lost, it raises :class:`LeaseLostError` and writes nothing.
+        thread_id: the thread.
+        request_id: the request.
+        earlier_attempt: an earlier attempt of this request started and did
+            not record an outcome (it crashed, failed or lost its lease).
+
+    Example:
+        ```python
+        def work(ctx: RunContext) -> dict:
+            graph = compiled.copy({"checkpointer": ctx.saver})
+            return graph.invoke(None, ctx.config(), durability="sync")
+        ```
+    """
+
+    saver: Any
+    thread_id: str
+    request_id: str
+    earlier_attempt: bool
+
+    def config(self, **configurable: Any) -> dict[str, Any]:
+        """A graph config for the thread whose checkpoints carry the request id in their metadata."""
+        return {
+            "configurable": {"thread_id": self.thread_id, **configurable},
+            "metadata": {REQUEST_ID_METADATA_KEY: self.request_id},
+        }
+
+    def wrote(self, metadata: Any) -> bool:
+        """Whether checkpoint metadata was written by this request (through :meth:`config`)."""
+        return isinstance(metadata, dict) and metadata.get(REQUEST_ID_METADATA_KEY) == self.request_id
+
+
+def _wants_context(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a required positional argument (then it gets the RunContext)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return any(p.kind in positional and p.default is inspect.Parameter.empty for p in params)
+
+
+def _finish_done_op(
+    saver: Any, where: _Where, request_id: str, lease: _LeaseBase, value: Any, max_bytes: int, ttl_s: int
+) -> Op[None]:
+    stored, size = _serialize(saver, value, max_bytes)
+    # Conditional on our owner token *and* fence in one transaction: a holder
+    # that lost the lease while working learns it here, before reporting success.
+    return _op_finish_request(
+        where,
+        lease.thread_id,
+        request_id,
+        lease.owner,
+        status=STATUS_DONE,
+        result=stored,
+        result_size=size,
+        error=None,
+        ttl_s=ttl_s,
+        clock=lease.clock,
+        fence=lease._fence(),
+    )
+
+
+def _failed_op(where: _Where, request_id: str, lease: _LeaseBase, exc: BaseException, ttl_s: int) -> Op[None]:
+    return _op_finish_request(
+        where,
+        lease.thread_id,
+        request_id,
+        lease.owner,
+        status=STATUS_FAILED,
+        result=None,
+        result_size=None,
+        error=repr(exc),
+        ttl_s=ttl_s,
+        clock=lease.clock,
+        fence=lease._fence(),
+    )
+
+
+def _begin_op(
+    where: _Where, request_id: str, lease: _LeaseBase, expected: ExpectedCheckpoint, ttl_s: int
+) -> Op[None]:
+    return _op_begin_request(
+        where,
+        lease.thread_id,
+        request_id,
+        lease.owner,
+        _expected_marker(expected),
+        ttl_s,
+        lease.clock,
+        fence=lease._fence(),
+    )
+
+
 def run_once(
     saver: Any,
     thread_id: str,
     request_id: str,
     expected_checkpoint_id: ExpectedCheckpoint,
-    fn: Callable[[], T],
+    fn: Callable[[], T] | Callable[[RunContext], T],
     *,
+    recover: Callable[[RunContext], T | None] | None = None,
     lease_seconds: float = 60.0,
     wait_seconds: float = 10.0,
     result_ttl_seconds: int = 7 * 24 * 3600,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     dynamodb_client: Any = None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = _wall_now,
 ) -> RunOutcome[T]:
     """Run ``fn`` at most once for ``(thread_id, request_id)``, under the thread's lease.
 
     1. A request already done returns its stored result (``replayed=True``)
-       without taking the lease or running anything.
+       without taking the lease or running anything. The stored result goes
+       through the saver's payload policy (strict msgpack; refused unless
+       encrypted when the saver encrypts): a forged record raises
+       ``CorruptPayloadError``.
     2. Otherwise the lease is taken (waiting up to ``wait_seconds``), the
        record is read again (a concurrent twin may just have finished), the
        thread's latest checkpoint is compared with ``expected_checkpoint_id``
        and the request is marked running.
-    3. ``fn()`` runs with the lease renewed in the background; its result is
-       serialized with ``saver.serde`` and stored (up to
-       ``max_result_bytes``), the request is marked done, the lease released.
+    3. If an earlier attempt of this request started and recorded no outcome
+       (it crashed between its work and its ``done`` record, or failed) and
+       ``recover`` is given, ``recover(ctx)`` is asked first: a value other
+       than ``None`` is the outcome rebuilt from what that attempt stored
+       (e.g. the thread's state, when its latest checkpoint carries this
+       request id: :meth:`RunContext.wrote`); it is recorded and returned
+       (``replayed=True, recovered=True``) and ``fn`` does not run.
+    4. Otherwise ``fn`` runs (given a :class:`RunContext` if it takes an
+       argument: write through ``ctx.saver``, the lease-bound saver, with
+       ``ctx.config()``) with the lease renewed in the background; its
+       result is stored (up to ``max_result_bytes``) and the request marked
+       done in one transaction that checks we still hold the lease.
 
     If ``fn`` raises, the request is marked failed and the exception
     propagates; a retry with the same ``request_id`` and the same expected
     checkpoint runs again (``recovered=True``), as does a retry after a
-    crash once the crashed attempt's lease has expired. LangGraph resumes
-    from the last saved checkpoint and pending writes, so finished nodes of
-    the crashed attempt do not run again.
+    crash once the crashed attempt's lease was seen unchanged for a lease
+    duration. LangGraph resumes from the last saved checkpoint and pending
+    writes, so finished nodes of the crashed attempt do not run again.
+
+    A worker paused past its lease (and taken over) gets
+    :class:`LeaseLostError`, never success: its fenced writes and its
+    ``done`` record fail. Side effects ``fn`` performed outside the store
+    before the pause cannot be undone by the store.
 
     Args:
         saver: a ``DynamoDBSaver`` (table, client and serde are taken from it).
@@ -1071,13 +1572,16 @@ def run_once(
         request_id: the caller's id for this request (scoped to the thread).
         expected_checkpoint_id: latest checkpoint id the caller saw, ``None``
             for a new thread, or :data:`ANY_CHECKPOINT`.
-        fn: the work, e.g. ``lambda: graph.invoke(Command(resume=x), config)``.
+        fn: the work: ``fn()`` or ``fn(ctx)``, e.g.
+            ``lambda ctx: graph.copy({"checkpointer": ctx.saver}).invoke(x, ctx.config())``.
+        recover: rebuilds the outcome of an earlier attempt that stored its
+            work but not its result; ``None`` when it cannot (then ``fn`` runs).
         lease_seconds: lease length (renewed every third of it while running).
         wait_seconds: how long to wait for a busy thread.
         result_ttl_seconds: how long DynamoDB keeps the record (TTL).
         max_result_bytes: largest serialized result stored for replay.
         dynamodb_client: a boto3 client to use instead of the saver's.
-        clock: time source, for tests.
+        clock: wall-clock time source (record timestamps, TTLs), for tests.
 
     Returns:
         A :class:`RunOutcome` with the value and what happened.
@@ -1087,6 +1591,7 @@ def run_once(
         StaleCheckpointError: the thread is not at ``expected_checkpoint_id``.
         ResultNotStoredError: the request was done before, result not stored.
         LeaseLostError: the lease was taken over while ``fn`` ran.
+        CorruptPayloadError: the stored result breaks the saver's payload policy.
 
     Example:
         ```python
@@ -1094,7 +1599,9 @@ def run_once(
 
         outcome = run_once(
             saver, thread_id, request_id, seen_checkpoint_id,
-            lambda: graph.invoke(Command(resume=answer), config, durability="sync"),
+            lambda ctx: graph.copy({"checkpointer": ctx.saver}).invoke(
+                Command(resume=answer), ctx.config(), durability="sync"
+            ),
         )
         return outcome.value  # the same value for every retry of request_id
         ```
@@ -1123,57 +1630,24 @@ def run_once(
         recovered = _is_recovery(item, expected_checkpoint_id)
         if not recovered:
             check_checkpoint(saver, thread_id, expected_checkpoint_id)
-        _drive(
-            client,
-            _op_begin_request(
-                where,
-                thread_id,
-                request_id,
-                lease.owner,
-                _expected_marker(expected_checkpoint_id),
-                result_ttl_seconds,
-                clock,
-            ),
-        )
+        _drive(client, _begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
+        ctx = RunContext(lease.bind(saver), thread_id, request_id, earlier_attempt=item is not None)
         try:
-            value = fn()
+            value = recover(ctx) if recover is not None and ctx.earlier_attempt else None
+            rebuilt = value is not None
+            if not rebuilt:
+                value = fn(ctx) if _wants_context(fn) else fn()  # type: ignore[call-arg]
         except BaseException as exc:
             # Best effort: the original error matters more than the bookkeeping
             # (an unrecorded failure still reads as "running", also retryable).
             with contextlib.suppress(Exception):
-                _drive(
-                    client,
-                    _op_finish_request(
-                        where,
-                        thread_id,
-                        request_id,
-                        lease.owner,
-                        status=STATUS_FAILED,
-                        result=None,
-                        result_size=None,
-                        error=repr(exc),
-                        ttl_s=result_ttl_seconds,
-                        clock=clock,
-                    ),
-                )
+                _drive(client, _failed_op(where, request_id, lease, exc, result_ttl_seconds))
             raise
-        stored, size = _serialize(saver, value, max_result_bytes)
         _drive(
             client,
-            _op_finish_request(
-                where,
-                thread_id,
-                request_id,
-                lease.owner,
-                status=STATUS_DONE,
-                result=stored,
-                result_size=size,
-                error=None,
-                ttl_s=result_ttl_seconds,
-                clock=clock,
-            ),
+            _finish_done_op(saver, where, request_id, lease, value, max_result_bytes, result_ttl_seconds),
         )
-    return RunOutcome(value, replayed=False, recovered=recovered)
+    return RunOutcome(value, replayed=rebuilt, recovered=recovered or rebuilt)  # type: ignore[arg-type]
 
 
 async def arun_once(
@@ -1181,22 +1655,23 @@ async def arun_once(
     thread_id: str,
     request_id: str,
     expected_checkpoint_id: ExpectedCheckpoint,
-    fn: Callable[[], Awaitable[T]],
+    fn: Callable[[], Awaitable[T]] | Callable[[RunContext], Awaitable[T]],
     *,
+    recover: Callable[[RunContext], Awaitable[T | None]] | None = None,
     lease_seconds: float = 60.0,
     wait_seconds: float = 10.0,
     result_ttl_seconds: int = 7 * 24 * 3600,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     dynamodb_client: Any = None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = _wall_now,
 ) -> RunOutcome[T]:
-    """Async :func:`run_once`: ``saver`` is an ``AsyncDynamoDBSaver``, ``fn`` a coroutine function.
+    """Async :func:`run_once`: ``saver`` is an ``AsyncDynamoDBSaver``; ``fn`` and ``recover`` are coroutine functions.
 
     Example:
         ```python
         outcome = await arun_once(
             saver, thread_id, request_id, seen_checkpoint_id,
-            lambda: graph.ainvoke(Command(resume=answer), config),
+            lambda ctx: graph.copy({"checkpointer": ctx.saver}).ainvoke(Command(resume=answer), ctx.config()),
         )
         ```
     """
@@ -1224,52 +1699,19 @@ async def arun_once(
         recovered = _is_recovery(item, expected_checkpoint_id)
         if not recovered:
             await acheck_checkpoint(saver, thread_id, expected_checkpoint_id)
-        await _adrive(
-            client,
-            _op_begin_request(
-                where,
-                thread_id,
-                request_id,
-                lease.owner,
-                _expected_marker(expected_checkpoint_id),
-                result_ttl_seconds,
-                clock,
-            ),
-        )
+        await _adrive(client, _begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
+        ctx = RunContext(lease.bind(saver), thread_id, request_id, earlier_attempt=item is not None)
         try:
-            value = await fn()
+            value = await recover(ctx) if recover is not None and ctx.earlier_attempt else None
+            rebuilt = value is not None
+            if not rebuilt:
+                value = await (fn(ctx) if _wants_context(fn) else fn())  # type: ignore[call-arg]
         except BaseException as exc:
             with contextlib.suppress(Exception):
-                await _adrive(
-                    client,
-                    _op_finish_request(
-                        where,
-                        thread_id,
-                        request_id,
-                        lease.owner,
-                        status=STATUS_FAILED,
-                        result=None,
-                        result_size=None,
-                        error=repr(exc),
-                        ttl_s=result_ttl_seconds,
-                        clock=clock,
-                    ),
-                )
+                await _adrive(client, _failed_op(where, request_id, lease, exc, result_ttl_seconds))
             raise
-        stored, size = _serialize(saver, value, max_result_bytes)
         await _adrive(
             client,
-            _op_finish_request(
-                where,
-                thread_id,
-                request_id,
-                lease.owner,
-                status=STATUS_DONE,
-                result=stored,
-                result_size=size,
-                error=None,
-                ttl_s=result_ttl_seconds,
-                clock=clock,
-            ),
+            _finish_done_op(saver, where, request_id, lease, value, max_result_bytes, result_ttl_seconds),
         )
-    return RunOutcome(value, replayed=False, recovered=recovered)
+    return RunOutcome(value, replayed=rebuilt, recovered=recovered or rebuilt)  # type: ignore[arg-type]

@@ -1,0 +1,291 @@
+"""Finding 3: a worker paused past its lease must not land writes, nor be told it succeeded.
+
+The attacker here is adversity: a worker frozen (SIGSTOP: a GC pause, CPU
+starvation, a frozen Lambda sandbox) while it holds a thread's lease. Another
+worker takes the thread over and writes; then the frozen one is thawed and
+carries on as if nothing happened. Its checkpoint and pending writes must be
+refused (``LeaseLostError``) and must not be in the table, and ``run_once``
+must not report success to it; with the same request id the work runs once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from langgraph.checkpoint.base.id import uuid6
+
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
+from langgraph.checkpoint.dynamodb._core import _item_size
+from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
+from langgraph.checkpoint.dynamodb.schema import ATTR
+from tests.security import _workers
+from tests.security._workers import FENCED, cfg, checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+LEASE = 2.0  # seconds: short, so a takeover takes ~2 s of watching
+
+
+@pytest.fixture
+def saver(moto_endpoint: str, names: dict[str, str]) -> Iterator[DynamoDBSaver]:
+    with DynamoDBSaver(table_name=names["table_name"]) as s:
+        s.setup()
+        yield s
+
+
+def _spawn(scenario: str, args: dict[str, Any]) -> subprocess.Popen[str]:
+    # The caller's PYTHONPATH first: the worker runs the same library code as the test.
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, str(ROOT / "src"), str(ROOT)])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.security._workers", scenario, json.dumps(args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def _line(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise AssertionError(f"worker said nothing; stderr: {proc.stderr.read() if proc.stderr else ''}")
+    return json.loads(line)  # type: ignore[no-any-return]
+
+
+def _wait_stopped(proc: subprocess.Popen[str]) -> None:
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), status
+
+
+def _takeover(saver: DynamoDBSaver, thread_id: str) -> ThreadLease:
+    lease = ThreadLease(
+        saver, thread_id, lease_seconds=30, wait_seconds=15, poll_seconds=0.1, heartbeat=False
+    )
+    lease.acquire()
+    return lease
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_paused_holder_cannot_land_a_checkpoint_or_writes(saver: DynamoDBSaver, mode: str) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    cp1, cp3, task = str(uuid6()), str(uuid6()), "task-stale"
+    args = {
+        "mode": mode,
+        "table": saver.table_name,
+        "thread": t,
+        "lease": LEASE,
+        "cp1": cp1,
+        "cp3": cp3,
+        "task": task,
+    }
+    proc = _spawn("paused_holder", args)
+    try:
+        assert _line(proc)["result"] == "ready"
+        os.kill(proc.pid, signal.SIGSTOP)  # frozen while holding the lease (heartbeat too)
+
+        new = _takeover(saver, t)
+        writer = new.bind() if FENCED else saver
+        cp2 = str(uuid6())
+        writer.put(cfg(t, parent=cp1), checkpoint(cp2), {"source": "loop", "step": 0}, {})
+
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        got = _line(proc)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+
+    assert got == {"result": "done", "put": "lost", "put_writes": "lost", "renew": "lost"}, got
+    # Read the table: nothing of the paused worker's landed after the takeover.
+    assert saver.get_tuple(cfg(t, parent=cp3)) is None
+    latest = saver.get_tuple(cfg(t))
+    assert latest is not None and latest.checkpoint["id"] == cp2
+    at_cp1 = saver.get_tuple(cfg(t, parent=cp1))
+    assert at_cp1 is not None and all(w[0] != task for w in at_cp1.pending_writes)
+    new.release()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_paused_run_once_worker_gets_no_success_and_the_work_runs_once(
+    saver: DynamoDBSaver, tmp_path: Path, mode: str
+) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    parent = str(uuid6())
+    saver.put(cfg(t), checkpoint(parent), {"source": "input", "step": -1}, {})
+    counter = tmp_path / "side-effects"
+    base = {
+        "table": saver.table_name,
+        "thread": t,
+        "request": "req-1",
+        "parent": parent,
+        "counter": str(counter),
+    }
+    proc = _spawn(
+        "run_once", {**base, "mode": mode, "lease": LEASE, "who": "paused", "pause_before_commit": True}
+    )
+    try:
+        assert _line(proc)["result"] == "pausing"
+        _wait_stopped(proc)  # frozen inside its work, before committing anything
+
+        # The client retries the same request; it lands on another worker.
+        def work(ctx: Any = None) -> str:
+            return _workers._work_body(ctx.saver if ctx is not None else saver, base, "retry")
+
+        kwargs: dict[str, Any] = {"wait_seconds": 15}
+        if FENCED:
+            kwargs["recover"] = _recover_from_state
+        out = run_once(
+            saver, t, "req-1", ANY_CHECKPOINT, (lambda ctx: work(ctx)) if FENCED else work, **kwargs
+        )
+        assert out.value == "result of retry"
+
+        os.kill(proc.pid, signal.SIGCONT)
+        paused = _line(proc)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+
+    assert paused == {"result": "lost"}, paused  # never "success"
+    assert counter.read_text().splitlines() == ["retry"]  # the work ran once
+    latest = saver.get_tuple(cfg(t))
+    assert latest is not None and latest.metadata.get("request_id") == "req-1"
+    assert len(list(saver.list(cfg(t)))) == 2  # the paused worker's checkpoint never landed
+    again = run_once(saver, t, "req-1", ANY_CHECKPOINT, lambda: "must not run")
+    assert (again.value, again.replayed) == ("result of retry", True)
+
+
+def _recover_from_state(ctx: Any) -> str | None:
+    latest = ctx.saver.get_tuple(ctx.config())
+    return "result of retry" if latest is not None and ctx.wrote(latest.metadata) else None
+
+
+def test_done_record_of_a_lost_lease_is_refused(saver: DynamoDBSaver) -> None:
+    """In-process: the lease is taken over while the work runs; run_once raises instead of succeeding."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+
+    def work() -> str:
+        # Another owner takes the thread over (as after our lease ran out):
+        # rewrite the lock item as the new holder's.
+        saver._clients["dynamodb"].update_item(
+            TableName=saver.table_name,
+            Key={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": schema.LOCK_SK}},
+            UpdateExpression="SET #o = :o ADD #fen :one",
+            ExpressionAttributeNames={"#o": "own", "#fen": "fen"},
+            ExpressionAttributeValues={":o": {"S": "new-holder"}, ":one": {"N": "1"}},
+        )
+        return "stale success"
+
+    with pytest.raises(LeaseLostError):
+        run_once(saver, t, "req", ANY_CHECKPOINT, work)
+    rec = lock.get_request(saver, t, "req")
+    assert rec is not None and rec.status != "done"
+
+
+def test_bound_saver_refuses_other_threads_and_keeps_the_writes_own_conditions(saver: DynamoDBSaver) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        bound = lease.bind()
+        with pytest.raises(ValueError, match="cannot write elsewhere"):
+            bound.put(cfg("another-thread"), checkpoint(), {"source": "input", "step": -1}, {})
+        # A condition of the write itself still surfaces as the plain call's error.
+        call = lock.ddb(
+            "put_item",
+            TableName=saver.table_name,
+            Item={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": "x"}},
+            ConditionExpression="attribute_exists(#pk)",
+            ExpressionAttributeNames={"#pk": ATTR.PK},
+        )
+        with pytest.raises(ClientError) as err:
+            bound._run(bound._write_item(call))
+        assert err.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+# ------------------------------------------------------------ cost, measured
+
+
+def _wcu(item: dict[str, Any] | None) -> int:
+    """Write units of one plain write of ``item`` (1 per started KB; DynamoDB's rule)."""
+    return max(1, math.ceil(_item_size(item or {}) / 1024))
+
+
+def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
+    resp = saver._clients["dynamodb"].get_item(
+        TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
+    )
+    return resp.get("Item")  # type: ignore[no-any-return]
+
+
+def _measure(saver: DynamoDBSaver, thread_id: str, writer: Any) -> dict[str, Any]:
+    """Requests sent by one put and one put_writes through ``writer``, and the items they wrote."""
+    client = saver._clients["dynamodb"]
+    seen: list[str] = []
+
+    def after(model: Any, **_: Any) -> None:
+        seen.append(model.name)
+
+    client.meta.events.register("after-call.dynamodb", after)
+    try:
+        cp = checkpoint()
+        cp["channel_values"] = {"messages": "x" * 900}
+        cp["channel_versions"] = {"messages": "1"}
+        put_cfg = writer.put(cfg(thread_id), cp, {"source": "input", "step": -1}, {"messages": "1"})
+        put = list(seen)
+        writer.put_writes(put_cfg, [("messages", "y" * 900)], "task-1")
+        writes = seen[len(put) :]
+    finally:
+        client.meta.events.unregister("after-call.dynamodb", after)
+    pk = saver.partition_key(thread_id)
+    return {
+        "put": put,
+        "put_writes": writes,
+        "put_item": _get(saver, pk, schema.checkpoint_sk("", cp["id"])),
+        "writes_item": _get(saver, pk, schema.writes_sk("", cp["id"], "task-1")),
+    }
+
+
+def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> None:
+    """Plain vs lease-bound, same item sizes: one request each. The capacity (printed with -s)
+    follows DynamoDB's rules from the item sizes: a transactional write bills 2x the item's
+    write units, plus the ConditionCheck of the lock item."""
+    plain = _measure(saver, f"t-{uuid.uuid4().hex[:8]}", saver)
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        fenced = _measure(saver, t, lease.bind())
+        lock_item = _get(saver, saver.partition_key(t), schema.LOCK_SK)
+    assert plain["put"] == ["PutItem"] and plain["put_writes"] == ["UpdateItem"]
+    assert fenced["put"] == ["TransactWriteItems"] and fenced["put_writes"] == ["TransactWriteItems"]
+    for kind in ("put_item", "writes_item"):
+        assert abs(_item_size(plain[kind]) - _item_size(fenced[kind])) < 64  # same sizes compared
+    check = 2 * _wcu(lock_item)
+    print(
+        f"\nlock item {_item_size(lock_item or {})} B; "
+        f"put: checkpoint item {_item_size(plain['put_item'] or {})} B, "
+        f"plain 1 request {_wcu(plain['put_item'])} WCU, "
+        f"fenced 1 request {2 * _wcu(fenced['put_item']) + check} WCU; "
+        f"put_writes: writes item {_item_size(plain['writes_item'] or {})} B, "
+        f"plain 1 request {_wcu(plain['writes_item'])} WCU, "
+        f"fenced 1 request {2 * _wcu(fenced['writes_item']) + check} WCU"
+    )

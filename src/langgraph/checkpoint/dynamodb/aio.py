@@ -22,9 +22,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
-from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -47,7 +47,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     Args:
         table_name, bucket_name, region_name, endpoint_url, serde,
         s3_key_prefix, inline_threshold, s3_threshold, compression,
-        retry_mode, max_attempts: as for ``DynamoDBSaver``.
+        retry_mode, max_attempts, max_payload_size: as for ``DynamoDBSaver``.
         session: an aiobotocore ``AioSession``, or an aioboto3 ``Session``
             (anything whose ``create_client``/``client`` returns an async
             context manager).
@@ -88,6 +88,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         retry_mode: str = "standard",
         max_attempts: int = 8,
         max_concurrency: int = 16,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
         super().__init__(
             table_name=table_name,
@@ -101,6 +102,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             ttl=ttl,
             track_threads=track_threads,
             touch_on_read=touch_on_read,
+            max_payload_size=max_payload_size,
         )
         self._region_name = region_name
         self._endpoint_url = endpoint_url
@@ -186,8 +188,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         resp = await getattr(client, call.method)(**call.kwargs)
         if call.method == "get_object":
             async with resp["Body"] as stream:
-                body = await stream.read()
-            resp = {**resp, "Body": body}
+                # Leaving the block releases the connection, read or not.
+                budget = body_budget(call, resp)
+                body = await (stream.read(budget) if budget >= 0 else stream.read())
+            resp = {**resp, "Body": checked_body(call, body)}
         return resp
 
     async def _gather(self, req: Gather) -> list[Any]:

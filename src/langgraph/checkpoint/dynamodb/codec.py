@@ -12,6 +12,11 @@ The codec is recorded per payload, so a reader decodes whatever a writer with
 any compression setting produced. Compression is applied only above
 ``min_size`` and kept only when it actually shrinks the payload: encrypted
 payloads, for instance, do not compress and are stored as they are.
+
+Decoding is bounded: a reader never produces more than ``max_size`` bytes
+of one payload, however large the data claims (or turns out) to be. A few
+hundred kilobytes of zlib or zstd can expand to gigabytes, and whoever can
+write an item can write such a bomb.
 """
 
 from __future__ import annotations
@@ -19,9 +24,24 @@ from __future__ import annotations
 import zlib
 from typing import Literal
 
-from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, UnsupportedFormatError
+from langgraph.checkpoint.dynamodb.errors import (
+    CorruptPayloadError,
+    PayloadLimitError,
+    UnsupportedFormatError,
+)
 
-__all__ = ["Compression", "PayloadCodec"]
+__all__ = ["DEFAULT_MAX_PAYLOAD_SIZE", "Compression", "PayloadCodec"]
+
+#: Largest payload (decompressed, or S3 body) a reader accepts by default:
+#: 64 MiB. LangGraph states with large tool outputs legitimately reach
+#: several MB; 64 MiB leaves an order of magnitude of room for them while one
+#: decoded payload (plus its deserialized objects) stays a fraction of a
+#: 1 GB Lambda. Raise it with the savers' ``max_payload_size``.
+DEFAULT_MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
+
+# Output is produced this many bytes at a time, so memory follows what a
+# payload really expands to, never what its header declares.
+_CHUNK = 1024 * 1024
 
 Compression = Literal["none", "zlib", "zstd"]
 
@@ -82,8 +102,27 @@ class PayloadCodec:
         return zstandard.ZstdCompressor(level=3 if self.level is None else self.level).compress(data)
 
     @staticmethod
-    def unpack(blob: bytes, *, where: str = "payload") -> tuple[str, bytes]:
-        """Decode a packed payload. ``where`` names it in error messages."""
+    def unpack(blob: bytes, *, where: str = "payload", max_size: int | None = None) -> tuple[str, bytes]:
+        """Decode a packed payload. ``where`` names it in error messages.
+
+        Args:
+            blob: the packed payload.
+            where: what it is (item, key, channel), for error messages.
+            max_size: refuse, with ``PayloadLimitError``, a payload whose data
+                exceeds this many bytes once decompressed. Decompression stops
+                at ``max_size + 1`` bytes, so memory stays bounded whatever the
+                compressed data expands to. ``None``: no limit.
+
+        Example:
+            >>> import zlib
+            >>> bomb = bytes((1, ord("z"), 4)) + b"json" + zlib.compress(b"0" * 10_000)
+            >>> PayloadCodec.unpack(bomb, max_size=100_000)[1][:3]
+            b'000'
+            >>> PayloadCodec.unpack(bomb, where="blob x", max_size=1000)
+            Traceback (most recent call last):
+            ...
+            langgraph.checkpoint.dynamodb.errors.PayloadLimitError: blob x: payload is larger than max_payload_size (1000 bytes) once decompressed; if it is legitimate, raise the saver's max_payload_size
+        """
         if len(blob) < 3:
             raise CorruptPayloadError(f"{where}: truncated payload ({len(blob)} bytes)")
         version, codec, tlen = blob[0], blob[1], blob[2]
@@ -99,15 +138,47 @@ class PayloadCodec:
         except UnicodeDecodeError as exc:
             raise CorruptPayloadError(f"{where}: corrupt payload header") from exc
         data = blob[3 + tlen :]
-        try:
-            if codec == _NONE:
-                return type_name, data
-            if codec == _ZLIB:
-                return type_name, zlib.decompress(data)
-            if codec == _ZSTD:
-                import zstandard
+        if codec == _NONE:
+            out = data
+        elif codec in (_ZLIB, _ZSTD):
+            try:
+                out = _inflate(codec, data, max_size)
+            except Exception as exc:
+                raise CorruptPayloadError(f"{where}: cannot decompress payload: {exc}") from exc
+        else:
+            raise CorruptPayloadError(f"{where}: unknown compression codec {codec!r}")
+        if max_size is not None and len(out) > max_size:
+            raise PayloadLimitError(
+                f"{where}: payload is larger than max_payload_size ({max_size} bytes)"
+                f"{' once decompressed' if codec != _NONE else ''}; "
+                "if it is legitimate, raise the saver's max_payload_size"
+            )
+        return type_name, out
 
-                return type_name, zstandard.ZstdDecompressor().decompress(data)
-        except (zlib.error, Exception) as exc:
-            raise CorruptPayloadError(f"{where}: cannot decompress payload: {exc}") from exc
-        raise CorruptPayloadError(f"{where}: unknown compression codec {codec!r}")
+
+def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes:
+    """Decompress at most ``max_size + 1`` bytes (a larger result is refused by the caller)."""
+    cap = -1 if max_size is None else max_size + 1
+    if codec == _ZLIB:
+        d = zlib.decompressobj()
+        # max_length stops zlib once the cap is produced: the rest of the
+        # input stays in unconsumed_tail, never expanded.
+        out = d.decompress(data, 0 if cap < 0 else cap)
+        if cap < 0 or len(out) < cap:
+            out += d.flush()
+            if not d.eof:
+                raise zlib.error("incomplete or truncated stream")
+        return out
+    import zstandard
+
+    # ZstdDecompressor().decompress() allocates the frame's *declared*
+    # content size up front, and the declaration is attacker-controlled: a
+    # streaming reader produces only what the data really expands to.
+    reader = zstandard.ZstdDecompressor().stream_reader(data)
+    buf = bytearray()
+    while cap < 0 or len(buf) < cap:
+        chunk = reader.read(_CHUNK if cap < 0 else min(_CHUNK, cap - len(buf)))
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)

@@ -142,7 +142,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             raise ValueError("bucket_name must be a non-empty string or None")
         if inline_threshold < 0 or s3_threshold < 0:
             raise ValueError("inline_threshold and s3_threshold must be >= 0")
-        if not isinstance(max_payload_size, int) or isinstance(max_payload_size, bool) or max_payload_size < 1:
+        if (
+            not isinstance(max_payload_size, int)
+            or isinstance(max_payload_size, bool)
+            or max_payload_size < 1
+        ):
             raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
         self.table_name = table_name
         self.bucket_name = bucket_name
@@ -910,7 +914,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # The driver refuses a body over the limit before reading it (its
         # ContentLength) and never reads more than limit + 1 bytes.
         calls: list[Call] = [
-            Call("s3", "get_object", {"Bucket": self.bucket_name, "Key": r.key}, max_bytes=self.max_payload_size)
+            Call(
+                "s3",
+                "get_object",
+                {"Bucket": self.bucket_name, "Key": r.key},
+                max_bytes=self.max_payload_size,
+            )
             for r in s3_refs
         ]
         # One key per item, however many refs read it (a checkpoint item may

@@ -78,9 +78,13 @@ def bounded(mode: str, store: dict[str, str], method: str, *args: Any, **kwargs:
     if worker.is_alive():
         # Stop the runaway walk (a pure-Python loop) so it does not eat the
         # machine's memory for the rest of the session.
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(SystemExit))
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(worker.ident or 0), ctypes.py_object(SystemExit)
+        )
         worker.join(10)
-        pytest.fail(f"{method} did not return within {WALK_TIMEOUT}s: the parent-chain walk does not terminate")
+        pytest.fail(
+            f"{method} did not return within {WALK_TIMEOUT}s: the parent-chain walk does not terminate"
+        )
     if "error" in out:
         raise out["error"]
     return out["value"]
@@ -95,9 +99,13 @@ def _chain(store: dict[str, str], thread: str, n: int, *, snapshots: bool = Fals
         parent = cfg(thread)
         for i in range(n):
             cp = {
-                "v": 1, "id": str(uuid6(clock_seq=-1)), "ts": "2026-11-30T00:00:00+00:00",
+                "v": 1,
+                "id": str(uuid6(clock_seq=-1)),
+                "ts": "2026-11-30T00:00:00+00:00",
                 "channel_values": {"msgs": ["m0"]} if i == 0 or snapshots else {},
-                "channel_versions": {"msgs": f"{i + 1:032}.0"}, "versions_seen": {}, "updated_channels": None,
+                "channel_versions": {"msgs": f"{i + 1:032}.0"},
+                "versions_seen": {},
+                "updated_channels": None,
             }
             md = {"step": i, "run_id": f"{thread}-run-{i}", "counters_since_delta_snapshot": {"msgs": [i, i]}}
             parent = saver.put(parent, cp, md, {"msgs": f"{i + 1:032}.0"})
@@ -183,7 +191,13 @@ def test_delta_history_refuses_cycle(store: dict[str, str], mode: str, shape: st
     thread = new_thread()
     head, members = SHAPES[shape](store, thread)
     with pytest.raises(CorruptPayloadError) as err:
-        bounded(mode, store, "get_delta_channel_history", config=cfg(thread, checkpoint_id=head), channels=["msgs"])
+        bounded(
+            mode,
+            store,
+            "get_delta_channel_history",
+            config=cfg(thread, checkpoint_id=head),
+            channels=["msgs"],
+        )
     _assert_names_cycle(err.value, thread, members)
     # Also without a checkpoint id (the latest, as LangGraph asks for it).
     with pytest.raises(CorruptPayloadError, match="loops back"):
@@ -192,7 +206,9 @@ def test_delta_history_refuses_cycle(store: dict[str, str], mode: str, shape: st
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("shape", ["self-loop", "2-cycle"])
-def test_prune_keep_last_refuses_cycle_and_deletes_nothing(store: dict[str, str], mode: str, shape: str) -> None:
+def test_prune_keep_last_refuses_cycle_and_deletes_nothing(
+    store: dict[str, str], mode: str, shape: str
+) -> None:
     thread = new_thread()
     _, members = SHAPES[shape](store, thread)
     before = _items(store, thread)
@@ -222,7 +238,13 @@ def test_long_ring_refused_in_bounded_time(store: dict[str, str], mode: str) -> 
     ring = _ring(store, thread, 1000)
     start = time.perf_counter()
     with pytest.raises(CorruptPayloadError) as err:
-        bounded(mode, store, "get_delta_channel_history", config=cfg(thread, checkpoint_id=ring[-1]), channels=["msgs"])
+        bounded(
+            mode,
+            store,
+            "get_delta_channel_history",
+            config=cfg(thread, checkpoint_id=ring[-1]),
+            channels=["msgs"],
+        )
     history_s = time.perf_counter() - start
     _assert_names_cycle(err.value, thread, set(ring))
     start = time.perf_counter()
@@ -232,7 +254,9 @@ def test_long_ring_refused_in_bounded_time(store: dict[str, str], mode: str) -> 
     assert history_s < 10 and prune_s < 10, (history_s, prune_s)
 
 
-def test_pruner_records_poisoned_thread_and_prunes_the_rest(moto_endpoint: str, names: dict[str, str]) -> None:
+def test_pruner_records_poisoned_thread_and_prunes_the_rest(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
     """One poisoned thread on the pruner's page: reported, and the page goes on."""
     DynamoDBSaver(**names).setup()
     healthy = [new_thread() for _ in range(3)]

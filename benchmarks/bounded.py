@@ -143,6 +143,117 @@ def attack(
         raise ValueError(kind)
 
 
+# ------------------------------------------------------- parent cycles
+
+
+def chain(store: dict[str, str], thread: str, n: int, *, snapshots: bool = False) -> list[str]:
+    """A legitimate delta chain of ``n`` checkpoints (oldest first), one run
+    each: only the first stores ``msgs`` and every later one rebuilds it from
+    its ancestors (with ``snapshots``, every checkpoint stores it)."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+
+    ids: list[str] = []
+    with DynamoDBSaver(**store) as saver:
+        parent = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        for i in range(n):
+            cp = {
+                "v": 1,
+                "id": str(uuid6(clock_seq=-1)),
+                "ts": "2026-11-30T00:00:00+00:00",
+                "channel_values": {"msgs": ["m0"]} if i == 0 or snapshots else {},
+                "channel_versions": {"msgs": f"{i + 1:032}.0"},
+                "versions_seen": {},
+                "updated_channels": None,
+            }
+            md = {"step": i, "run_id": f"{thread}-run-{i}", "counters_since_delta_snapshot": {"msgs": [i, i]}}
+            parent = saver.put(parent, cp, md, {"msgs": f"{i + 1:032}.0"})
+            saver.put_writes(parent, [("msgs", f"m{i + 1}")], f"task-{i}", "~a")
+            ids.append(cp["id"])
+    return ids
+
+
+def set_parent(store: dict[str, str], thread: str, cid: str, parent: str) -> None:
+    """The attack: rewrite one item's parent id in the attacker's own partition."""
+    import boto3
+
+    schema = _schema()
+    boto3.client("dynamodb").update_item(
+        TableName=store["table_name"],
+        Key={
+            schema.ATTR.PK: {"S": schema.partition_key(thread)},
+            schema.ATTR.SK: {"S": schema.checkpoint_sk("", cid)},
+        },
+        UpdateExpression="SET #p = :p",
+        ExpressionAttributeNames={"#p": schema.ATTR.PARENT_ID},
+        ExpressionAttributeValues={":p": {"S": parent}},
+    )
+
+
+def ring(store: dict[str, str], thread: str, size: int) -> list[str]:
+    """A ring of ``size`` crafted delta checkpoints (each needs ``msgs``, none
+    stores it), written raw as copies of one legitimate item."""
+    import boto3
+    from langgraph.checkpoint.base.id import uuid6
+
+    schema = _schema()
+    ids = chain(store, thread, 2)
+    client = boto3.client("dynamodb")
+    template = client.get_item(
+        TableName=store["table_name"],
+        Key={
+            schema.ATTR.PK: {"S": schema.partition_key(thread)},
+            schema.ATTR.SK: {"S": schema.checkpoint_sk("", ids[1])},
+        },
+        ConsistentRead=True,
+    )["Item"]
+    members = sorted(str(uuid6(clock_seq=-1)) for _ in range(size))
+    items = []
+    for i, cid in enumerate(members):
+        item = dict(template)
+        item[schema.ATTR.SK] = {"S": schema.checkpoint_sk("", cid)}
+        item[schema.ATTR.PARENT_ID] = {"S": members[i - 1]}  # the first's parent is the newest: a loop
+        items.append(item)
+    for i in range(0, len(items), 25):
+        resp = client.batch_write_item(
+            RequestItems={store["table_name"]: [{"PutRequest": {"Item": it}} for it in items[i : i + 25]]}
+        )
+        assert not resp.get("UnprocessedItems")
+    return members
+
+
+def time_cycles(store: dict[str, str]) -> list[dict[str, Any]]:
+    """Seconds until delta history and ``prune(keep_last=1)`` refuse each cycle shape (sync saver)."""
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+
+    rows = []
+    for shape in ("self-loop", "2-cycle", "ring-1000"):
+        thread = f"cycle-{uuid.uuid4().hex[:8]}"
+        if shape == "ring-1000":
+            head = ring(store, thread, 1000)[-1]
+        else:
+            ids = chain(store, thread, 4)
+            head = ids[-1]
+            set_parent(store, thread, ids[-1] if shape == "self-loop" else ids[-2], ids[-1])
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": head}}
+        with DynamoDBSaver(**store) as saver:
+            row: dict[str, Any] = {"shape": shape}
+            for name, call in (
+                ("history", lambda c=config: saver.get_delta_channel_history(config=c, channels=["msgs"])),
+                ("prune", lambda t=thread: saver.prune([t], keep_last=1)),
+            ):
+                start = time.perf_counter()
+                try:
+                    call()
+                    row[name + "_error"] = None
+                except Exception as exc:
+                    row[name + "_error"] = type(exc).__name__
+                row[name + "_s"] = round(time.perf_counter() - start, 3)
+            rows.append(row)
+    return rows
+
+
 # ------------------------------------------------------------------ reader
 
 
@@ -226,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--thread", required=True)
     r.add_argument("--warm-thread", required=True)
     r.add_argument("--max-payload-size", type=int, default=0)
+    sub.add_parser("cycles", help="time to refuse a parent-chain cycle instead (run it with a timeout)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     args = parser.parse_args(argv)
     if args.cmd == "read":
@@ -242,6 +354,11 @@ def main(argv: list[str] | None = None) -> int:
             "bucket_name": f"bounded-{uuid.uuid4().hex[:8]}",
         }
         DynamoDBSaver(**names).setup()
+        if args.cmd == "cycles":
+            print("# seconds to refuse a parent-chain cycle (sync saver, moto on loopback)")
+            for row in time_cycles(names):
+                print(json.dumps(row), flush=True)
+            return 0
         print(f"# reader peak RSS (MiB), fresh process per row; library: {_schema().__file__}")
         print(f"{'attack':<10} {'mode':<6} {'baseline':>9} {'peak':>8} {'growth':>8} {'seconds':>8}  error")
         for kind in args.kinds.split(","):

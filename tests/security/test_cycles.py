@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 import pytest
-from langgraph.checkpoint.base.id import uuid6
+from benchmarks.bounded import chain, ring, set_parent
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, CorruptPayloadError, DynamoDBSaver, schema
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
@@ -90,66 +90,6 @@ def bounded(mode: str, store: dict[str, str], method: str, *args: Any, **kwargs:
     return out["value"]
 
 
-def _chain(store: dict[str, str], thread: str, n: int, *, snapshots: bool = False) -> list[str]:
-    """A legitimate delta chain of ``n`` checkpoints (oldest first), one run
-    each: only the first stores ``msgs`` and every later one rebuilds it from
-    its ancestors (with ``snapshots``, every checkpoint stores it)."""
-    ids: list[str] = []
-    with DynamoDBSaver(**store) as saver:
-        parent = cfg(thread)
-        for i in range(n):
-            cp = {
-                "v": 1,
-                "id": str(uuid6(clock_seq=-1)),
-                "ts": "2026-11-30T00:00:00+00:00",
-                "channel_values": {"msgs": ["m0"]} if i == 0 or snapshots else {},
-                "channel_versions": {"msgs": f"{i + 1:032}.0"},
-                "versions_seen": {},
-                "updated_channels": None,
-            }
-            md = {"step": i, "run_id": f"{thread}-run-{i}", "counters_since_delta_snapshot": {"msgs": [i, i]}}
-            parent = saver.put(parent, cp, md, {"msgs": f"{i + 1:032}.0"})
-            saver.put_writes(parent, [("msgs", f"m{i + 1}")], f"task-{i}", "~a")
-            ids.append(cp["id"])
-    return ids
-
-
-def _set_parent(store: dict[str, str], thread: str, cid: str, parent: str) -> None:
-    """The attack: rewrite one item's parent id in the attacker's own partition."""
-    boto3.client("dynamodb").update_item(
-        TableName=store["table_name"],
-        Key={ATTR.PK: {"S": schema.partition_key(thread)}, ATTR.SK: {"S": schema.checkpoint_sk("", cid)}},
-        UpdateExpression="SET #p = :p",
-        ExpressionAttributeNames={"#p": ATTR.PARENT_ID},
-        ExpressionAttributeValues={":p": {"S": parent}},
-    )
-
-
-def _ring(store: dict[str, str], thread: str, size: int) -> list[str]:
-    """A ring of ``size`` crafted delta checkpoints (each needs ``msgs``, none
-    stores it), written raw as copies of one legitimate item."""
-    ids = _chain(store, thread, 2)
-    client = boto3.client("dynamodb")
-    template = client.get_item(
-        TableName=store["table_name"],
-        Key={ATTR.PK: {"S": schema.partition_key(thread)}, ATTR.SK: {"S": schema.checkpoint_sk("", ids[1])}},
-        ConsistentRead=True,
-    )["Item"]
-    ring = sorted(str(uuid6(clock_seq=-1)) for _ in range(size))
-    items = []
-    for i, cid in enumerate(ring):
-        item = dict(template)
-        item[ATTR.SK] = {"S": schema.checkpoint_sk("", cid)}
-        item[ATTR.PARENT_ID] = {"S": ring[i - 1]}  # ring[0]'s parent is the newest: a loop
-        items.append(item)
-    for i in range(0, len(items), 25):
-        resp = client.batch_write_item(
-            RequestItems={store["table_name"]: [{"PutRequest": {"Item": it}} for it in items[i : i + 25]]}
-        )
-        assert not resp.get("UnprocessedItems")
-    return ring
-
-
 SHAPES: dict[str, Callable[[dict[str, str], str], tuple[str, set[str]]]] = {}
 
 
@@ -163,15 +103,15 @@ def _shape(name: str) -> Callable[[Any], Any]:
 
 @_shape("self-loop")
 def _self_loop(store: dict[str, str], thread: str) -> tuple[str, set[str]]:
-    ids = _chain(store, thread, 4)
-    _set_parent(store, thread, ids[-1], ids[-1])
+    ids = chain(store, thread, 4)
+    set_parent(store, thread, ids[-1], ids[-1])
     return ids[-1], {ids[-1]}
 
 
 @_shape("2-cycle")
 def _two_cycle(store: dict[str, str], thread: str) -> tuple[str, set[str]]:
-    ids = _chain(store, thread, 4)  # ids[3] -> ids[2] -> ids[1]: make ids[2] -> ids[3]
-    _set_parent(store, thread, ids[2], ids[3])
+    ids = chain(store, thread, 4)  # ids[3] -> ids[2] -> ids[1]: make ids[2] -> ids[3]
+    set_parent(store, thread, ids[2], ids[3])
     return ids[3], {ids[2], ids[3]}
 
 
@@ -233,25 +173,22 @@ def test_delete_for_runs_refuses_cycle(store: dict[str, str], mode: str) -> None
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_long_ring_refused_in_bounded_time(store: dict[str, str], mode: str) -> None:
-    """A ring of 1000 crafted items: each is visited once, then the walk refuses."""
+    """A ring of 1000 crafted items: each is visited once, then the walk refuses
+    (within ``WALK_TIMEOUT``: the time is that of reading the 1000 items)."""
     thread = new_thread()
-    ring = _ring(store, thread, 1000)
-    start = time.perf_counter()
+    members = ring(store, thread, 1000)
     with pytest.raises(CorruptPayloadError) as err:
         bounded(
             mode,
             store,
             "get_delta_channel_history",
-            config=cfg(thread, checkpoint_id=ring[-1]),
+            config=cfg(thread, checkpoint_id=members[-1]),
             channels=["msgs"],
         )
-    history_s = time.perf_counter() - start
-    _assert_names_cycle(err.value, thread, set(ring))
-    start = time.perf_counter()
+    _assert_names_cycle(err.value, thread, set(members))
+    assert "more) ->" in str(err.value)  # a long cycle is abbreviated, not 1000 ids
     with pytest.raises(CorruptPayloadError, match="loops back"):
         bounded(mode, store, "prune", [thread], keep_last=1)
-    prune_s = time.perf_counter() - start
-    assert history_s < 10 and prune_s < 10, (history_s, prune_s)
 
 
 def test_pruner_records_poisoned_thread_and_prunes_the_rest(
@@ -261,7 +198,7 @@ def test_pruner_records_poisoned_thread_and_prunes_the_rest(
     DynamoDBSaver(**names).setup()
     healthy = [new_thread() for _ in range(3)]
     poisoned = new_thread()
-    latest = {t: _chain(names, t, 3, snapshots=True)[-1] for t in healthy}
+    latest = {t: chain(names, t, 3, snapshots=True)[-1] for t in healthy}
     _, members = SHAPES["2-cycle"](names, poisoned)
     poisoned_items = _items(names, poisoned)
     report = bounded("sync", names, "run_pruner", PrunePolicy(keep_last=1, page_size=100))

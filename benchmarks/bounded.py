@@ -14,7 +14,7 @@ For each attack (and for the sync and the async saver) a *fresh* Python
 process builds a saver with default settings, reads an intact copy of the
 thread first (imports, clients, a normal decode), records its peak RSS,
 then reads the damaged checkpoint; it prints one JSON line with both peaks
-(``ru_maxrss``) and the error it got. Run it with ``PYTHONPATH`` pointing at
+(``VmHWM``, see :func:`peak_rss_kib`) and the error it got. Run it with ``PYTHONPATH`` pointing at
 another checkout's ``src`` to measure that version.
 
 ``python -m benchmarks.bounded read ...`` is that reader (used by the tests
@@ -257,10 +257,27 @@ def time_cycles(store: dict[str, str]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ reader
 
 
-def read(args: argparse.Namespace) -> dict[str, Any]:
-    """Read the intact thread, then the damaged one; report peak RSS before and after."""
+def peak_rss_kib() -> int:
+    """This process's peak resident set size, in KiB.
+
+    ``VmHWM`` from ``/proc/self/status`` where there is one (Linux): unlike
+    ``ru_maxrss``, which Linux carries across ``exec`` from the parent's
+    RSS at ``fork`` time, it covers this program only.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     import resource
 
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+
+
+def read(args: argparse.Namespace) -> dict[str, Any]:
+    """Read the intact thread, then the damaged one; report peak RSS before and after."""
     saver_kw: dict[str, Any] = {"table_name": args.table, "bucket_name": args.bucket}
     if args.max_payload_size:
         saver_kw["max_payload_size"] = args.max_payload_size
@@ -272,7 +289,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
 
         with DynamoDBSaver(**saver_kw) as saver:
             assert saver.get_tuple(warm) is not None
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            before = peak_rss_kib()
             start = time.perf_counter()
             try:
                 saver.get_tuple(target)
@@ -287,7 +304,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
         async def main() -> tuple[int, float, BaseException | None]:
             async with AsyncDynamoDBSaver(**saver_kw) as saver:
                 assert await saver.aget_tuple(warm) is not None
-                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                before = peak_rss_kib()
                 start = time.perf_counter()
                 try:
                     await saver.aget_tuple(target)
@@ -296,7 +313,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
                 return before, time.perf_counter() - start, None
 
         before, seconds, error = asyncio.run(main())
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak = peak_rss_kib()
     return {
         "mode": args.mode,
         "baseline_mib": round(before / 1024, 1),

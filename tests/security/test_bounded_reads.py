@@ -229,7 +229,7 @@ def test_peak_memory_of_a_reader_fed_a_bomb(
 ) -> None:
     """The issue's 370 MiB bomb (and a 256 MiB S3 body), read with the default
     limit by a fresh process: it refuses, and its peak RSS grows by less than
-    the limit plus slack, far below what the payload expands to."""
+    the limit plus a codec window, far below what the payload expands to."""
     DynamoDBSaver(**names).setup()
     table, bucket = names["table_name"], names["bucket_name"]
     warm, thread = new_thread(), new_thread()
@@ -239,4 +239,6 @@ def test_peak_memory_of_a_reader_fed_a_bomb(
     attack(kind, table, bucket, thread, prepared, size=size)
     res = run_reader(mode, table, bucket, thread, warm)
     assert res["error"] == "PayloadLimitError", res
-    assert res["growth_mib"] < DEFAULT_LIMIT / MIB + 48, res  # the bomb is 256-370 MiB
+    # About the limit (decompression keeps up to limit + 1 bytes before it
+    # refuses) plus a codec window; the payloads expand to 256-370 MiB.
+    assert res["growth_mib"] < DEFAULT_LIMIT / MIB + 24, res

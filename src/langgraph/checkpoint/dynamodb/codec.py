@@ -139,46 +139,68 @@ class PayloadCodec:
             raise CorruptPayloadError(f"{where}: corrupt payload header") from exc
         data = blob[3 + tlen :]
         if codec == _NONE:
-            out = data
-        elif codec in (_ZLIB, _ZSTD):
-            try:
-                out = _inflate(codec, data, max_size)
-            except Exception as exc:
-                raise CorruptPayloadError(f"{where}: cannot decompress payload: {exc}") from exc
-        else:
+            if max_size is not None and len(data) > max_size:
+                raise _too_large(where, max_size, "")
+            return type_name, data
+        if codec not in (_ZLIB, _ZSTD):
             raise CorruptPayloadError(f"{where}: unknown compression codec {codec!r}")
-        if max_size is not None and len(out) > max_size:
-            raise PayloadLimitError(
-                f"{where}: payload is larger than max_payload_size ({max_size} bytes)"
-                f"{' once decompressed' if codec != _NONE else ''}; "
-                "if it is legitimate, raise the saver's max_payload_size"
-            )
+        try:
+            out = _inflate(codec, data, max_size)
+        except Exception as exc:
+            raise CorruptPayloadError(f"{where}: cannot decompress payload: {exc}") from exc
+        if out is None:  # stopped past the limit: the data expands further still
+            raise _too_large(where, max_size, " once decompressed")
         return type_name, out
 
 
-def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes:
-    """Decompress at most ``max_size + 1`` bytes (a larger result is refused by the caller)."""
-    cap = -1 if max_size is None else max_size + 1
+def _too_large(where: str, max_size: int | None, how: str) -> PayloadLimitError:
+    return PayloadLimitError(
+        f"{where}: payload is larger than max_payload_size ({max_size} bytes){how}; "
+        "if it is legitimate, raise the saver's max_payload_size"
+    )
+
+
+def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes | None:
+    """Decompress ``data``; ``None`` as soon as it exceeds ``max_size`` bytes.
+
+    Output is produced and kept in chunks of at most ``_CHUNK`` bytes, and
+    joined only when the whole payload is within the limit: refusing a bomb
+    costs at most the limit in memory, never what the data expands to.
+    """
+    chunks: list[bytes] = []
+    total = 0
+
+    def room() -> int:
+        return _CHUNK if max_size is None else min(_CHUNK, max_size + 1 - total)
+
     if codec == _ZLIB:
         d = zlib.decompressobj()
-        # max_length stops zlib once the cap is produced: the rest of the
-        # input stays in unconsumed_tail, never expanded.
-        out = d.decompress(data, 0 if cap < 0 else cap)
-        if cap < 0 or len(out) < cap:
-            out += d.flush()
-            if not d.eof:
-                raise zlib.error("incomplete or truncated stream")
-        return out
+        tail = data
+        while True:
+            # max_length stops zlib once this chunk is produced; the input
+            # not yet expanded waits in unconsumed_tail.
+            piece = d.decompress(tail, room())
+            tail = d.unconsumed_tail
+            chunks.append(piece)
+            total += len(piece)
+            if max_size is not None and total > max_size:
+                return None
+            if d.eof or (not piece and not tail):
+                break
+        if not d.eof:
+            raise zlib.error("incomplete or truncated stream")
+        return b"".join(chunks)
     import zstandard
 
     # ZstdDecompressor().decompress() allocates the frame's *declared*
     # content size up front, and the declaration is attacker-controlled: a
     # streaming reader produces only what the data really expands to.
     reader = zstandard.ZstdDecompressor().stream_reader(data)
-    buf = bytearray()
-    while cap < 0 or len(buf) < cap:
-        chunk = reader.read(_CHUNK if cap < 0 else min(_CHUNK, cap - len(buf)))
-        if not chunk:
-            break
-        buf += chunk
-    return bytes(buf)
+    while True:
+        piece = reader.read(room())
+        if not piece:
+            return b"".join(chunks)
+        chunks.append(piece)
+        total += len(piece)
+        if max_size is not None and total > max_size:
+            return None

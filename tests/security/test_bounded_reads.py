@@ -242,3 +242,17 @@ def test_peak_memory_of_a_reader_fed_a_bomb(
     # About the limit (decompression keeps up to limit + 1 bytes before it
     # refuses) plus a codec window; the payloads expand to 256-370 MiB.
     assert res["growth_mib"] < DEFAULT_LIMIT / MIB + 24, res
+
+
+def test_lambda_environment_sets_the_limit(moto_endpoint: str) -> None:
+    """``MAX_PAYLOAD_SIZE`` reaches the Lambdas' saver; a bad value names the variable."""
+    from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+
+    with StoreConfig.from_env({"TABLE_NAME": "t", "MAX_PAYLOAD_SIZE": "1000"}).saver() as saver:
+        assert saver.max_payload_size == 1000
+    with StoreConfig.from_env({"TABLE_NAME": "t"}).saver() as saver:
+        assert saver.max_payload_size == DEFAULT_LIMIT
+    with pytest.raises(ValueError, match="MAX_PAYLOAD_SIZE"):
+        StoreConfig.from_env({"TABLE_NAME": "t", "MAX_PAYLOAD_SIZE": "64MB"})
+    with pytest.raises(ValueError, match="max_payload_size"):
+        DynamoDBSaver(table_name="t", max_payload_size=0)

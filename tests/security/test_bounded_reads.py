@@ -136,14 +136,19 @@ def _read(mode: str, names: dict[str, str], config: dict[str, Any], limit: int) 
 
 
 class _Stream:
-    """An S3 body with no ContentLength (a chunked response): records what was asked."""
+    """An S3 body with no ContentLength (a chunked response) that returns at
+    most ``step`` bytes per read, as a socket does; records what was asked."""
 
-    def __init__(self, data: bytes) -> None:
-        self.data, self.asked, self.closed = data, [], False
+    def __init__(self, data: bytes, step: int = 1 << 30) -> None:
+        self.data, self.step, self.asked, self.closed = data, step, [], False
+        self.pos = 0
 
     def read(self, amt: int | None = None) -> bytes:
         self.asked.append(amt)
-        return self.data if amt is None else self.data[:amt]
+        n = len(self.data) if amt is None else min(amt, self.step)
+        out = self.data[self.pos : self.pos + n]
+        self.pos += len(out)
+        return out
 
     def close(self) -> None:
         self.closed = True
@@ -188,9 +193,17 @@ def test_drivers_never_read_more_than_limit_plus_one() -> None:
     with pytest.raises(CorruptPayloadError, match=r"s3://b/k .*max_payload_size \(1000 bytes\)"):
         asyncio.run(asaver._call(call))
     assert async_body.asked == [1001] and async_body.closed
-    # At the limit exactly, the body is returned whole.
-    sync_body.data = bytes(1000)
-    assert saver._call(call)["Body"] == bytes(1000)
+    # At the limit exactly, a body served in pieces is returned whole, in both drivers.
+    sync_body = _Stream(bytes(range(250)) * 4, step=64)
+    assert saver._call(call)["Body"] == bytes(range(250)) * 4
+    assert max(a for a in sync_body.asked if a is not None) <= 1001
+    async_body = _AsyncStream(bytes(range(250)) * 4, step=64)
+    assert asyncio.run(asaver._call(call))["Body"] == bytes(range(250)) * 4
+    # Over it, in pieces: refused after limit + 1 bytes, the rest never asked for.
+    async_body = _AsyncStream(bytes(MIB), step=64)
+    with pytest.raises(CorruptPayloadError, match="max_payload_size"):
+        asyncio.run(asaver._call(call))
+    assert async_body.pos == 1001
 
 
 def test_codec_bounds_decompression_and_keeps_its_format() -> None:

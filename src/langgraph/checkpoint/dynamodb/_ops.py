@@ -71,15 +71,18 @@ def body_budget(call: Call, resp: Mapping[str, Any]) -> int:
     """How many bytes of a ``get_object`` body a driver may read (``-1``: all).
 
     Raises ``PayloadLimitError`` without reading anything when the object's
-    ``ContentLength`` is already over the call's ``max_bytes``. Otherwise it
-    allows one byte more than the limit, so that :func:`checked_body` tells
-    "exactly at the limit" from "over it" even for a body without a length.
+    ``ContentLength`` is already over the call's ``max_bytes``. A body with a
+    length within the limit is read whole (the HTTP layer reads no more than
+    the length). A body without one may be read to one byte past the limit,
+    so that :func:`checked_body` tells "at the limit" from "over it".
     """
     if call.max_bytes is None:
         return -1
     length = resp.get("ContentLength")
-    if isinstance(length, int) and length > call.max_bytes:
-        raise _body_too_large(call, f"{length} bytes")
+    if isinstance(length, int):
+        if length > call.max_bytes:
+            raise _body_too_large(call, f"{length} bytes")
+        return -1
     return call.max_bytes + 1
 
 

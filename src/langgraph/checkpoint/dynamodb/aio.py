@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -36,6 +36,25 @@ from langgraph.checkpoint.dynamodb.saver import client_config
 __all__ = ["AsyncDynamoDBSaver"]
 
 R = TypeVar("R")
+
+
+async def _read_up_to(stream: Any, budget: int) -> bytes:
+    """A body, whole (``budget < 0``) or its first ``budget`` bytes.
+
+    aiohttp's ``read(n)`` returns what has arrived, up to ``n`` bytes: a
+    bounded read loops until it has ``budget`` bytes or the body ends.
+    """
+    if budget < 0:
+        return cast(bytes, await stream.read())
+    parts: list[bytes] = []
+    got = 0
+    while got < budget:
+        chunk = await stream.read(budget - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -189,8 +208,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         if call.method == "get_object":
             async with resp["Body"] as stream:
                 # Leaving the block releases the connection, read or not.
-                budget = body_budget(call, resp)
-                body = await (stream.read(budget) if budget >= 0 else stream.read())
+                body = await _read_up_to(stream, body_budget(call, resp))
             resp = {**resp, "Body": checked_body(call, body)}
         return resp
 

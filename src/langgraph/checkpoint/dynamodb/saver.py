@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import boto3
 from botocore.config import Config
@@ -47,6 +47,21 @@ def client_config(
         connect_timeout=5,
         read_timeout=30,
     )
+
+
+def _read_up_to(stream: Any, budget: int) -> bytes:
+    """A body, whole (``budget < 0``) or its first ``budget`` bytes (reads may return less)."""
+    if budget < 0:
+        return cast(bytes, stream.read())
+    parts: list[bytes] = []
+    got = 0
+    while got < budget:
+        chunk = stream.read(budget - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 class DynamoDBSaver(BaseDynamoDBSaver):
@@ -174,7 +189,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             except PayloadLimitError:
                 stream.close()  # drop the connection rather than drain an oversized body
                 raise
-            resp = {**resp, "Body": checked_body(call, stream.read(budget if budget >= 0 else None))}
+            resp = {**resp, "Body": checked_body(call, _read_up_to(stream, budget))}
         return resp
 
     def _gather(self, req: Gather) -> list[Any]:

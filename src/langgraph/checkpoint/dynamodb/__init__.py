@@ -15,6 +15,7 @@ from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
     KeyTooLongError,
     MissingPayloadError,
+    PayloadLimitError,
     PayloadTooLargeError,
     UnsupportedFormatError,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "DynamoDBSaver",
     "KeyTooLongError",
     "MissingPayloadError",
+    "PayloadLimitError",
     "PayloadTooLargeError",
     "UnsupportedFormatError",
 ]

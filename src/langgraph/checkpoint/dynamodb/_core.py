@@ -34,7 +34,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
-from langgraph.checkpoint.dynamodb.codec import Compression, PayloadCodec
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
     KeyTooLongError,
@@ -125,6 +125,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         ttl: int | None = None,
         track_threads: bool | None = None,
         touch_on_read: bool = False,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
         # Strict msgpack by default: only LangGraph's safe types and the types
         # a compiled graph allowlists (``with_allowlist``) are revived, so a
@@ -141,12 +142,21 @@ class CoreSaver(BaseCheckpointSaver[str]):
             raise ValueError("bucket_name must be a non-empty string or None")
         if inline_threshold < 0 or s3_threshold < 0:
             raise ValueError("inline_threshold and s3_threshold must be >= 0")
+        if (
+            not isinstance(max_payload_size, int)
+            or isinstance(max_payload_size, bool)
+            or max_payload_size < 1
+        ):
+            raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
         self.table_name = table_name
         self.bucket_name = bucket_name
         self.s3_key_prefix = s3_key_prefix
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
         self.codec = PayloadCodec(compression, min_size=compression_min_size)
+        #: Largest payload a read accepts, decompressed or as an S3 body: the
+        #: bound on what one crafted item or object can make a reader allocate.
+        self.max_payload_size = max_payload_size
         self.tenant_prefix = tenant_prefix or ""
         #: Idle time (seconds) after which a whole thread expires; None: never.
         self.ttl = ttl
@@ -297,7 +307,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         return self.codec.pack(self.serde.dumps_typed(value))
 
     def _unpack(self, packed: bytes, where: str) -> Any:
-        typed = self.codec.unpack(packed, where=where)
+        typed = self.codec.unpack(packed, where=where, max_size=self.max_payload_size)
         if isinstance(self.serde, EncryptedSerializer) and "+" not in typed[0]:
             # EncryptedSerializer would pass an unencrypted payload through (a
             # migration path): here that is a forgery by someone without the key.
@@ -910,7 +920,17 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 f"checkpoint data is stored in S3 (key {s3_refs[0].key!r}) but this saver has "
                 "no bucket_name configured"
             )
-        calls: list[Call] = [s3("get_object", Bucket=self.bucket_name, Key=r.key) for r in s3_refs]
+        # The driver refuses a body over the limit before reading it (its
+        # ContentLength) and never reads more than limit + 1 bytes.
+        calls: list[Call] = [
+            Call(
+                "s3",
+                "get_object",
+                {"Bucket": self.bucket_name, "Key": r.key},
+                max_bytes=self.max_payload_size,
+            )
+            for r in s3_refs
+        ]
         # One key per item, however many refs read it (a checkpoint item may
         # hold several channels' values); BatchGetItem refuses duplicates.
         by_key: dict[tuple[str, str], list[_Ref]] = {}

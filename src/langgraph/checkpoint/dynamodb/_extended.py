@@ -32,7 +32,7 @@ from langgraph.checkpoint.dynamodb._core import (
     _Ref,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
-from langgraph.checkpoint.dynamodb.errors import MissingPayloadError
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, MissingPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["ExtendedSaver", "PruneResult", "keep_set"]
@@ -98,7 +98,10 @@ class _Thread:
 
 
 def keep_set(
-    checkpoints: Mapping[tuple[str, str], Item], survivors: Iterable[tuple[str, str]]
+    checkpoints: Mapping[tuple[str, str], Item],
+    survivors: Iterable[tuple[str, str]],
+    *,
+    thread_id: str = "?",
 ) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """Checkpoints that must stay for ``survivors`` to rebuild their state.
 
@@ -106,6 +109,10 @@ def keep_set(
     ancestor on a delta path back to the nearest seed; ``ancestors`` holds
     the ancestors alone, whose writes are part of that history (a survivor's
     own writes are its pending writes).
+
+    Raises ``CorruptPayloadError`` (naming ``thread_id`` and the checkpoints
+    in the loop) if a parent chain comes back on itself: parent ids are
+    stored data, and a crafted or damaged one must not make the walk endless.
     """
     keep: set[tuple[str, str]] = set()
     ancestors: set[tuple[str, str]] = set()
@@ -117,7 +124,13 @@ def keep_set(
         item = checkpoints[key]
         needs = set(item.get(ATTR.DELTA_NEEDS, {}).get("SS", []))
         parent = item.get(ATTR.PARENT_ID, {}).get("S")
+        walked = [key[1]]  # this survivor's chain so far, for cycle detection
+        on_chain = {key[1]}
         while needs and parent is not None:
+            if parent in on_chain:
+                raise parent_cycle_error(thread_id, ns, walked, parent)
+            walked.append(parent)
+            on_chain.add(parent)
             pkey = (ns, parent)
             pitem = checkpoints.get(pkey)
             if pitem is None:
@@ -252,7 +265,17 @@ class ExtendedSaver(CoreSaver):
         seeds: dict[str, _CheckpointRecord] = {}
         cursor = target.item.get(ATTR.PARENT_ID, {}).get("S") if target else None
         child = target
+        # Parent ids are stored data: a crafted or damaged one may point back
+        # into the chain, which would make this walk endless (and ``find``
+        # query forever). Each id is visited once, so the walk is bounded by
+        # the thread's size.
+        walked = [cid]
+        on_chain = {cid}
         while cursor is not None and remaining:
+            if cursor in on_chain:
+                raise parent_cycle_error(thread_id, ns, walked, cursor)
+            walked.append(cursor)
+            on_chain.add(cursor)
             rec = yield from find(cursor)
             if rec is None:
                 assert child is not None
@@ -492,7 +515,7 @@ class ExtendedSaver(CoreSaver):
         for ns in thread.namespaces():
             ids = sorted((cid for n, cid in thread.checkpoints if n == ns), reverse=True)
             survivors.extend((ns, cid) for cid in ids[:keep_last])
-        keep, _ = keep_set(thread.checkpoints, survivors)
+        keep, _ = keep_set(thread.checkpoints, survivors, thread_id=thread_id)
         res.checkpoints_kept = len(keep)
         res.kept_for_delta = len(keep) - len(survivors)
         yield from self._delete_unkept(thread, keep, res)
@@ -657,7 +680,7 @@ class ExtendedSaver(CoreSaver):
                 key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
             }
             survivors = [key for key in thread.checkpoints if key not in doomed_cps]
-            keep, ancestors = keep_set(thread.checkpoints, survivors)
+            keep, ancestors = keep_set(thread.checkpoints, survivors, thread_id=thread_id)
             drop_writes = [
                 w
                 for key, ws in thread.writes.items()
@@ -672,6 +695,29 @@ class ExtendedSaver(CoreSaver):
 
 
 # ----------------------------------------------------------------- helpers
+
+
+def parent_cycle_error(thread_id: str, ns: str, walked: Sequence[str], again: str) -> CorruptPayloadError:
+    """The error for a parent chain that reaches ``again`` a second time.
+
+    ``walked`` is the chain from where the walk started; the cycle is its
+    part from ``again`` on. Long cycles are abbreviated in the message.
+    """
+    cycle = [*walked[list(walked).index(again) :], again]
+    shown = (
+        " -> ".join(repr(c) for c in cycle)
+        if len(cycle) <= 12
+        else (
+            " -> ".join(repr(c) for c in cycle[:5])
+            + f" -> ... ({len(cycle) - 10} more) -> "
+            + " -> ".join(repr(c) for c in cycle[-5:])
+        )
+    )
+    return CorruptPayloadError(
+        f"thread {thread_id!r} (namespace {ns!r}): the parent chain of checkpoint {walked[0]!r} "
+        f"loops back on itself ({len(cycle) - 1} checkpoint(s) in the cycle: {shown}); "
+        "parent ids are corrupt or were tampered with, so its history cannot be rebuilt"
+    )
 
 
 def _depth_from_counters(counters: Mapping[str, Any], channels: Sequence[str]) -> int | None:

@@ -18,6 +18,7 @@ from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._core import Item, _code
 from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy, SweepReport
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -300,7 +301,14 @@ class LifecycleSaver(ExtendedSaver):
             report.pages += 1
             for thread_id, last_active in threads.items():
                 report.threads_scanned += 1
-                yield from self._prune_one(thread_id, last_active, policy, report)
+                try:
+                    yield from self._prune_one(thread_id, last_active, policy, report)
+                except CheckpointStoreError as exc:
+                    # One poisoned thread (a parent cycle, a corrupt item)
+                    # must not stop the page, or every later run would stop
+                    # at it again: record it (the Lambda logs the report)
+                    # and go on. Service errors still propagate.
+                    report.errors.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
             if not new_cursor:
                 report.complete = True
                 break

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -22,9 +22,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
-from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -38,6 +38,25 @@ __all__ = ["AsyncDynamoDBSaver"]
 R = TypeVar("R")
 
 
+async def _read_up_to(stream: Any, budget: int) -> bytes:
+    """A body, whole (``budget < 0``) or its first ``budget`` bytes.
+
+    aiohttp's ``read(n)`` returns what has arrived, up to ``n`` bytes: a
+    bounded read loops until it has ``budget`` bytes or the body ends.
+    """
+    if budget < 0:
+        return cast(bytes, await stream.read())
+    parts: list[bytes] = []
+    got = 0
+    while got < budget:
+        chunk = await stream.read(budget - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     """An asyncio LangGraph checkpointer on DynamoDB + S3, built on aiobotocore.
 
@@ -47,7 +66,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     Args:
         table_name, bucket_name, region_name, endpoint_url, serde,
         s3_key_prefix, inline_threshold, s3_threshold, compression,
-        retry_mode, max_attempts: as for ``DynamoDBSaver``.
+        retry_mode, max_attempts, max_payload_size: as for ``DynamoDBSaver``.
         session: an aiobotocore ``AioSession``, or an aioboto3 ``Session``
             (anything whose ``create_client``/``client`` returns an async
             context manager).
@@ -88,6 +107,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         retry_mode: str = "standard",
         max_attempts: int = 8,
         max_concurrency: int = 16,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
         super().__init__(
             table_name=table_name,
@@ -101,6 +121,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             ttl=ttl,
             track_threads=track_threads,
             touch_on_read=touch_on_read,
+            max_payload_size=max_payload_size,
         )
         self._region_name = region_name
         self._endpoint_url = endpoint_url
@@ -186,8 +207,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         resp = await getattr(client, call.method)(**call.kwargs)
         if call.method == "get_object":
             async with resp["Body"] as stream:
-                body = await stream.read()
-            resp = {**resp, "Body": body}
+                # Leaving the block releases the connection, read or not.
+                body = await _read_up_to(stream, body_budget(call, resp))
+            resp = {**resp, "Body": checked_body(call, body)}
         return resp
 
     async def _gather(self, req: Gather) -> list[Any]:

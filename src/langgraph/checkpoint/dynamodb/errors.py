@@ -7,6 +7,7 @@ __all__ = [
     "CorruptPayloadError",
     "KeyTooLongError",
     "MissingPayloadError",
+    "PayloadLimitError",
     "PayloadTooLargeError",
     "UnsupportedFormatError",
 ]
@@ -33,6 +34,17 @@ class MissingPayloadError(CheckpointStoreError):
 
 class CorruptPayloadError(CheckpointStoreError):
     """A stored payload cannot be decoded (truncated, tampered or foreign)."""
+
+
+class PayloadLimitError(CorruptPayloadError):
+    """A stored payload is larger than the reader's ``max_payload_size``.
+
+    Raised before the payload is read or decompressed past the limit (a
+    decompression bomb, an oversized S3 object), so memory stays bounded.
+    The message names the item or key, the limit and the option that
+    raises it. A subclass of ``CorruptPayloadError``: a caller that already
+    treats undecodable payloads as bad data handles it the same way.
+    """
 
 
 class UnsupportedFormatError(CheckpointStoreError):

@@ -44,6 +44,8 @@ class StoreConfig:
     ttl: int | None = None
     #: Keep thread heads (always with a TTL; ``TRACK_THREADS=1`` without one).
     track_threads: bool = False
+    #: ``MAX_PAYLOAD_SIZE`` (bytes): the savers' read limit; ``None``: their default.
+    max_payload_size: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StoreConfig:
@@ -58,16 +60,24 @@ class StoreConfig:
             raise ValueError(
                 f"THREAD_TTL_SECONDS must be a whole number of seconds, got {ttl_text!r}"
             ) from None
+        size_text = env.get("MAX_PAYLOAD_SIZE", "").strip()
+        try:
+            max_payload_size = int(size_text) if size_text else None
+        except ValueError:
+            raise ValueError(f"MAX_PAYLOAD_SIZE must be a whole number of bytes, got {size_text!r}") from None
         return cls(
             table_name=table,
             bucket_name=env.get("BUCKET_NAME", "").strip() or None,
             s3_key_prefix=env.get("S3_KEY_PREFIX", "checkpoints/"),
             ttl=ttl,
             track_threads=bool(ttl) or env.get("TRACK_THREADS", "").strip() == "1",
+            max_payload_size=max_payload_size,
         )
 
     def saver(self, **options: Any) -> DynamoDBSaver:
         """A new saver on this store; ``options`` are passed on (thresholds, serde...)."""
+        if self.max_payload_size is not None:
+            options.setdefault("max_payload_size", self.max_payload_size)
         return DynamoDBSaver(
             table_name=self.table_name,
             bucket_name=self.bucket_name,

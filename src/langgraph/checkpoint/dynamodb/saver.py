@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import boto3
 from botocore.config import Config
@@ -21,9 +21,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
-from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.errors import PayloadLimitError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -46,6 +47,21 @@ def client_config(
         connect_timeout=5,
         read_timeout=30,
     )
+
+
+def _read_up_to(stream: Any, budget: int) -> bytes:
+    """A body, whole (``budget < 0``) or its first ``budget`` bytes (reads may return less)."""
+    if budget < 0:
+        return cast(bytes, stream.read())
+    parts: list[bytes] = []
+    got = 0
+    while got < budget:
+        chunk = stream.read(budget - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 class DynamoDBSaver(BaseDynamoDBSaver):
@@ -82,6 +98,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         touch_on_read: reads count as activity for ``ttl``.
         retry_mode / max_attempts: botocore retry settings for owned clients.
         max_concurrency: parallel S3/DynamoDB requests within one operation.
+        max_payload_size: largest payload a read accepts, in bytes, once
+            decompressed (and the largest S3 body it downloads); default
+            64 MiB. A larger one raises ``PayloadLimitError`` before memory
+            grows past the limit (a decompression bomb, an oversized object).
 
     Example:
         ```python
@@ -121,6 +141,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         retry_mode: str = "standard",
         max_attempts: int = 8,
         max_concurrency: int = 16,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
         super().__init__(
             table_name=table_name,
@@ -134,6 +155,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             ttl=ttl,
             track_threads=track_threads,
             touch_on_read=touch_on_read,
+            max_payload_size=max_payload_size,
         )
         cfg = client_config(
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
@@ -161,7 +183,13 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             raise RuntimeError(f"no {call.service} client configured")
         resp = getattr(client, call.method)(**call.kwargs)
         if call.method == "get_object":
-            resp = {**resp, "Body": resp["Body"].read()}
+            stream = resp["Body"]
+            try:
+                budget = body_budget(call, resp)
+            except PayloadLimitError:
+                stream.close()  # drop the connection rather than drain an oversized body
+                raise
+            resp = {**resp, "Body": checked_body(call, _read_up_to(stream, budget))}
         return resp
 
     def _gather(self, req: Gather) -> list[Any]:

@@ -28,11 +28,12 @@ from langgraph.checkpoint.dynamodb._core import (
     _group,
     _held_value,
     _item_size,
+    _malformed,
     _parse_sk,
     _Ref,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
-from langgraph.checkpoint.dynamodb.errors import MissingPayloadError
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, MissingPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["ExtendedSaver", "PruneResult", "keep_set"]
@@ -288,7 +289,8 @@ class ExtendedSaver(CoreSaver):
             for w in rec.writes:
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
-                        refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
+                        with _malformed(f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"):
+                            refs.append(_Ref("s3", self._s3_pointer(thread_id, w, name)))
         fetched = yield from self._fetch(refs, local=records.values())
 
         collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
@@ -367,6 +369,15 @@ class ExtendedSaver(CoreSaver):
         def retarget(items: Iterable[Item]) -> list[Item]:
             out = []
             for it in items:
+                # Only the source's own objects are copied: a pointer to any
+                # other object (a forged one, to another tenant's data) makes
+                # the copy refuse before anything is written.
+                for name, av in it.items():
+                    if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                        _is_write(name) and "M" in av["L"][1]
+                    ):
+                        with _malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                            self._s3_pointer(source_thread_id, it, name)
                 copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
                 copy[ATTR.PK] = dst_pk
                 out.append(copy)
@@ -601,10 +612,17 @@ class ExtendedSaver(CoreSaver):
         blob_sks: set[str] = set()
         ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
         for attr, av in item.items():
-            if attr in (ATTR.BODY, ATTR.METADATA) and "M" in av:
-                s3_keys.add(av["M"]["s3"]["S"])
-            elif _is_write(attr) and "M" in av["L"][1]:
-                s3_keys.add(av["L"][1]["M"]["s3"]["S"])
+            if (attr in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (_is_write(attr) and "M" in av["L"][1]):
+                try:
+                    s3_keys.add(self._s3_pointer(thread_id, item, attr))
+                except (CorruptPayloadError, KeyError, IndexError, TypeError):
+                    # A forged pointer (another thread's or tenant's object)
+                    # is never deleted, nor does it keep anything alive. A
+                    # body or metadata object is the item's own by its key,
+                    # whatever the attribute says.
+                    own = self._own_s3_key(thread_id, item, attr)
+                    if own is not None and own[1]:
+                        s3_keys.add(own[0])
         if kind == schema.CHECKPOINT_ITEM:
             for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
                 if "M" not in av:
@@ -647,10 +665,13 @@ class ExtendedSaver(CoreSaver):
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
         run_set = set(runs)
         for pk in sorted(by_thread):
-            thread_id = self._thread_from_pk(pk)
-            if thread_id is None:
+            # An untenanted (operator) saver deletes the runs of every
+            # tenant, each through a view of that tenant (see _owner_of_pk).
+            owner = self._owner_of_pk(pk)
+            if owner is None:
                 continue
-            thread = yield from self._load_thread(thread_id)
+            saver, thread_id = owner
+            thread = yield from saver._load_thread(thread_id)
             res = PruneResult(threads=1)
             # The index is eventually consistent: trust the item's own rid.
             doomed_cps = {
@@ -666,7 +687,7 @@ class ExtendedSaver(CoreSaver):
                 if w.get(ATTR.RUN_ID, {}).get("S") in run_set
             ]
             res.kept_for_delta = len(keep) - len(survivors)
-            yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
+            yield from saver._delete_unkept(thread, keep, res, drop_writes=drop_writes)
             total.add(res)
         return total
 

@@ -567,7 +567,8 @@ def _thread_of(saver: Any, pk: str) -> str | None:
     if callable(of):
         found = of(pk)
         return None if found is None else str(found)
-    return schema.unescape(pk)
+    parsed = schema.parse_partition_key(pk)
+    return parsed[1] if parsed is not None and not parsed[0] else None
 
 
 def _s3_root(saver: Any) -> str:

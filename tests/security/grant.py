@@ -144,6 +144,11 @@ class TenantGrant:
             return
         if op == "CopyObject":
             src = req["CopySource"]
+            if isinstance(src, str):  # botocore may have turned the dict into "bucket/key"
+                from urllib.parse import unquote
+
+                bucket, _, key = unquote(src.split("?", 1)[0]).lstrip("/").partition("/")
+                src = {"Bucket": bucket, "Key": key}
             if src["Bucket"] != self.bucket or not string_like(self.s3_pattern, src["Key"]):
                 self._deny(f"read s3 object {src!r} to copy it")
             op = "PutObject"

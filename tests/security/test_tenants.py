@@ -210,3 +210,43 @@ def test_maintenance_keeps_tenants_apart(tenants: Tenants) -> None:
     assert t.get(t.ab, name).checkpoint["channel_values"] == {"v": "ab:2"}
     assert t.get(t.ab, t.thread).checkpoint["channel_values"] == {"v": t.marker}
     assert t.get(t.plain, name).checkpoint["channel_values"] == {"v": ":2"}
+
+
+def test_migrate_tenant_thread_moves_an_old_layout_thread(tenants: Tenants) -> None:
+    """The old layout kept tenant P's thread T where an untenanted saver keeps ``P + T``."""
+    t = tenants
+    operator = t.h.make_saver(s3_threshold=0)  # untenanted, every payload in S3
+    try:
+        _migrate(t, operator)
+    finally:
+        if t.h.is_async:
+            t.h.loop.run(operator.aclose())
+        else:
+            operator.close()
+
+
+def _migrate(t: Tenants, operator: Any) -> None:
+    old_name = "ab" + (name := new_thread())
+    first = t.put(operator, old_name, "old:1")
+    second = t.put(operator, old_name, "old:2", first)
+    t.h.call("put_writes", cfg(old_name, "", second), [("v", "pending")], "task-1", saver=operator)
+    old_prefix = operator.s3_thread_prefix(old_name)
+    assert t.objects(old_prefix)
+
+    t.h.call("migrate_tenant_thread", "ab", name, saver=operator)
+    got = t.get(t.ab, name)
+    assert got.checkpoint["channel_values"] == {"v": "old:2"}
+    assert got.pending_writes == [("task-1", "v", "pending")]
+    assert [x.checkpoint["id"] for x in t.list(t.ab, cfg(name))] == [second, first]
+    assert t.get(operator, old_name) is None and t.objects(old_prefix) == {}
+    assert t.objects(t.ab.s3_thread_prefix(name))
+    # Re-running is harmless; the tenant's other thread is untouched.
+    t.h.call("migrate_tenant_thread", "ab", name, saver=operator)
+    assert t.get(t.ab, name).checkpoint["channel_values"] == {"v": "old:2"}
+    assert t.get(t.ab, t.thread).checkpoint["channel_values"] == {"v": t.marker}
+    # A tenant saver cannot run it, and a diverged new thread is never overwritten.
+    with pytest.raises(ValueError, match="untenanted"):
+        t.h.call("migrate_tenant_thread", "ab", name, saver=t.ab)
+    t.put(operator, old_name, "old again")
+    with pytest.raises(ValueError, match="different thread"):
+        t.h.call("migrate_tenant_thread", "ab", name, saver=operator)

@@ -340,20 +340,25 @@ class ExtendedSaver(CoreSaver):
 
     # ---------------------------------------------------------------- copy
 
-    def _op_copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
+    def _op_copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, into: ExtendedSaver | None = None
+    ) -> Op[None]:
         """Copy every namespace, checkpoint, write, blob and S3 object.
 
         Same checkpoint ids; S3 objects are copied server-side first, then
         the items in batches, so the target never points at a missing object.
         The copy shares nothing with the source: each owns its objects.
+        ``into``: the saver (a tenant view) whose keys the target gets; this
+        one's by default.
         """
+        dst = into if into is not None else self
         for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string")
             self._check_keys(value, "", None)
-        if source_thread_id == target_thread_id:
+        if dst._pk(target_thread_id) == self._pk(source_thread_id):
             raise ValueError("source_thread_id and target_thread_id are the same thread")
-        target = yield from self._load_thread(target_thread_id)
+        target = yield from dst._load_thread(target_thread_id)
         if target.checkpoints or target.blobs:
             raise ValueError(
                 f"target thread {target_thread_id!r} already has checkpoints; "
@@ -361,8 +366,8 @@ class ExtendedSaver(CoreSaver):
             )
         source = yield from self._load_thread(source_thread_id)
         src_prefix = self._s3_thread(source_thread_id)
-        dst_prefix = self._s3_thread(target_thread_id)
-        dst_pk = {"S": self._pk(target_thread_id)}
+        dst_prefix = dst._s3_thread(target_thread_id)
+        dst_pk = {"S": dst._pk(target_thread_id)}
 
         s3_keys: set[str] = set()
 
@@ -444,7 +449,38 @@ class ExtendedSaver(CoreSaver):
         # source the moment it exists, or not at all.
         yield from self._batch_write([{"PutRequest": {"Item": it}} for it in payload_items])
         yield from self._batch_write([{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True)
-        yield from self._on_activity(target_thread_id)
+        yield from dst._on_activity(target_thread_id)
+
+    def _op_migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> Op[None]:
+        """Move a tenant's thread from the layout before the tenant delimiter to today's.
+
+        Versions without the delimiter stored tenant ``P``'s thread ``T``
+        exactly where an untenanted saver keeps thread ``P + T``
+        (``PK = escape(P + T)``, S3 ``<prefix><quote(P + T)>/``). The thread
+        is copied to ``P|T`` (items and objects, pointers rewritten), then
+        the old one is deleted. Re-running after an interruption is safe:
+        a completed copy is found and only the delete is redone.
+        """
+        if self.tenant_prefix:
+            raise ValueError("migrate with an untenanted saver: the old threads are untenanted keys")
+        schema.validate_tenant_prefix(tenant_prefix)
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ValueError("thread_id must be a non-empty string")
+        old = tenant_prefix + thread_id
+        dst = self._tenant_view(tenant_prefix)
+        source = yield from self._load_thread(old)
+        target = yield from dst._load_thread(thread_id)
+        if source.checkpoints and set(target.checkpoints) != set(source.checkpoints):
+            if not set(target.checkpoints) <= set(source.checkpoints):
+                raise ValueError(
+                    f"tenant {tenant_prefix!r} already has a different thread {thread_id!r} under the "
+                    "new layout; delete one of them first"
+                )
+            if target.checkpoints or target.blobs:
+                # An interrupted copy (it lands oldest first): start it over.
+                yield from dst._op_delete_thread(thread_id)
+            yield from self._op_copy_thread(old, thread_id, into=dst)
+        yield from self._op_delete_thread(old)
 
     # --------------------------------------------------------------- prune
 

@@ -93,7 +93,9 @@ class Scene:
         assert self.marker not in text and self.victim_cid not in text, "victim data returned"
 
 
-def _put(h: Harness, saver: Any, thread: str, values: dict[str, Any], md: dict[str, Any], parent: str | None) -> str:
+def _put(
+    h: Harness, saver: Any, thread: str, values: dict[str, Any], md: dict[str, Any], parent: str | None
+) -> str:
     cp = checkpoint_of(values)
     config = cfg(thread, "", parent)
     h.call("put", config, cp, md, dict(cp["channel_versions"]), saver=saver)
@@ -101,7 +103,9 @@ def _put(h: Harness, saver: Any, thread: str, values: dict[str, Any], md: dict[s
 
 
 @pytest.fixture(params=["sync-s3", "async-s3-encrypted"])
-def scene(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Iterator[Scene]:
+def scene(
+    request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any
+) -> Iterator[Scene]:
     h = Harness(request.param, names["table_name"], names["bucket_name"], loop_thread)
     # Every payload goes to S3 (threshold 0): body, metadata, values, writes.
     victim = h.make_saver(tenant_prefix=VICTIM, s3_threshold=0)
@@ -125,7 +129,9 @@ def scene(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, s
     # The attacker's own thread: two checkpoints of a run, each with a write.
     parent = None
     for step in range(2):
-        parent = _put(h, attacker, s.thread, {"mine": f"step {step}"}, {"run_id": run_id, "step": step}, parent)
+        parent = _put(
+            h, attacker, s.thread, {"mine": f"step {step}"}, {"run_id": run_id, "step": step}, parent
+        )
         h.call("put_writes", cfg(s.thread, "", parent), [("mine", f"write {step}")], task, saver=attacker)
         s.cids.append(parent)
     try:
@@ -149,7 +155,10 @@ def test_the_grant_confines_the_attacker(scene: Scene) -> None:
     with pytest.raises(AccessDenied):
         scene.raw.get_item(
             TableName=scene.h.table_name,
-            Key={ATTR.PK: {"S": scene.victim.partition_key(scene.victim_thread)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            Key={
+                ATTR.PK: {"S": scene.victim.partition_key(scene.victim_thread)},
+                ATTR.SK: {"S": schema.HEAD_SK},
+            },
         )
 
 
@@ -256,7 +265,9 @@ DELETERS: dict[str, Callable[[Scene, pytest.MonkeyPatch], Any]] = {
 
 
 @pytest.mark.parametrize("op", list(DELETERS))
-def test_deleters_leave_the_victims_objects_alone(scene: Scene, op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deleters_leave_the_victims_objects_alone(
+    scene: Scene, op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = scene.victim_objects()
     assert len(before) >= 4  # body, metadata, value, write
     # The older checkpoint is the one prune and the run delete remove.

@@ -39,7 +39,9 @@ class Tenants:
 
     def put(self, saver: Any, thread: str, value: str, parent: str | None = None) -> str:
         cp = checkpoint_of({"v": value})
-        self.h.call("put", cfg(thread, "", parent), cp, {"v": value}, dict(cp["channel_versions"]), saver=saver)
+        self.h.call(
+            "put", cfg(thread, "", parent), cp, {"v": value}, dict(cp["channel_versions"]), saver=saver
+        )
         return str(cp["id"])
 
     def list(self, saver: Any, config: Any) -> list[Any]:

@@ -289,7 +289,8 @@ class ExtendedSaver(CoreSaver):
             for w in rec.writes:
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
-                        with _malformed(f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"):
+                        where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
+                        with _malformed(where):
                             refs.append(_Ref("s3", self._s3_pointer(thread_id, w, name)))
         fetched = yield from self._fetch(refs, local=records.values())
 

@@ -174,6 +174,8 @@ def test_maintenance_keeps_tenants_apart(tenants: Tenants) -> None:
     """The operator's untenanted pruner, reaper and sweeper reach every tenant, each on its own.
 
     All three scopes have a thread of the same name, with two checkpoints.
+    A guard for the new layout (maintenance maps partitions to tenants now):
+    on the old layout these threads had distinct keys too, so it passed there.
     """
     t = tenants
     name = new_thread()

@@ -515,12 +515,14 @@ def test_tenant_prefix_scopes_every_command(moto_endpoint: str, names: dict[str,
     base = ["--table", names["table_name"], "--bucket", names["bucket_name"]]
     acme = [*base, "--tenant-prefix", "acme-"]
     assert [t["thread_id"] for t in run_json(*acme, "threads")["threads"]] == ["t1"]
-    assert sorted(t["thread_id"] for t in run_json(*base, "threads")["threads"]) == ["acme-t1", "globex-t1"]
+    # Without a prefix, only untenanted threads: tenants are disjoint from them.
+    assert run_json(*base, "threads")["threads"] == []
     assert run_json(*acme, "show", "t1")["values"] == {"request": "acme-"}
     assert len(run_json(*acme, "history", "t1")["checkpoints"]) == 2
     stats = run_json(*acme, "stats")
     assert stats["threads"] == 1 and stats["checkpoints"] == 2
-    assert run_json(*base, "stats")["checkpoints"] == 4
+    assert run_json(*base, "stats")["checkpoints"] == 0
+    assert run_json(*base, "stats")["s3"]["objects"] == 0
     assert run(*base, "history", "t1")[0] == cli.EXIT_NOT_FOUND  # no such thread without the prefix
     out = run_json(*acme, "copy", "t1", "t2")
     assert out["target_checkpoints"] == 2

@@ -65,7 +65,7 @@ def test_grant_read_statements(custom) -> None:
 def test_grant_tenant_read_write_statements(custom) -> None:
     leading = schema.tenant_partition_prefix("acme-") + "*"
     s3_prefix = schema.tenant_s3_prefix("ckpt/", "acme-")
-    assert (leading, s3_prefix) == ("acme-*", "ckpt/acme-")
+    assert (leading, s3_prefix) == ("acme-|*", "ckpt/acme-|")
     assert custom.role_statements("Custom", "TenantRole") == [
         {
             "Action": RW_DDB,
@@ -86,6 +86,42 @@ def test_grant_tenant_read_write_statements(custom) -> None:
             "Resource": _arn("StoreBucket"),
         },
     ]
+
+
+def _string_like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: ``*`` any run of characters, ``?`` one, the rest literal."""
+    import re
+
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, flags=re.DOTALL) is not None
+
+
+def test_tenant_patterns_are_prefix_free(custom) -> None:
+    """Tenant ``a``'s grant matches none of tenant ``ab``'s keys, nor an untenanted thread's."""
+    store = custom.stores["Custom"]
+    prefix = store.s3_key_prefix
+
+    def patterns(tenant: str) -> tuple[str, str]:
+        stmts = [s.to_statement_json() for s in store.tenant_read_write_statements(tenant)]
+        (leading,) = stmts[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+        (listing,) = stmts[2]["Condition"]["StringLike"]["s3:prefix"]
+        return leading, listing
+
+    a_pk, a_s3 = patterns("a")
+    assert (a_pk, a_s3) == ("a|*", f"{prefix}a|*")
+    for thread in ("t", "b|t", "|", "%7C", "bt"):
+        assert _string_like(a_pk, schema.partition_key(thread, "a"))
+        assert _string_like(a_s3, schema.s3_thread_prefix(prefix, thread, "a") + "x")
+        for other in ("ab", "a-", "b"):
+            assert not _string_like(a_pk, schema.partition_key(thread, other))
+            assert not _string_like(a_s3, schema.s3_thread_prefix(prefix, thread, other) + "x")
+        # an untenanted thread whose id starts with the tenant's name
+        assert not _string_like(a_pk, schema.partition_key("a" + thread))
+        assert not _string_like(a_s3, schema.s3_thread_prefix(prefix, "a" + thread) + "x")
+    # and the longer tenant's grant does not reach the shorter one's keys
+    ab_pk, ab_s3 = patterns("ab")
+    assert not _string_like(ab_pk, schema.partition_key("b|t", "a"))
+    assert not _string_like(ab_s3, schema.s3_thread_prefix(prefix, "b|t", "a") + "x")
 
 
 def test_tenant_prefix_is_validated(custom) -> None:

@@ -318,9 +318,9 @@ def test_tenant_prefixed_saver_keeps_meta_items_in_the_tenant_partition(
         cid = _checkpoint(saver, t, "1f0c0000-0000-6000-8000-000000000001")
         assert run_once(saver, t, "r1", cid, lambda: "ok").value == "ok"
         with ThreadLease(saver, t, heartbeat=False):
-            lock = _item_at(saver, schema.partition_key("acme-" + t), schema.LOCK_SK)
+            lock = _item_at(saver, schema.partition_key(t, "acme-"), schema.LOCK_SK)
             assert lock is not None and lock[ATTR.THREAD_ID] == {"S": t}
-        assert _item_at(saver, schema.partition_key("acme-" + t), schema.request_sk("r1")) is not None
+        assert _item_at(saver, schema.partition_key(t, "acme-"), schema.request_sk("r1")) is not None
         assert _item_at(saver, schema.partition_key(t), schema.request_sk("r1")) is None
         # a plain client reaches the same lock when told the tenant prefix
         client = boto3.client("dynamodb")

@@ -9,11 +9,12 @@ and retry of unprocessed batch items all live here, once.
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Self, cast
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
@@ -240,17 +241,62 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
     def _pk(self, thread_id: str) -> str:
         """Partition key of a thread (under this saver's tenant prefix)."""
-        return schema.partition_key(self.tenant_prefix + thread_id)
+        return schema.partition_key(thread_id, self.tenant_prefix)
 
     def _s3_thread(self, thread_id: str) -> str:
-        return schema.s3_thread_prefix(self.s3_key_prefix, self.tenant_prefix + thread_id)
+        return schema.s3_thread_prefix(self.s3_key_prefix, thread_id, self.tenant_prefix)
 
     def _thread_from_pk(self, pk: str) -> str | None:
-        """The thread id of a partition key, or None if not this tenant's or not a thread."""
-        raw = schema.unescape(pk)
-        if schema.SEP in pk or not raw.startswith(self.tenant_prefix):
+        """The thread id of a partition key, or None if not this tenant's or not a thread.
+
+        An untenanted saver sees untenanted threads only: a tenant's threads
+        are reached by maintenance through ``_owner_of_pk``.
+        """
+        parsed = schema.parse_partition_key(pk)
+        if parsed is None or parsed[0] != self.tenant_prefix:
             return None
-        return raw[len(self.tenant_prefix) :]
+        return parsed[1]
+
+    def _owner_of_pk(self, pk: str) -> tuple[Self, str] | None:
+        """``(saver, thread_id)`` that maintains the thread of a partition key.
+
+        Maintenance jobs (pruner, reaper, sweeper, ``delete_for_runs``) run
+        with an untenanted saver over every partition; a tenant's thread is
+        then worked on through a view of this saver under that tenant, so
+        every key it derives (items, S3 objects) is the tenant's. A
+        tenant's saver maintains its own threads only.
+        """
+        parsed = schema.parse_partition_key(pk)
+        if parsed is None:
+            return None
+        tenant, thread_id = parsed
+        if tenant == self.tenant_prefix:
+            return self, thread_id
+        if self.tenant_prefix:
+            return None
+        return self._tenant_view(tenant), thread_id
+
+    def _tenant_view(self, tenant_prefix: str) -> Self:
+        """A shallow copy of this saver under ``tenant_prefix`` (same clients and settings).
+
+        Its caches keyed by thread id are its own: two tenants may both have
+        a thread ``"t1"``, and their placements, heads and delta hints must
+        never mix.
+        """
+        views: dict[str, Any] = self.__dict__.setdefault("_tenant_views", {})
+        view = views.get(tenant_prefix)
+        if view is None:
+            schema.validate_tenant_prefix(tenant_prefix)
+            view = copy.copy(self)
+            view.tenant_prefix = tenant_prefix
+            view._head_until = {}
+            view._depth_hints = {}
+            view._placements = {}
+            view.__dict__["_tenant_views"] = {}
+            if len(views) > 1024:
+                views.clear()
+            views[tenant_prefix] = view
+        return cast(Self, view)
 
     # Public names for tools that look at the store directly (the CLI, your
     # own scripts): the keys this saver, with its tenant prefix and S3 key
@@ -289,6 +335,48 @@ class CoreSaver(BaseCheckpointSaver[str]):
         from urllib.parse import quote
 
         return f"{self._s3_base(thread_id, ns)}v/{quote(channel, safe='')}/{quote(version, safe='')}"
+
+    def _own_s3_key(self, thread_id: str, item: Item, attr: str) -> tuple[str, bool] | None:
+        """The S3 key a pointer in ``item[attr]`` must have, derived from the item's identity.
+
+        ``(key, True)``: exactly that key (body, metadata); ``(prefix,
+        False)``: a key under that prefix (a pending write's key ends with a
+        random suffix, see ``_write_to_s3``). ``None``: this attribute of
+        this kind of item never holds a pointer.
+        """
+        ns, kind, cid, task_id = _parse_sk(item)
+        base = f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/"
+        if kind == schema.CHECKPOINT_ITEM and attr == ATTR.BODY:
+            return f"{base}body", True
+        if kind == schema.CHECKPOINT_ITEM and attr == ATTR.METADATA:
+            return f"{base}metadata", True
+        if kind == schema.WRITES_ITEM and _is_write_attr(attr):
+            return f"{base}w/{_q(task_id or '')}/{attr[len(ATTR.WRITE_PREFIX) :]}.", False
+        return None
+
+    def _s3_pointer(self, thread_id: str, item: Item, attr: str) -> str:
+        """The S3 key ``item[attr]`` points to, once proven to be the item's own.
+
+        A stored key is never trusted as such: whoever can write items in
+        its own partition (a tenant under its IAM grant) could otherwise
+        make a reader return, and a maintenance job delete, any object of
+        the bucket, another tenant's included. Raises
+        ``CorruptPayloadError`` naming the item for a key outside the one
+        ``_own_s3_key`` derives.
+        """
+        av = item[attr]
+        stored = (av["L"][1] if _is_write_attr(attr) else av)["M"]["s3"]["S"]
+        own = self._own_s3_key(thread_id, item, attr)
+        if own is not None:
+            key, exact = own
+            rest = stored[len(key) :]
+            if stored == key if exact else (stored.startswith(key) and rest and "/" not in rest):
+                return str(stored)
+        raise CorruptPayloadError(
+            f"item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r}: attribute {attr!r} points to "
+            f"S3 key {stored!r}, which is not this item's own "
+            f"({'none' if own is None else own[0] + ('' if own[1] else '*')}); refused"
+        )
 
     def _value_location(self, size: int) -> Location:
         """Where a new channel version of ``size`` packed bytes is stored.
@@ -834,7 +922,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         for attr in (ATTR.BODY, ATTR.METADATA):
             av = record.item.get(attr)
             if av is not None and "M" in av:
-                refs.append(_Ref("s3", av["M"]["s3"]["S"]))
+                refs.append(_Ref("s3", self._s3_pointer(record.thread_id, record.item, attr)))
         if values:
             for channel, av in record.item.get(ATTR.VALUES, {}).get("M", {}).items():
                 if "M" in av:
@@ -842,7 +930,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             for w in record.writes:
                 for name, av in w.items():
                     if _is_write_attr(name) and "M" in av["L"][1]:
-                        refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
+                        refs.append(_Ref("s3", self._s3_pointer(record.thread_id, w, name)))
         return refs
 
     def _value_ref_target(self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue) -> _Ref:

@@ -28,6 +28,7 @@ from langgraph.checkpoint.dynamodb._core import (
     _group,
     _held_value,
     _item_size,
+    _malformed,
     _parse_sk,
     _Ref,
 )
@@ -311,7 +312,9 @@ class ExtendedSaver(CoreSaver):
             for w in rec.writes:
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
-                        refs.append(_Ref("s3", av["L"][1]["M"]["s3"]["S"]))
+                        where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
+                        with _malformed(where):
+                            refs.append(_Ref("s3", self._s3_pointer(thread_id, w, name)))
         fetched = yield from self._fetch(refs, local=records.values())
 
         collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
@@ -361,20 +364,25 @@ class ExtendedSaver(CoreSaver):
 
     # ---------------------------------------------------------------- copy
 
-    def _op_copy_thread(self, source_thread_id: str, target_thread_id: str) -> Op[None]:
+    def _op_copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, into: ExtendedSaver | None = None
+    ) -> Op[None]:
         """Copy every namespace, checkpoint, write, blob and S3 object.
 
         Same checkpoint ids; S3 objects are copied server-side first, then
         the items in batches, so the target never points at a missing object.
         The copy shares nothing with the source: each owns its objects.
+        ``into``: the saver (a tenant view) whose keys the target gets; this
+        one's by default.
         """
+        dst = into if into is not None else self
         for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string")
             self._check_keys(value, "", None)
-        if source_thread_id == target_thread_id:
+        if dst._pk(target_thread_id) == self._pk(source_thread_id):
             raise ValueError("source_thread_id and target_thread_id are the same thread")
-        target = yield from self._load_thread(target_thread_id)
+        target = yield from dst._load_thread(target_thread_id)
         if target.checkpoints or target.blobs:
             raise ValueError(
                 f"target thread {target_thread_id!r} already has checkpoints; "
@@ -382,14 +390,23 @@ class ExtendedSaver(CoreSaver):
             )
         source = yield from self._load_thread(source_thread_id)
         src_prefix = self._s3_thread(source_thread_id)
-        dst_prefix = self._s3_thread(target_thread_id)
-        dst_pk = {"S": self._pk(target_thread_id)}
+        dst_prefix = dst._s3_thread(target_thread_id)
+        dst_pk = {"S": dst._pk(target_thread_id)}
 
         s3_keys: set[str] = set()
 
         def retarget(items: Iterable[Item]) -> list[Item]:
             out = []
             for it in items:
+                # Only the source's own objects are copied: a pointer to any
+                # other object (a forged one, to another tenant's data) makes
+                # the copy refuse before anything is written.
+                for name, av in it.items():
+                    if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                        _is_write(name) and "M" in av["L"][1]
+                    ):
+                        with _malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                            self._s3_pointer(source_thread_id, it, name)
                 copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
                 copy[ATTR.PK] = dst_pk
                 out.append(copy)
@@ -456,7 +473,38 @@ class ExtendedSaver(CoreSaver):
         # source the moment it exists, or not at all.
         yield from self._batch_write([{"PutRequest": {"Item": it}} for it in payload_items])
         yield from self._batch_write([{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True)
-        yield from self._on_activity(target_thread_id)
+        yield from dst._on_activity(target_thread_id)
+
+    def _op_migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> Op[None]:
+        """Move a tenant's thread from the layout before the tenant delimiter to today's.
+
+        Versions without the delimiter stored tenant ``P``'s thread ``T``
+        exactly where an untenanted saver keeps thread ``P + T``
+        (``PK = escape(P + T)``, S3 ``<prefix><quote(P + T)>/``). The thread
+        is copied to ``P|T`` (items and objects, pointers rewritten), then
+        the old one is deleted. Re-running after an interruption is safe:
+        a completed copy is found and only the delete is redone.
+        """
+        if self.tenant_prefix:
+            raise ValueError("migrate with an untenanted saver: the old threads are untenanted keys")
+        schema.validate_tenant_prefix(tenant_prefix)
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ValueError("thread_id must be a non-empty string")
+        old = tenant_prefix + thread_id
+        dst = self._tenant_view(tenant_prefix)
+        source = yield from self._load_thread(old)
+        target = yield from dst._load_thread(thread_id)
+        if source.checkpoints and set(target.checkpoints) != set(source.checkpoints):
+            if not set(target.checkpoints) <= set(source.checkpoints):
+                raise ValueError(
+                    f"tenant {tenant_prefix!r} already has a different thread {thread_id!r} under the "
+                    "new layout; delete one of them first"
+                )
+            if target.checkpoints or target.blobs:
+                # An interrupted copy (it lands oldest first): start it over.
+                yield from dst._op_delete_thread(thread_id)
+            yield from self._op_copy_thread(old, thread_id, into=dst)
+        yield from self._op_delete_thread(old)
 
     # --------------------------------------------------------------- prune
 
@@ -624,10 +672,17 @@ class ExtendedSaver(CoreSaver):
         blob_sks: set[str] = set()
         ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
         for attr, av in item.items():
-            if attr in (ATTR.BODY, ATTR.METADATA) and "M" in av:
-                s3_keys.add(av["M"]["s3"]["S"])
-            elif _is_write(attr) and "M" in av["L"][1]:
-                s3_keys.add(av["L"][1]["M"]["s3"]["S"])
+            if (attr in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (_is_write(attr) and "M" in av["L"][1]):
+                try:
+                    s3_keys.add(self._s3_pointer(thread_id, item, attr))
+                except (CorruptPayloadError, KeyError, IndexError, TypeError):
+                    # A forged pointer (another thread's or tenant's object)
+                    # is never deleted, nor does it keep anything alive. A
+                    # body or metadata object is the item's own by its key,
+                    # whatever the attribute says.
+                    own = self._own_s3_key(thread_id, item, attr)
+                    if own is not None and own[1]:
+                        s3_keys.add(own[0])
         if kind == schema.CHECKPOINT_ITEM:
             for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
                 if "M" not in av:
@@ -670,10 +725,13 @@ class ExtendedSaver(CoreSaver):
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
         run_set = set(runs)
         for pk in sorted(by_thread):
-            thread_id = self._thread_from_pk(pk)
-            if thread_id is None:
+            # An untenanted (operator) saver deletes the runs of every
+            # tenant, each through a view of that tenant (see _owner_of_pk).
+            owner = self._owner_of_pk(pk)
+            if owner is None:
                 continue
-            thread = yield from self._load_thread(thread_id)
+            saver, thread_id = owner
+            thread = yield from saver._load_thread(thread_id)
             res = PruneResult(threads=1)
             # The index is eventually consistent: trust the item's own rid.
             doomed_cps = {
@@ -689,7 +747,7 @@ class ExtendedSaver(CoreSaver):
                 if w.get(ATTR.RUN_ID, {}).get("S") in run_set
             ]
             res.kept_for_delta = len(keep) - len(survivors)
-            yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
+            yield from saver._delete_unkept(thread, keep, res, drop_writes=drop_writes)
             total.add(res)
         return total
 

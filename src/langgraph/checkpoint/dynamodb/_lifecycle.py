@@ -10,7 +10,6 @@ import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
@@ -160,11 +159,12 @@ class LifecycleSaver(ExtendedSaver):
         """Reap threads by partition key (from TTL stream records)."""
         report = SweepReport()
         for pk, expired_at in expired:
-            thread_id = self._thread_from_pk(pk)
-            if thread_id is None:
+            owner = self._owner_of_pk(pk)
+            if owner is None:
                 continue
+            saver, thread_id = owner
             report.threads_scanned += 1
-            res = yield from self._op_reap_thread(thread_id, expired_before=expired_at or clock.now())
+            res = yield from saver._op_reap_thread(thread_id, expired_before=expired_at or clock.now())
             report.add_prune(res)
             if res.checkpoints_deleted:
                 report.threads_deleted += 1
@@ -190,11 +190,12 @@ class LifecycleSaver(ExtendedSaver):
             resp = yield ddb("scan", **kwargs)
             report.pages += 1
             for head in resp.get("Items", []):
-                thread_id = self._thread_from_pk(head[ATTR.PK]["S"])
-                if thread_id is None:
+                owner = self._owner_of_pk(head[ATTR.PK]["S"])
+                if owner is None:
                     continue
+                saver, thread_id = owner
                 report.threads_scanned += 1
-                res = yield from self._op_reap_thread(thread_id, expired_before=int(head[ATTR.TTL]["N"]))
+                res = yield from saver._op_reap_thread(thread_id, expired_before=int(head[ATTR.TTL]["N"]))
                 report.add_prune(res)
                 report.threads_deleted += 1
             if "LastEvaluatedKey" not in resp:
@@ -283,15 +284,17 @@ class LifecycleSaver(ExtendedSaver):
                 kwargs["ExclusiveStartKey"] = json.loads(state["cursor"])
             resp = yield ddb("scan", **kwargs)
             new_cursor = json.dumps(resp["LastEvaluatedKey"]) if "LastEvaluatedKey" in resp else ""
-            threads: dict[str, float | None] = {}  # thread -> last activity (epoch s) if known
+            # partition -> (saver, thread, last activity (epoch s) if known); by
+            # partition, as two tenants may each have a thread of that name.
+            threads: dict[str, tuple[LifecycleSaver, str, float | None]] = {}
             for it in resp.get("Items", []):
                 pk = it[ATTR.PK]["S"]
-                thread_id = self._thread_from_pk(pk)
+                owner = self._owner_of_pk(pk)
                 # A thread whose items straddle two pages was done with the first.
-                if thread_id is None or pk == state["last"] or thread_id in threads:
+                if owner is None or pk == state["last"] or pk in threads:
                     continue
                 ua = it.get(ATTR.UPDATED_AT)
-                threads[thread_id] = int(ua["N"]) / 1000 if ua else None
+                threads[pk] = (*owner, int(ua["N"]) / 1000 if ua else None)
             last_pk = resp["Items"][-1][ATTR.PK]["S"] if resp.get("Items") else ""
             claimed = yield from self._claim_cursor(
                 "pruner", state["cursor"], new_cursor, last_pk, state["cycle"]
@@ -299,10 +302,10 @@ class LifecycleSaver(ExtendedSaver):
             if not claimed:
                 continue  # another run took this page: take the next one
             report.pages += 1
-            for thread_id, last_active in threads.items():
+            for saver, thread_id, last_active in threads.values():
                 report.threads_scanned += 1
                 try:
-                    yield from self._prune_one(thread_id, last_active, policy, report)
+                    yield from saver._prune_one(thread_id, last_active, policy, report)
                 except CheckpointStoreError as exc:
                     # One poisoned thread (a parent cycle, a corrupt item)
                     # must not stop the page, or every later run would stop
@@ -349,7 +352,11 @@ class LifecycleSaver(ExtendedSaver):
             report.complete = True
             return report
         cutoff = clock.now() - grace_seconds
-        root = self.s3_key_prefix + _quote_prefix(self.tenant_prefix)
+        root = (
+            schema.tenant_s3_prefix(self.s3_key_prefix, self.tenant_prefix)
+            if self.tenant_prefix
+            else self.s3_key_prefix
+        )
         start_cycle: int | None = None
         while (deadline is None or clock.now() < deadline) and (
             max_pages is None or report.pages < max_pages
@@ -380,13 +387,18 @@ class LifecycleSaver(ExtendedSaver):
                 old = [o for o in objs if o["LastModified"].timestamp() < cutoff]
                 if not old:
                     continue
-                raw = unquote(segment)
-                if not raw.startswith(self.tenant_prefix):
+                parsed = schema.parse_s3_thread_segment(segment)
+                owner = None
+                if parsed is not None:
+                    owner = self._owner_of_pk(schema.partition_key(parsed[1], parsed[0]))
+                if owner is None:
                     continue
-                thread_id = raw[len(self.tenant_prefix) :]
+                saver, thread_id = owner
+                if saver._s3_thread(thread_id) != f"{self.s3_key_prefix}{segment}/":
+                    continue  # a segment this library never writes (e.g. not quoted as it quotes)
                 report.threads_scanned += 1
-                thread = yield from self._load_thread(thread_id)
-                referenced = self._referenced_s3_keys(thread)
+                thread = yield from saver._load_thread(thread_id)
+                referenced = saver._referenced_s3_keys(thread)
                 doomed = [o["Key"] for o in old if o["Key"] not in referenced]
                 if doomed:
                     yield from self._delete_s3_keys(doomed)
@@ -405,12 +417,6 @@ class LifecycleSaver(ExtendedSaver):
             for w in ws:
                 out |= self._item_refs(thread.thread_id, w)[0]
         return out
-
-
-def _quote_prefix(prefix: str) -> str:
-    from urllib.parse import quote
-
-    return quote(prefix, safe="")
 
 
 def uuid6_epoch(checkpoint_id: str) -> float | None:

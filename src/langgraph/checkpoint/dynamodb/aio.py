@@ -377,6 +377,14 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(self._op_copy_thread(source_thread_id, target_thread_id))
 
+    async def amigrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
+        """Async :meth:`DynamoDBSaver.migrate_tenant_thread`.
+
+        Example:
+            >>> await operator.amigrate_tenant_thread("acme-", "t1")  # doctest: +SKIP
+        """
+        await self._run(self._op_migrate_tenant_thread(tenant_prefix, thread_id))
+
     async def aprune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
         thread_ids: Sequence[str],

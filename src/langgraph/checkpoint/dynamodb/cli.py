@@ -567,7 +567,14 @@ def _thread_of(saver: Any, pk: str) -> str | None:
     if callable(of):
         found = of(pk)
         return None if found is None else str(found)
-    return schema.unescape(pk)
+    parsed = schema.parse_partition_key(pk)
+    return parsed[1] if parsed is not None and not parsed[0] else None
+
+
+def _s3_in_scope(saver: Any, key: str) -> bool:
+    """Whether an S3 key belongs to a thread of the saver's tenant (or to an untenanted one)."""
+    parsed = schema.parse_s3_thread_segment(key[len(saver.s3_key_prefix) :].split("/", 1)[0])
+    return parsed is not None and parsed[0] == (getattr(saver, "tenant_prefix", "") or "")
 
 
 def _s3_root(saver: Any) -> str:
@@ -1030,6 +1037,8 @@ def collect_stats(saver: Any, thread_id: str | None = None) -> dict[str, Any]:
         "by_kind": {},
     }
     for obj in _s3_objects(saver, s3_prefix):
+        if thread_id is None and not _s3_in_scope(saver, obj["Key"]):
+            continue  # another tenant's (an untenanted root lists every tenant's objects)
         kind = _s3_kind(obj["Key"], saver.s3_key_prefix)
         e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})
         e["objects"] += 1

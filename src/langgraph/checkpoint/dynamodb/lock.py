@@ -351,7 +351,7 @@ def _partition_key(saver: Any, thread_id: str, tenant_prefix: str = "") -> str:
     pk_of = getattr(saver, "partition_key", None) or getattr(saver, "_pk", None)
     if callable(pk_of):
         return str(pk_of(thread_id))
-    return schema.partition_key(tenant_prefix + thread_id)
+    return schema.partition_key(thread_id, tenant_prefix)
 
 
 def _lock_key(where: _Where) -> dict[str, Any]:

@@ -333,6 +333,20 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Copy a thread (all namespaces, writes, blobs, S3 objects) to a new thread id."""
         self._run(self._op_copy_thread(source_thread_id, target_thread_id))
 
+    def migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
+        """Move tenant ``tenant_prefix``'s thread ``thread_id`` to the prefix-free tenant layout.
+
+        For threads written by a version before the tenant delimiter (which
+        stored them as the untenanted thread ``tenant_prefix + thread_id``).
+        Run it with an untenanted (operator) saver, while the tenant is not
+        writing that thread; safe to re-run after an interruption.
+
+        Example:
+            >>> operator = DynamoDBSaver(table_name="t", bucket_name="b")  # untenanted  # doctest: +SKIP
+            >>> operator.migrate_tenant_thread("acme-", "t1")  # old "acme-t1" -> "acme-|t1"  # doctest: +SKIP
+        """
+        self._run(self._op_migrate_tenant_thread(tenant_prefix, thread_id))
+
     def prune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
         thread_ids: Sequence[str],

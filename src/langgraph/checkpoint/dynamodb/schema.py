@@ -7,6 +7,7 @@ table definition used by ``setup()`` and by the CDK stack changes with it.
 Layout (one table, one item collection per thread)::
 
     PK = <thread_id>                       (escaped, see ``escape``)
+         <tenant>|<thread_id>              a tenant's thread (``tenant_prefix``)
     SK = <ns>|c|<checkpoint_id>            checkpoint item
          <ns>|c|<checkpoint_id>|w|<task>   pending writes of one task
          <ns>|v|<channel>|<version>        a large channel value (blob item)
@@ -22,7 +23,11 @@ Why the thread alone is the partition key: every operation that spans
 namespaces (``list`` without ``checkpoint_ns``, ``delete_thread``,
 ``copy_thread``, ``prune``) is then one ``Query`` over one item collection
 instead of a namespace registry plus fan-out, and IAM's
-``dynamodb:LeadingKeys`` can confine a tenant to a thread-id prefix. Within
+``dynamodb:LeadingKeys`` can confine a tenant to ``<tenant>|*``. A tenant
+name never contains ``|`` and an escaped thread id never contains a bare
+``|``, so tenant scopes are prefix-free (tenant ``a`` never matches tenant
+``ab``'s keys) and disjoint from untenanted threads; the S3 layout uses the
+same delimiter (see ``s3_thread_prefix``). Within
 a namespace, checkpoint ids (uuid6) sort by time, and a checkpoint's writes
 sort right after it, so one descending ``Query`` returns the latest
 checkpoint together with its pending writes.
@@ -31,7 +36,7 @@ checkpoint together with its pending writes.
 from __future__ import annotations
 
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 __all__ = [
     "ATTR",
@@ -46,7 +51,13 @@ __all__ = [
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "escape",
+    "parse_partition_key",
+    "parse_s3_thread_segment",
+    "partition_key",
+    "s3_thread_prefix",
     "table_definition",
+    "tenant_partition_prefix",
+    "tenant_s3_prefix",
     "unescape",
 ]
 
@@ -126,8 +137,9 @@ SEP: Final = "|"
 def escape(value: str) -> str:
     """Escape ``%`` and the separator so any string can be a key component.
 
-    Only two characters change, so ids stay readable in the console and a
-    thread-id prefix stays a key prefix (which tenant isolation relies on).
+    Only two characters change, so ids stay readable in the console; an
+    escaped id never contains a bare ``|``, which is what keeps the tenant
+    delimiter (see ``partition_key``) unambiguous.
     """
     return value.replace("%", "%25").replace(SEP, "%7C")
 
@@ -137,8 +149,40 @@ def unescape(value: str) -> str:
     return value.replace("%7C", SEP).replace("%25", "%")
 
 
-def partition_key(thread_id: str) -> str:
+def partition_key(thread_id: str, tenant_prefix: str = "") -> str:
+    """Partition key of a thread, under a tenant when ``tenant_prefix`` is given.
+
+    ``<tenant>|<escaped thread id>``: the ``|`` ends the tenant name (which
+    cannot contain one), so no tenant's keys start with another's scope.
+
+    Example:
+        >>> partition_key("t|1"), partition_key("t|1", "acme")
+        ('t%7C1', 'acme|t%7C1')
+    """
+    if tenant_prefix:
+        return f"{tenant_partition_prefix(tenant_prefix)}{escape(thread_id)}"
     return escape(thread_id)
+
+
+def parse_partition_key(pk: str) -> tuple[str, str] | None:
+    """``(tenant_prefix, thread_id)`` of a thread's partition key (tenant ``""`` if none).
+
+    ``None`` for anything that is not a thread's partition: meta partitions
+    (they start with ``|``, e.g. the lifecycle cursors) and keys this
+    library never writes (two bare ``|``, an invalid tenant name).
+
+    Example:
+        >>> parse_partition_key("acme|t%7C1"), parse_partition_key("t"), parse_partition_key("|lifecycle")
+        (('acme', 't|1'), ('', 't'), None)
+    """
+    if not pk or pk.startswith(SEP):
+        return None
+    tenant, sep, rest = pk.partition(SEP)
+    if not sep:
+        return "", unescape(pk)
+    if not rest or SEP in rest or not _valid_tenant(tenant):
+        return None
+    return tenant, unescape(rest)
 
 
 def ns_prefix(checkpoint_ns: str) -> str:
@@ -209,13 +253,39 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     return ns, BLOB_ITEM, unescape(parts[2]), unescape(parts[3])
 
 
-def s3_thread_prefix(key_prefix: str, thread_id: str) -> str:
-    """S3 prefix of one thread's objects.
+def s3_thread_prefix(key_prefix: str, thread_id: str, tenant_prefix: str = "") -> str:
+    """S3 prefix of one thread's objects, under a tenant when ``tenant_prefix`` is given.
 
-    The thread id is percent-encoded (``/`` included) so one thread's prefix
-    never contains another's; a tenant's thread-id prefix stays a key prefix.
+    The thread id is percent-encoded (``/`` and ``|`` included) so one
+    thread's prefix never contains another's. A tenant's threads live under
+    ``<key_prefix><quoted tenant>|``, the S3 twin of the partition-key layout:
+    prefix-free between tenants and disjoint from untenanted threads (whose
+    quoted segment never contains a bare ``|``).
+
+    Example:
+        >>> s3_thread_prefix("checkpoints/", "t/1"), s3_thread_prefix("checkpoints/", "t", "acme")
+        ('checkpoints/t%2F1/', 'checkpoints/acme|t/')
     """
+    if tenant_prefix:
+        return f"{tenant_s3_prefix(key_prefix, tenant_prefix)}{quote(thread_id, safe='')}/"
     return f"{key_prefix}{quote(thread_id, safe='')}/"
+
+
+def parse_s3_thread_segment(segment: str) -> tuple[str, str] | None:
+    """``(tenant_prefix, thread_id)`` of the first key segment after the key prefix.
+
+    The inverse of :func:`s3_thread_prefix` for a segment (without its
+    trailing ``/``); ``None`` if this library never writes such a segment.
+    """
+    tenant, sep, rest = segment.partition(SEP)
+    if not sep:
+        return ("", unquote(segment)) if segment else None
+    if not rest or SEP in rest:
+        return None
+    tenant = unquote(tenant)
+    if not _valid_tenant(tenant):
+        return None
+    return tenant, unquote(rest)
 
 
 def table_definition(table_name: str, *, billing_mode: str = "PAY_PER_REQUEST") -> dict[str, Any]:
@@ -269,23 +339,37 @@ def ttl_specification() -> dict[str, Any]:
 
 
 def tenant_partition_prefix(tenant_prefix: str) -> str:
-    """Partition-key prefix of every thread of a tenant.
+    """Partition-key prefix of every thread of a tenant, delimiter included.
 
     A saver created with ``tenant_prefix=P`` stores thread ``T`` under the
-    partition key ``escape(P + T)``, which starts with this string; IAM's
-    ``dynamodb:LeadingKeys`` condition uses it (with a trailing ``*``).
+    partition key ``P|escape(T)``, which starts with this string; IAM's
+    ``dynamodb:LeadingKeys`` condition uses it (with a trailing ``*``). The
+    ``|`` makes it prefix-free: ``a|*`` never matches tenant ``ab``'s keys.
+
+    Example:
+        >>> tenant_partition_prefix("acme")
+        'acme|'
     """
     validate_tenant_prefix(tenant_prefix)
-    return escape(tenant_prefix)
+    return f"{escape(tenant_prefix)}{SEP}"
 
 
 def tenant_s3_prefix(key_prefix: str, tenant_prefix: str) -> str:
-    """S3 key prefix of every object of a tenant's threads (for IAM conditions)."""
+    """S3 key prefix of every object of a tenant's threads (for IAM conditions), delimiter included.
+
+    Example:
+        >>> tenant_s3_prefix("checkpoints/", "acme#1")
+        'checkpoints/acme%231|'
+    """
     validate_tenant_prefix(tenant_prefix)
-    return f"{key_prefix}{quote(tenant_prefix, safe='')}"
+    return f"{key_prefix}{quote(tenant_prefix, safe='')}{SEP}"
+
+
+def _valid_tenant(tenant_prefix: str) -> bool:
+    return bool(tenant_prefix) and not any(c in tenant_prefix for c in "%|*?/")
 
 
 def validate_tenant_prefix(tenant_prefix: str) -> None:
-    """A tenant prefix must survive escaping and quoting unchanged as a prefix."""
-    if not tenant_prefix or any(c in tenant_prefix for c in "%|*?/"):
+    """A tenant name must survive escaping and quoting unchanged, and never contain the delimiter ``|``."""
+    if not isinstance(tenant_prefix, str) or not _valid_tenant(tenant_prefix):
         raise ValueError("tenant_prefix must be a non-empty string without '%', '|', '*', '?' or '/'")

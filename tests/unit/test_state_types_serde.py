@@ -163,3 +163,20 @@ def test_allowlist_and_copies() -> None:
     assert clone.loads_typed(clone.dumps_typed(Leaf(1, Color.RED))) == Leaf(1, Color.RED)
     with pytest.raises(RefusedTypeError):
         clone.loads_typed(_ext(0, ("os", "system", "true")))
+
+
+def test_an_accepted_class_is_checked_again_when_its_name_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accepting ``Leaf`` once is remembered only while the module still binds that very class."""
+    import os
+    import sys
+
+    serde = StateTypesSerializer()
+    record = serde.dumps_typed(Leaf(1, Color.RED))
+    assert serde.loads_typed(record) == Leaf(1, Color.RED)
+    monkeypatch.setattr(sys.modules[__name__], "Leaf", os.system)
+    with pytest.raises(RefusedTypeError, match="builtin_function_or_method"):
+        serde.loads_typed(record)
+    monkeypatch.undo()
+    monkeypatch.delitem(sys.modules, __name__)
+    with pytest.raises(RefusedTypeError, match="not imported"):
+        serde.loads_typed(record)

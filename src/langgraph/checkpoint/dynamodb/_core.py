@@ -31,7 +31,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
@@ -44,6 +43,7 @@ from langgraph.checkpoint.dynamodb.errors import (
     UnsupportedFormatError,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.serde import default_serde
 
 __all__ = ["CoreSaver"]
 
@@ -128,11 +128,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
         touch_on_read: bool = False,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
-        # Strict msgpack by default: only LangGraph's safe types and the types
-        # a compiled graph allowlists (``with_allowlist``) are revived, so a
-        # party who can write to the table or bucket cannot make a reader
-        # import and call arbitrary code. Pass your own ``serde`` to change it.
-        super().__init__(serde=serde or JsonPlusSerializer(allowed_msgpack_modules=None))
+        # By default a stored value may rebuild LangGraph's safe types and the
+        # data classes (pydantic, dataclass, enum...) this process has imported,
+        # and call nothing else, so a party who can write to the table or bucket
+        # cannot make a reader import and call arbitrary code (see serde.py).
+        super().__init__(serde=serde or default_serde())
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):

@@ -1167,10 +1167,14 @@ def _make_saver(args: argparse.Namespace) -> Any:
     if not s["table"]:
         raise CLIError(f"no table: pass --table or set {ENV_TABLE}", EXIT_USAGE, "no_table")
     import boto3
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
-    serde = None
+    # A viewer never has the application's modules imported: LangGraph's strict
+    # serializer shows the application's types as their stored fields (the saver's
+    # default would refuse them) and, like it, imports and calls nothing a value names.
+    serde: Any = JsonPlusSerializer(allowed_msgpack_modules=None)
     if getattr(args, "encrypted", False):
         from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 

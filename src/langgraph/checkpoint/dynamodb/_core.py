@@ -498,6 +498,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
         yield ddb("put_item", TableName=self.table_name, Item=item)
         for key, placement in learned:
             self._remember(key, placement)
+        if not parent_id and not ns:
+            # A new conversation: the head this process last wrote may have
+            # been retired by a delete elsewhere; write it again now.
+            self._head_until.pop(thread_id, None)
         yield from self._on_activity(thread_id, root=root)
         return {
             "configurable": {

@@ -309,3 +309,24 @@ def test_cli_delete_is_final(moto_endpoint: str, names: dict[str, str]) -> None:
     assert thread not in {t["thread_id"] for t in json.loads(out.getvalue())["threads"]}
     n1 = writer.put(cfg(thread), _cp({"messages": ["new"]}), {}, {"messages": "1"})
     assert reader.get_tuple(cfg(thread)).config == n1  # type: ignore[union-attr]
+
+
+def test_copy_carries_no_deleted_lineage_and_a_recopy_is_alive(harness: Harness) -> None:
+    """A copy skips late writes on deleted lineages; a target deleted then copied into again is readable."""
+    writer = harness.make_saver()
+    src, dst = new_thread(), new_thread()
+    c1 = harness.call("put", cfg(src), _cp({"messages": ["a"]}), {}, {"messages": "1"}, saver=writer)
+    harness.call("delete_thread", src, saver=harness.saver)
+    harness.call("put", c1, _cp({"messages": ["late"]}), {}, {"messages": "2"}, saver=writer)  # garbage
+    n1 = harness.call("put", cfg(src), _cp({"messages": ["new"]}), {}, {"messages": "1"}, saver=writer)
+    harness.call("copy_thread", src, dst)
+    copied = harness.list({"configurable": {"thread_id": dst}})
+    assert [t.config["configurable"]["checkpoint_id"] for t in copied] == [n1["configurable"]["checkpoint_id"]]
+    assert len(_checkpoint_ids(harness, dst)) == 1  # the garbage was not copied, hidden or not
+    # Same checkpoint ids again after a delete of the copy: not hidden by its tombstone.
+    harness.call("delete_thread", dst)
+    harness.call("copy_thread", src, dst)
+    got = harness.call("get_tuple", cfg(dst))
+    assert got is not None and got.config["configurable"]["checkpoint_id"] == n1["configurable"]["checkpoint_id"]
+    assert harness.call("get_tuple", cfg(dst, "", n1["configurable"]["checkpoint_id"])) is not None
+    _close(harness, writer)

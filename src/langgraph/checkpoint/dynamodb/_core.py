@@ -201,9 +201,6 @@ class CoreSaver(BaseCheckpointSaver[str]):
             )
         if need_checkpoint_id and cid is None:
             raise ValueError("config['configurable']['checkpoint_id'] is required here")
-        if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
-            # That key range is the tombstone's (see schema.tombstone_sk).
-            raise ValueError("config['configurable']['checkpoint_id'] must not start with U+10FFFF")
         CoreSaver._check_keys(thread_id, ns, cid)
         return thread_id, ns, cid
 
@@ -219,6 +216,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 value.encode()
             except UnicodeEncodeError:
                 raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value!r}") from None
+        if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
+            # That key range is the tombstone's (see schema.tombstone_sk).
+            raise ValueError("checkpoint_id must not start with U+10FFFF")
         pk_len = len(schema.partition_key(thread_id).encode())
         if pk_len > schema.MAX_PK_BYTES:
             raise KeyTooLongError(
@@ -1353,8 +1353,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             if kind == schema.TOMBSTONE_ITEM:
                 tombstones.append(it)
                 continue
-            if it[ATTR.SK]["S"] != schema.HEAD_SK:
-                doomed.append(it)
+            doomed.append(it)
             if kind == schema.CHECKPOINT_ITEM:
                 rt = _str_attr(it, ATTR.ROOT, f"checkpoint {cid!r} of thread {thread_id!r}")
                 if rt is None:
@@ -1365,6 +1364,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
             roots.setdefault(ns, set()).update(sorted(ids)[-schema.LEGACY_ROOTS_MAX :])
         if roots:
             yield from self._bury(thread_id, roots, tombstones, retire_head=True)
+            # The retired head stays: it refuses the dead lineages (see _on_activity).
+            doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
         # Items first: once they are gone nothing points to the S3 objects.
         yield from self._ordered_deletes(doomed)
         if self.bucket_name is not None:

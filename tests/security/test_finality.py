@@ -103,8 +103,12 @@ class Chat(TypedDict, total=False):
     messages: Annotated[list[str], operator.add]
 
 
-def _paused_graph(gate: dict[str, threading.Event | bool]) -> StateGraph:
-    """``draft`` then ``send``; ``send`` waits on an event while the gate is armed."""
+def _paused_graph(gate: dict[str, threading.Event | bool], *, subgraph: bool = False) -> StateGraph:
+    """``draft`` then ``send``; ``send`` waits on an event while the gate is armed.
+
+    With ``subgraph``, a compiled subgraph (its own namespace, new at every
+    run) runs after ``send``: the late run starts it after the delete.
+    """
 
     def draft(state: Chat) -> dict[str, Any]:
         return {"messages": [f"draft {len(state.get('messages', []))}"]}
@@ -123,18 +127,30 @@ def _paused_graph(gate: dict[str, threading.Event | bool]) -> StateGraph:
     g.add_node("send", send)
     g.add_edge(START, "draft")
     g.add_edge("draft", "send")
-    g.add_edge("send", END)
+    if subgraph:
+        sub = StateGraph(Chat)
+        sub.add_node("log", lambda st: {"messages": ["logged"]})
+        sub.add_edge(START, "log")
+        sub.add_edge("log", END)
+        g.add_node("audit", sub.compile())
+        g.add_edge("send", "audit")
+        g.add_edge("audit", END)
+    else:
+        g.add_edge("send", END)
     return g
 
 
+@pytest.mark.parametrize("subgraph", [False, True], ids=["flat", "subgraph"])
 @pytest.mark.parametrize("durability", ["sync", "async"])
-def test_run_paused_across_a_delete_does_not_resurrect_the_thread(harness: Harness, durability: str) -> None:
+def test_run_paused_across_a_delete_does_not_resurrect_the_thread(
+    harness: Harness, durability: str, subgraph: bool
+) -> None:
     """A run paused mid-way while another process deletes its thread, then resumed."""
     writer = harness.make_saver(track_threads=True)
     deleter = harness.make_saver(track_threads=True)
     reader = harness.saver  # never touched this thread: no cached knowledge
     gate: dict[str, Any] = {"armed": False, "entered": threading.Event(), "release": threading.Event()}
-    graph = _paused_graph(gate).compile(checkpointer=writer)
+    graph = _paused_graph(gate, subgraph=subgraph).compile(checkpointer=writer)
     thread = new_thread()
     config = {"configurable": {"thread_id": thread}}
     harness.invoke(graph, {"messages": ["hello"]}, config, durability=durability)
@@ -161,17 +177,20 @@ def test_run_paused_across_a_delete_does_not_resurrect_the_thread(harness: Harne
 
     late = _checkpoint_ids(harness, thread)
     assert late, "the paused run wrote nothing after the delete: this test would prove nothing"
+    if subgraph:
+        assert any(ns for ns, _ in late), "the late run started no subgraph namespace"
     _assert_gone(harness, reader, thread, late)
-    state = harness.get_state(_paused_graph(gate).compile(checkpointer=reader), config)
+    state = harness.get_state(_paused_graph(gate, subgraph=subgraph).compile(checkpointer=reader), config)
     assert state.values == {} and state.next == ()
 
     # A new conversation on the same thread id, from the process whose run
     # was late: it starts from nothing and is not hidden by the tombstone.
     gate["armed"] = False
     out = harness.invoke(graph, {"messages": ["new"]}, config, durability=durability)
-    assert out["messages"] == ["new", "draft 1", "sent"]
-    state = harness.get_state(_paused_graph(gate).compile(checkpointer=reader), config)
-    assert state.values["messages"] == ["new", "draft 1", "sent"]
+    want = ["new", "draft 1", "sent", *(["new", "draft 1", "sent", "logged"] if subgraph else [])]
+    assert out["messages"] == want
+    state = harness.get_state(_paused_graph(gate, subgraph=subgraph).compile(checkpointer=reader), config)
+    assert state.values["messages"] == want
     history = harness.list(cfg(thread))
     assert history and {t.config["configurable"]["checkpoint_id"] for t in history}.isdisjoint(late_ids(late))
     assert _indexed(harness.table_name, thread)

@@ -490,7 +490,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
         # The lineage root, recorded before the write: a child put issued
         # while this one is in flight must inherit it, not guess it.
-        root = yield from self._root_for(thread_id, ns, cid, parent_id)
+        root = yield from self._root_for(thread_id, ns, cid, parent_id, config)
         item[ATTR.ROOT] = {"S": root}
         # Payloads first, then the item that points to them: a reader never
         # sees a pointer to something not yet written.
@@ -511,8 +511,15 @@ class CoreSaver(BaseCheckpointSaver[str]):
             }
         }
 
-    def _root_for(self, thread_id: str, ns: str, cid: str, parent_id: str | None) -> Op[str]:
+    def _root_for(
+        self, thread_id: str, ns: str, cid: str, parent_id: str | None, config: RunnableConfig
+    ) -> Op[str]:
         """The lineage root of a new checkpoint: itself without a parent, else the parent's.
+
+        A subgraph's first checkpoint has no parent in its namespace, but
+        LangGraph names the parent graph's checkpoint (``checkpoint_map``): it
+        inherits that one's root when known, so a subgraph that a late run
+        starts after a delete belongs to the deleted lineage too.
 
         Known without a request when this saver wrote or read the parent
         (LangGraph's flows); otherwise one GetItem of the parent. A parent
@@ -522,6 +529,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
         """
         if not parent_id:
             root = cid
+            cmap = (config.get("configurable") or {}).get("checkpoint_map")
+            if ns and isinstance(cmap, Mapping):
+                # The innermost enclosing graph first (the longest namespace).
+                for pns in sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True):
+                    pcid = cmap[pns]
+                    if isinstance(pcid, str) and (inherited := self._roots.get((thread_id, pns, pcid))):
+                        root = inherited
+                        break
         elif (known := self._roots.get((thread_id, ns, parent_id))) is not None:
             root = known
         else:
@@ -547,12 +562,16 @@ class CoreSaver(BaseCheckpointSaver[str]):
             self._roots.clear()  # a hint cache: a miss costs one GetItem
         self._roots[(thread_id, ns, cid)] = root
 
-    def _tombstone_call(self, thread_id: str, ns: str) -> Call:
-        """GetItem of a namespace's tombstone (for reads whose Query does not reach it)."""
+    def _dead_roots_call(self, thread_id: str) -> Call:
+        """GetItem of the dead roots the thread head keeps, for reads whose Query
+        does not reach a tombstone (by id, ``before``). Thread-wide: it also
+        covers a subgraph namespace that a late run started after the delete."""
         return ddb(
             "get_item",
             TableName=self.table_name,
-            Key={ATTR.PK: {"S": self._pk(thread_id)}, ATTR.SK: {"S": schema.tombstone_sk(ns)}},
+            Key={ATTR.PK: {"S": self._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            ProjectionExpression="#dr",
+            ExpressionAttributeNames={"#dr": ATTR.DEAD},
             ConsistentRead=True,
         )
 
@@ -787,14 +806,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 },
                 ConsistentRead=True,
             )
-            # The tombstone is outside this key range: read it in the same
-            # round trip (one more request, not one more wait).
-            first, tomb = yield Gather([ddb("query", **query), self._tombstone_call(thread_id, ns)])
+            # No tombstone is in this key range: read the head's dead roots in
+            # the same round trip (one more request, not one more wait).
+            first, head = yield Gather([ddb("query", **query), self._dead_roots_call(thread_id)])
             items = list(first.get("Items", []))
             if "LastEvaluatedKey" in first:
                 items += yield from self._query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
             record = _group(thread_id, items, only=cid)
-            if record is not None and _is_dead(record.item, _tomb_roots(tomb.get("Item"))):
+            if record is not None and _is_dead(record.item, _head_roots(head.get("Item"))):
                 record = None
         else:
             # Newest first: the first checkpoint item is the latest; its
@@ -1199,9 +1218,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
         values: dict[str, AttributeValue] = {":pk": {"S": pk}}
         dead: set[str] | None = None
         if cid is not None or before_id:
-            # This key range does not reach the tombstone: read it first.
-            tomb = yield self._tombstone_call(thread_id, ns)
-            dead = _tomb_roots(tomb.get("Item"))
+            # This key range does not reach the tombstone: the head's dead roots.
+            head = yield self._dead_roots_call(thread_id)
+            dead = _head_roots(head.get("Item"))
         if cid is not None:
             cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
             values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
@@ -1648,6 +1667,14 @@ def _tomb_roots(tomb: Item | None) -> set[str] | None:
     return {_entry_root(e) for e in _dead_entries(tomb)}
 
 
+def _head_roots(head: Item | None) -> set[str] | None:
+    """Deleted lineage roots a thread head keeps; None when no delete recorded any."""
+    av = (head or {}).get(ATTR.DEAD)
+    if not isinstance(av, dict) or not isinstance(av.get("SS"), list):
+        return None
+    return {r for r in av["SS"] if isinstance(r, str)}
+
+
 def _is_dead(item: Item, dead: set[str] | None) -> bool:
     """Whether a checkpoint item belongs to a lineage its namespace's tombstone lists.
 
@@ -1707,11 +1734,11 @@ def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
     """Group checkpoint and writes items into records.
 
     Writes without a checkpoint are skipped, and so are checkpoints of a
-    lineage their namespace's tombstone (when among ``items``) lists.
+    lineage any tombstone among ``items`` lists.
     """
     records: dict[tuple[str, str], _CheckpointRecord] = {}
     writes: dict[tuple[str, str], list[Item]] = {}
-    dead: dict[str, set[str] | None] = {}
+    dead: set[str] | None = None
     for it in items:
         _check_format(it)
         ns, kind, cid, _ = _parse_sk(it)
@@ -1720,7 +1747,9 @@ def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
         elif kind == schema.WRITES_ITEM:
             writes.setdefault((ns, cid), []).append(it)
         elif kind == schema.TOMBSTONE_ITEM:
-            dead[ns] = _tomb_roots(it)
+            # Thread-wide: a subgraph namespace a late run created after the
+            # delete has no tombstone, but its root is the deleted one.
+            dead = (dead or set()) | (_tomb_roots(it) or set())
     for key, rec in records.items():
         rec.writes = writes.get(key, [])
-    return [rec for (ns, _), rec in records.items() if not _is_dead(rec.item, dead.get(ns))]
+    return [rec for rec in records.values() if not _is_dead(rec.item, dead)]

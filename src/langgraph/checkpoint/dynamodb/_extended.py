@@ -27,6 +27,7 @@ from langgraph.checkpoint.dynamodb._core import (
     _CheckpointRecord,
     _code,
     _group,
+    _head_roots,
     _held_value,
     _is_dead,
     _item_size,
@@ -102,8 +103,11 @@ class _Thread:
 
     def dead(self) -> set[tuple[str, str]]:
         """Checkpoints of lineages a tombstone lists (late writes after a delete)."""
-        roots = {ns: _tomb_roots(it) for ns, it in self.tombstones.items()}
-        return {key for key, it in self.checkpoints.items() if _is_dead(it, roots.get(key[0]))}
+        if not self.tombstones:
+            return set()
+        # Thread-wide, as in list without a namespace (see _core._group_all).
+        roots = {r for it in self.tombstones.values() for r in _tomb_roots(it) or ()}
+        return {key for key, it in self.checkpoints.items() if _is_dead(it, roots)}
 
     def namespaces(self) -> set[str]:
         return {ns for ns, _ in self.checkpoints}
@@ -215,9 +219,9 @@ class ExtendedSaver(CoreSaver):
             size_page()
             if pages == 0 and cid is not None:
                 # From a given checkpoint the Query does not reach the
-                # tombstone: read it in the same round trip.
-                resp, tomb = yield Gather([ddb("query", **kwargs), self._tombstone_call(thread_id, ns)])
-                dead = _tomb_roots(tomb.get("Item"))
+                # tombstone: the head's dead roots, in the same round trip.
+                resp, head = yield Gather([ddb("query", **kwargs), self._dead_roots_call(thread_id)])
+                dead = _head_roots(head.get("Item"))
             else:
                 resp = yield ddb("query", **kwargs)
             pages += 1

@@ -58,7 +58,12 @@ def test_get_tuple_is_one_round_trip(harness: Harness) -> None:
         harness.counter.reset()
         tup = harness.call("get_tuple", target)
         assert tup is not None
-        assert harness.counter.counts == {"dynamodb.Query": 1}, harness.counter.counts
+        if target is configs[2]:
+            # By id the Query does not reach the namespace's tombstone (deletion
+            # finality): a GetItem of it goes in the same round trip (a Gather).
+            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}, harness.counter.counts
+        else:
+            assert harness.counter.counts == {"dynamodb.Query": 1}, harness.counter.counts
 
 
 def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
@@ -75,10 +80,11 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     harness.counter.reset()
     tup = harness.call("get_tuple", stored)
     assert tup.checkpoint["channel_values"] == big
+    # By id: the namespace's tombstone (GetItem) is read with the Query.
     if harness.bucket_name is not None:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "s3.GetObject": 4}
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
     else:
-        assert harness.counter.counts == {"dynamodb.Query": 1}
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
     # A checkpoint whose large channels did not change writes no payload again.
     harness.counter.reset()
     child = harness.call("put", stored, _checkpoint(big, {k: "1" for k in big}), {}, {})
@@ -86,9 +92,9 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     harness.counter.reset()
     assert harness.call("get_tuple", child).checkpoint["channel_values"] == big
     if harness.bucket_name is not None:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "s3.GetObject": 4}
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
     else:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1}
         # The latest checkpoint's Query page also reads its parent: no fetch.
         harness.counter.reset()
         assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"] == big
@@ -174,10 +180,12 @@ def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_o
     harness.attach_counter(blind)
     harness.counter.reset()
     stored = harness.call("put", stored, child(), {}, {}, saver=blind)
+    # A blind put also reads its parent's lineage root (one GetItem, rare:
+    # LangGraph reads or writes the parent first; see deletion finality).
     if harness.bucket_name is not None:
-        assert harness.counter.counts == {"s3.PutObject": 1, "dynamodb.PutItem": 1}
+        assert harness.counter.counts == {"s3.PutObject": 1, "dynamodb.GetItem": 1, "dynamodb.PutItem": 1}
     else:
-        assert harness.counter.counts == {"dynamodb.PutItem": 1}
+        assert harness.counter.counts == {"dynamodb.GetItem": 1, "dynamodb.PutItem": 1}
         item = next(
             it for it in scan_table(harness.table_name) if it["SK"]["S"] == f"|c|{stored['configurable']['checkpoint_id']}"
         )

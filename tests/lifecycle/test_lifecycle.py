@@ -87,7 +87,20 @@ def chat(saver: Any, thread: str, turns: range) -> Any:
 
 
 def thread_items(table: str, thread: str) -> list[dict[str, Any]]:
-    return [it for it in scan_table(table) if it["PK"]["S"] == schema.partition_key(thread)]
+    """A thread's items, except what a delete keeps on purpose so that it is final:
+    tombstones and the retired head (dead lineages only: no TTL, not in the index)."""
+    return [
+        it
+        for it in scan_table(table)
+        if it["PK"]["S"] == schema.partition_key(thread) and not _deletion_record(it)
+    ]
+
+
+def _deletion_record(it: dict[str, Any]) -> bool:
+    if it["SK"]["S"].endswith(schema.TOMBSTONE_MARK):
+        return True
+    retired = {"PK", "SK", "t", "f", "thr", schema.ATTR.DEAD}
+    return it["SK"]["S"] == schema.HEAD_SK and set(it) <= retired
 
 
 def test_idle_thread_expires_whole_and_active_thread_survives(store: dict[str, Any], fake_clock: FakeClock) -> None:

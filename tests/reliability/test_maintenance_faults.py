@@ -44,6 +44,10 @@ def _build(saver: DynamoDBSaver, thread: str) -> None:
 
 
 _ERROR = "<raised CheckpointStoreError>"
+#: get_tuple returned None: the checkpoint's lineage was deleted (a delete_thread
+#: records its tombstones before it deletes items, so an interrupted one has
+#: already made the whole thread read as deleted).
+_DELETED = "<reads as deleted>"
 
 
 def _checkpoint_keys(saver: DynamoDBSaver, thread: str) -> list[tuple[str, str]]:
@@ -68,7 +72,9 @@ def _snapshot(saver: DynamoDBSaver, thread: str) -> dict[tuple[str, str], Any]:
         config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
         try:
             t = saver.get_tuple(config)
-            if ns:
+            if t is None:
+                out[(ns, cid)] = _DELETED
+            elif ns:
                 out[(ns, cid)] = (t.checkpoint["channel_values"], t.pending_writes)
             else:
                 out[(ns, cid)] = (graph.get_state(config).values, t.pending_writes)
@@ -77,13 +83,19 @@ def _snapshot(saver: DynamoDBSaver, thread: str) -> dict[tuple[str, str], Any]:
     return out
 
 
-def _readable_subset(saver: DynamoDBSaver, thread: str, before: dict[tuple[str, str], Any], what: str) -> int:
-    """Every checkpoint still stored reads back exactly as before, or raises our error. Returns how many read."""
+def _readable_subset(
+    saver: DynamoDBSaver, thread: str, before: dict[tuple[str, str], Any], what: str, *, deleted_ok: bool = False
+) -> int:
+    """Every checkpoint still stored reads back exactly as before, or raises our error
+    (or, with ``deleted_ok``, reads as deleted). Returns how many did not raise."""
     now = _snapshot(saver, thread)
     for key, value in now.items():
         assert key in before, f"{what}: checkpoint {key} appeared"
         if value is _ERROR:
             continue  # refused loudly: acceptable
+        if value is _DELETED:
+            assert deleted_ok, f"{what}: checkpoint {key} reads as deleted"
+            continue
         assert value == before[key], f"{what}: checkpoint {key} reads back DIFFERENTLY after the interrupted operation"
     return sum(1 for v in now.values() if v is not _ERROR)
 
@@ -153,7 +165,7 @@ def test_interrupted_maintenance_never_changes_a_readable_checkpoint(
             assert _snapshot(setup, thread) == before
             _readable_subset(setup, target, {k: v for k, v in before.items()}, what + " (target)")
         else:
-            _readable_subset(setup, thread, before, what)
+            _readable_subset(setup, thread, before, what, deleted_ok=op == "delete_thread")
     # Retry without faults: it completes, and the result is the fault-free one.
     if interrupted:
         inj.enabled = False
@@ -246,7 +258,7 @@ def test_every_interruption_point_leaves_readable_checkpoints_unchanged(
             refused += len(_checkpoint_keys(setup, target)) - readable
             setup.delete_thread(target)
         else:
-            readable = _readable_subset(setup, thread, before, what)
+            readable = _readable_subset(setup, thread, before, what, deleted_ok=op == "delete_thread")
             refused += len(_checkpoint_keys(setup, thread)) - readable
         # The retry completes the operation as if nothing had happened.
         _do(setup, op, thread, target)

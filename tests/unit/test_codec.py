@@ -67,6 +67,19 @@ def test_sort_keys_parse_back_and_meta_keys_cannot_collide() -> None:
         assert not schema.checkpoint_sk(ns, "x").startswith(schema.META_PREFIX)
 
 
+
+def test_tombstone_sorts_above_every_checkpoint_of_its_namespace_only() -> None:
+    """The descending latest-checkpoint Query reads the tombstone first (deletion finality)."""
+    for ns in ("", "sub:1", "a|b"):
+        tomb = schema.tombstone_sk(ns)
+        assert schema.parse_sk(tomb) == (ns, schema.TOMBSTONE_ITEM, "", None)
+        assert tomb.startswith(schema.checkpoint_prefix(ns))
+        for cid in ("1f1ec7fa-42c3-6c86-8005-2fe32295b06b", "~~~", "\uffff" * 3, "\U0010fffe"):
+            for sk in (schema.checkpoint_sk(ns, cid), schema.writes_sk(ns, cid, "t")):
+                assert sk.encode() < tomb.encode()  # DynamoDB orders sort keys by UTF-8 bytes
+    assert not schema.tombstone_sk("a").startswith(schema.checkpoint_prefix("a|b"))
+
+
 def test_table_definition_is_the_single_source() -> None:
     d = schema.table_definition("t")
     assert d["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}]

@@ -177,6 +177,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # change reuses it instead of serializing the value again only to
         # learn where it lives (a large state would be re-packed every step).
         self._placements: dict[tuple[str, str, str, str], Placement] = {}
+        # (thread, ns, checkpoint id) -> lineage root of checkpoints this saver
+        # wrote or read. A put inherits its parent's root from here (LangGraph
+        # reads or writes the parent first), so finality costs no request.
+        self._roots: dict[tuple[str, str, str], str] = {}
 
     # ------------------------------------------------------------------ ids
 
@@ -223,6 +227,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 value.encode()
             except UnicodeEncodeError:
                 raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value!r}") from None
+        if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
+            # That key range is the tombstone's (see schema.tombstone_sk).
+            raise ValueError("checkpoint_id must not start with U+10FFFF")
         pk_len = len(schema.partition_key(thread_id).encode())
         if pk_len > schema.MAX_PK_BYTES:
             raise KeyTooLongError(
@@ -280,8 +287,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
         """A shallow copy of this saver under ``tenant_prefix`` (same clients and settings).
 
         Its caches keyed by thread id are its own: two tenants may both have
-        a thread ``"t1"``, and their placements, heads and delta hints must
-        never mix.
+        a thread ``"t1"``, and their placements, heads, delta hints and
+        lineage roots must never mix.
         """
         views: dict[str, Any] = self.__dict__.setdefault("_tenant_views", {})
         view = views.get(tenant_prefix)
@@ -292,6 +299,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             view._head_until = {}
             view._depth_hints = {}
             view._placements = {}
+            view._roots = {}
             view.__dict__["_tenant_views"] = {}
             if len(views) > 1024:
                 views.clear()
@@ -307,8 +315,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
         Example:
             >>> saver = DynamoDBSaver(table_name="t", tenant_prefix="acme#")
-            >>> saver.partition_key("t|1"), saver.thread_id_of("acme#t%7C1")
-            ('acme#t%7C1', 't|1')
+            >>> saver.partition_key("t|1"), saver.thread_id_of("acme#|t%7C1")
+            ('acme#|t%7C1', 't|1')
         """
         return self._pk(thread_id)
 
@@ -577,15 +585,23 @@ class CoreSaver(BaseCheckpointSaver[str]):
             self._stage_value(thread_id, ns, channel, version, packed, dest, uploads, blob_items)
             learned.append(((thread_id, ns, channel, version), (dest, None)))
         if any(av.get("M", {}).get("l", {}).get("S") == "c" for av in vals.values()):
-            item[ATTR.FORMAT] = {"N": str(schema.FORMAT_VERSION)}
+            item[ATTR.FORMAT] = {"N": str(schema.REF_FORMAT_VERSION)}
 
+        # The lineage root, recorded before the write: a child put issued
+        # while this one is in flight must inherit it, not guess it.
+        root = yield from self._root_for(thread_id, ns, cid, parent_id, config)
+        item[ATTR.ROOT] = {"S": root}
         # Payloads first, then the item that points to them: a reader never
         # sees a pointer to something not yet written.
         yield from self._write_externals(uploads, blob_items)
         yield from self._write_item(ddb("put_item", TableName=self.table_name, Item=item))
         for key, placement in learned:
             self._remember(key, placement)
-        yield from self._on_activity(thread_id)
+        if not parent_id and not ns:
+            # A new conversation: the head this process last wrote may have
+            # been retired by a delete elsewhere; write it again now.
+            self._head_until.pop(thread_id, None)
+        yield from self._on_activity(thread_id, root=root)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -601,6 +617,70 @@ class CoreSaver(BaseCheckpointSaver[str]):
         to make that write conditional on still holding the thread's lease.
         """
         return (yield call)
+
+    def _root_for(
+        self, thread_id: str, ns: str, cid: str, parent_id: str | None, config: RunnableConfig
+    ) -> Op[str]:
+        """The lineage root of a new checkpoint: itself without a parent, else the parent's.
+
+        A subgraph's first checkpoint has no parent in its namespace, but
+        LangGraph names the parent graph's checkpoint (``checkpoint_map``): it
+        inherits that one's root when known, so a subgraph that a late run
+        starts after a delete belongs to the deleted lineage too.
+
+        Known without a request when this saver wrote or read the parent
+        (LangGraph's flows); otherwise one GetItem of the parent. A parent
+        that does not exist means unknown history: ``ORPHAN_ROOT``, dead
+        wherever the namespace has a tombstone (a late write on a deleted
+        checkpoint whose root this process never learned).
+        """
+        if not parent_id:
+            root = cid
+            cmap = (config.get("configurable") or {}).get("checkpoint_map")
+            if ns and isinstance(cmap, Mapping):
+                # The innermost enclosing graph first (the longest namespace).
+                for pns in sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True):
+                    pcid = cmap[pns]
+                    if isinstance(pcid, str) and (inherited := self._roots.get((thread_id, pns, pcid))):
+                        root = inherited
+                        break
+        elif (known := self._roots.get((thread_id, ns, parent_id))) is not None:
+            root = known
+        else:
+            resp = yield ddb(
+                "get_item",
+                TableName=self.table_name,
+                Key={
+                    ATTR.PK: {"S": self._pk(thread_id)},
+                    ATTR.SK: {"S": schema.checkpoint_sk(ns, parent_id)},
+                },
+                # The key too: a legacy parent (no root) must still come back.
+                ProjectionExpression="#sk, #rt",
+                ExpressionAttributeNames={"#sk": ATTR.SK, "#rt": ATTR.ROOT},
+                ConsistentRead=True,
+            )
+            parent = resp.get("Item")
+            root = schema.ORPHAN_ROOT if parent is None else _root_of(parent, parent_id)
+        self._note_root(thread_id, ns, cid, root)
+        return root
+
+    def _note_root(self, thread_id: str, ns: str, cid: str, root: str) -> None:
+        if len(self._roots) > PLACEMENT_CACHE_MAX:
+            self._roots.clear()  # a hint cache: a miss costs one GetItem
+        self._roots[(thread_id, ns, cid)] = root
+
+    def _dead_roots_call(self, thread_id: str) -> Call:
+        """GetItem of the dead roots the thread head keeps, for reads whose Query
+        does not reach a tombstone (by id, ``before``). Thread-wide: it also
+        covers a subgraph namespace that a late run started after the delete."""
+        return ddb(
+            "get_item",
+            TableName=self.table_name,
+            Key={ATTR.PK: {"S": self._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            ProjectionExpression="#dr",
+            ExpressionAttributeNames={"#dr": ATTR.DEAD},
+            ConsistentRead=True,
+        )
 
     def _remember(self, key: tuple[str, str, str, str], placement: Placement) -> None:
         """Record where a channel version lives; the oldest entries go first.
@@ -795,7 +875,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
             ExpressionAttributeValues=vals,
         )
         yield from self._write_item(write)
-        yield from self._on_activity(thread_id)
+        # A root this saver does not know counts as unknown history (orphan).
+        yield from self._on_activity(thread_id, root=self._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
 
     def _write_to_s3(
         self,
@@ -822,7 +903,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
         record: _CheckpointRecord | None = None
         nearby: list[_CheckpointRecord] = []
         if cid is not None:
-            items = yield from self._query_all(
+            query: dict[str, Any] = dict(
+                TableName=self.table_name,
                 KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
                 ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
                 ExpressionAttributeValues={
@@ -832,7 +914,15 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 },
                 ConsistentRead=True,
             )
+            # No tombstone is in this key range: read the head's dead roots in
+            # the same round trip (one more request, not one more wait).
+            first, head = yield Gather([ddb("query", **query), self._dead_roots_call(thread_id)])
+            items = list(first.get("Items", []))
+            if "LastEvaluatedKey" in first:
+                items += yield from self._query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
             record = _group(thread_id, items, only=cid)
+            if record is not None and _is_dead(record.item, _head_roots(head.get("Item"))):
+                record = None
         else:
             # Newest first: the first checkpoint item is the latest; its
             # writes items sort right after it, so they come just before.
@@ -849,12 +939,18 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 Limit=LATEST_PAGE,
             )
             writes: dict[str, list[Item]] = {}
+            dead: set[str] | None = None
             while record is None:
                 resp = yield ddb("query", **kwargs)
                 for it in resp.get("Items", []):
                     _check_format(it)
                     item_ns, kind, item_cid, _ = _parse_sk(it)
-                    if kind == schema.WRITES_ITEM:
+                    if kind == schema.TOMBSTONE_ITEM:
+                        # Sorts first: known before any checkpoint is considered.
+                        dead = _tomb_roots(it)
+                    elif kind == schema.CHECKPOINT_ITEM and _is_dead(it, dead):
+                        continue  # a late write on a deleted lineage
+                    elif kind == schema.WRITES_ITEM:
                         writes.setdefault(item_cid, []).append(it)
                     elif kind == schema.CHECKPOINT_ITEM and record is None:
                         record = _CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
@@ -874,14 +970,18 @@ class CoreSaver(BaseCheckpointSaver[str]):
             if not alive:
                 return None
         elif self.touch_on_read:
-            yield from self._on_activity(thread_id)
+            yield from self._on_activity(thread_id, root=_root_of(record.item, record.checkpoint_id))
         tuples = yield from self._decode_records([record], local=nearby)
         return tuples[0]
 
     # ------------------------------------------------------------ activity
 
-    def _on_activity(self, thread_id: str) -> Op[None]:
-        """Hook run after each write (the lifecycle layer keeps the head alive)."""
+    def _on_activity(self, thread_id: str, root: str | None = None) -> Op[None]:
+        """Hook run after each write (the lifecycle layer keeps the head alive).
+
+        ``root``: lineage root of what was written; a deleted one must not
+        bring the head back (None: a write that starts a lineage, e.g. a copy).
+        """
         return
         yield  # pragma: no cover - makes this a generator
 
@@ -1150,6 +1250,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 )
             channel_values[channel] = self._unpack(packed, where)
         checkpoint["channel_values"] = channel_values
+        self._note_root(record.thread_id, record.checkpoint_ns, cid, _root_of(item, cid))
         if metadata is None:
             metadata = self._decode_metadata(record, fetched)
         counters = metadata.get("counters_since_delta_snapshot")
@@ -1233,6 +1334,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             yield from self._emit_records(records, cid=cid, filter=filter, before_id=before_id, limit=limit)
             return
         values: dict[str, AttributeValue] = {":pk": {"S": pk}}
+        dead: set[str] | None = None
+        if cid is not None or before_id:
+            # This key range does not reach the tombstone: the head's dead roots.
+            head = yield self._dead_roots_call(thread_id)
+            dead = _head_roots(head.get("Item"))
         if cid is not None:
             cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
             values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
@@ -1264,9 +1370,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             for it in resp.get("Items", []):
                 _check_format(it)
                 item_ns, kind, item_cid, _ = _parse_sk(it)
-                if kind == schema.WRITES_ITEM:
+                if kind == schema.TOMBSTONE_ITEM:
+                    dead = _tomb_roots(it)  # sorts first in this descending Query
+                elif kind == schema.WRITES_ITEM:
                     writes.setdefault(item_cid, []).append(it)
-                elif kind == schema.CHECKPOINT_ITEM:
+                elif kind == schema.CHECKPOINT_ITEM and not _is_dead(it, dead):
                     page.append(_CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
             emitted = yield from self._emit_records(
                 page, cid=cid, filter=filter, before_id=before_id, limit=remaining
@@ -1360,18 +1468,138 @@ class CoreSaver(BaseCheckpointSaver[str]):
         pk = self._pk(thread_id)
         items = yield from self._query_all(
             KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#rt": ATTR.ROOT, "#dr": ATTR.DEAD},
             ExpressionAttributeValues={":pk": {"S": pk}},
-            ProjectionExpression="#pk, #sk",
+            ProjectionExpression="#pk, #sk, #rt, #dr",
             ConsistentRead=True,
         )
         # A thread id can be reused: forget where its old versions lived.
         for key in [k for k in list(self._placements) if k[0] == thread_id]:
             self._placements.pop(key, None)
+        self._head_until.pop(thread_id, None)  # a new conversation writes a head again
+        # Deletion is final: tombstones for every lineage deleted go first, so
+        # a run still in flight that writes on one of them (or a delete that
+        # fails part way) leaves nothing readable, and the head they retire
+        # refuses to come back for those lineages.
+        roots: dict[str, set[str]] = {}
+        legacy: dict[str, list[str]] = {}
+        tombstones: list[Item] = []
+        doomed: list[Item] = []
+        for it in items:
+            ns, kind, cid, _ = _parse_sk(it)
+            if kind == schema.TOMBSTONE_ITEM:
+                tombstones.append(it)
+                continue
+            doomed.append(it)
+            if kind == schema.CHECKPOINT_ITEM:
+                rt = _str_attr(it, ATTR.ROOT, f"checkpoint {cid!r} of thread {thread_id!r}")
+                if rt is None:
+                    legacy.setdefault(ns, []).append(cid)
+                else:
+                    roots.setdefault(ns, set()).add(rt)
+        for ns, ids in legacy.items():
+            roots.setdefault(ns, set()).update(sorted(ids)[-schema.LEGACY_ROOTS_MAX :])
+        if roots:
+            yield from self._bury(thread_id, roots, tombstones, retire_head=True)
+            # The retired head stays: it refuses the dead lineages (see _on_activity).
+            doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
         # Items first: once they are gone nothing points to the S3 objects.
-        yield from self._ordered_deletes(items)
+        yield from self._ordered_deletes(doomed)
         if self.bucket_name is not None:
             yield from self._delete_s3_prefix(self._s3_thread(thread_id))
+
+    def _bury(
+        self, thread_id: str, roots: Mapping[str, set[str]], tombstones: Sequence[Item], *, retire_head: bool
+    ) -> Op[None]:
+        """Record deleted lineage roots: per-namespace tombstones and the thread head.
+
+        Tombstones (``"<epoch>:<root>"`` entries) are what readers check. The
+        head keeps the bare roots, so that ``_on_activity`` can refuse, in its
+        own UpdateItem, to bring the head back for a deleted lineage;
+        ``retire_head`` also takes it out of the threads index and drops its
+        TTL (the thread is gone, not idle). Entries older than
+        ``schema.FINALITY_WINDOW`` are forgotten here. Sets, updated with
+        ADD/DELETE, so concurrent deletes never lose each other's entries.
+        """
+        pk = {"S": self._pk(thread_id)}
+        now = int(clock.now())
+        fresh = {r for rs in roots.values() for r in rs} | {schema.ORPHAN_ROOT}
+        calls: list[Call] = []
+        for ns, rs in roots.items():
+            if not rs:
+                continue
+            calls.append(
+                ddb(
+                    "update_item",
+                    TableName=self.table_name,
+                    Key={ATTR.PK: pk, ATTR.SK: {"S": schema.tombstone_sk(ns)}},
+                    UpdateExpression="SET #t = :t, #f = :f ADD #dr :dr",
+                    ExpressionAttributeNames={"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD},
+                    ExpressionAttributeValues={
+                        ":t": {"S": schema.TOMBSTONE_ITEM},
+                        ":f": {"N": str(schema.TOMBSTONE_FORMAT_VERSION)},
+                        ":dr": {"SS": sorted(f"{now}:{r}" for r in rs)},
+                    },
+                )
+            )
+        head_names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD}
+        head_expr = "SET #t = :t, #f = if_not_exists(#f, :f) ADD #dr :dr"
+        if retire_head:
+            head_names.update({"#ts": ATTR.THREAD_SHARD, "#ua": ATTR.UPDATED_AT, "#ttl": ATTR.TTL})
+            head_expr += " REMOVE #ts, #ua, #ttl"
+        calls.append(
+            ddb(
+                "update_item",
+                TableName=self.table_name,
+                Key={ATTR.PK: pk, ATTR.SK: {"S": schema.HEAD_SK}},
+                UpdateExpression=head_expr,
+                ExpressionAttributeNames=head_names,
+                ExpressionAttributeValues={
+                    ":t": {"S": schema.META_ITEM},
+                    ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+                    ":dr": {"SS": sorted(fresh)},
+                },
+            )
+        )
+        yield Gather(calls)
+        # Forget old entries (a second wave: ADD and DELETE of one attribute
+        # cannot share an update). A root still listed fresh anywhere stays.
+        forget: list[Call] = []
+        stale_roots: set[str] = set()
+        for tomb in tombstones:
+            old = [e for e in _dead_entries(tomb) if _entry_time(e) < now - schema.FINALITY_WINDOW]
+            if old:
+                stale_roots.update(_entry_root(e) for e in old)
+                forget.append(
+                    ddb(
+                        "update_item",
+                        TableName=self.table_name,
+                        Key={ATTR.PK: pk, ATTR.SK: tomb[ATTR.SK]},
+                        UpdateExpression="DELETE #dr :dr",
+                        ExpressionAttributeNames={"#dr": ATTR.DEAD},
+                        ExpressionAttributeValues={":dr": {"SS": old}},
+                    )
+                )
+        live_entries = {
+            _entry_root(e)
+            for tomb in tombstones
+            for e in _dead_entries(tomb)
+            if _entry_time(e) >= now - schema.FINALITY_WINDOW
+        }
+        stale_roots -= fresh | live_entries
+        if stale_roots:
+            forget.append(
+                ddb(
+                    "update_item",
+                    TableName=self.table_name,
+                    Key={ATTR.PK: pk, ATTR.SK: {"S": schema.HEAD_SK}},
+                    UpdateExpression="DELETE #dr :dr",
+                    ExpressionAttributeNames={"#dr": ATTR.DEAD},
+                    ExpressionAttributeValues={":dr": {"SS": sorted(stale_roots)}},
+                )
+            )
+        if forget:
+            yield Gather(forget)
 
     def _ordered_deletes(self, items: Iterable[Item]) -> Op[None]:
         """Delete items so that an interruption never changes what a reader sees.
@@ -1526,6 +1754,57 @@ def _blob_bytes(item: Item) -> bytes:
     return cast(bytes, av["B"])
 
 
+def _root_of(item: Item, checkpoint_id: str) -> str:
+    """Lineage root of a checkpoint item; a legacy item (no root) is its own."""
+    av = item.get(ATTR.ROOT)
+    if isinstance(av, dict) and isinstance(av.get("S"), str):
+        return cast(str, av["S"])
+    return checkpoint_id
+
+
+def _dead_entries(tomb: Item | None) -> list[str]:
+    av = (tomb or {}).get(ATTR.DEAD)
+    if not isinstance(av, dict) or not isinstance(av.get("SS"), list):
+        return []
+    return [e for e in av["SS"] if isinstance(e, str)]
+
+
+def _entry_time(entry: str) -> int:
+    head, _, _ = entry.partition(":")
+    return int(head) if head.isdigit() else 0
+
+
+def _entry_root(entry: str) -> str:
+    return entry.partition(":")[2]
+
+
+def _tomb_roots(tomb: Item | None) -> set[str] | None:
+    """Deleted lineage roots a tombstone lists; None when there is no tombstone."""
+    if tomb is None:
+        return None
+    return {_entry_root(e) for e in _dead_entries(tomb)}
+
+
+def _head_roots(head: Item | None) -> set[str] | None:
+    """Deleted lineage roots a thread head keeps; None when no delete recorded any."""
+    av = (head or {}).get(ATTR.DEAD)
+    if not isinstance(av, dict) or not isinstance(av.get("SS"), list):
+        return None
+    return {r for r in av["SS"] if isinstance(r, str)}
+
+
+def _is_dead(item: Item, dead: set[str] | None) -> bool:
+    """Whether a checkpoint item belongs to a lineage its namespace's tombstone lists.
+
+    An orphan (written on a parent that did not exist) is dead wherever a
+    tombstone exists: its history can only be one that was deleted.
+    """
+    if dead is None:
+        return False
+    root = _root_of(item, item.get(ATTR.CHECKPOINT_ID, {}).get("S", ""))
+    return root in dead or root == schema.ORPHAN_ROOT
+
+
 def _expired_stamp(item: Item) -> bool:
     exp = item.get(ATTR.EXPIRES)
     return exp is not None and int(exp["N"]) < int(clock.now())
@@ -1570,9 +1849,14 @@ def _group(thread_id: str, items: list[Item], only: str) -> _CheckpointRecord | 
 
 
 def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
-    """Group checkpoint and writes items into records (writes without a checkpoint are skipped)."""
+    """Group checkpoint and writes items into records.
+
+    Writes without a checkpoint are skipped, and so are checkpoints of a
+    lineage any tombstone among ``items`` lists.
+    """
     records: dict[tuple[str, str], _CheckpointRecord] = {}
     writes: dict[tuple[str, str], list[Item]] = {}
+    dead: set[str] | None = None
     for it in items:
         _check_format(it)
         ns, kind, cid, _ = _parse_sk(it)
@@ -1580,6 +1864,10 @@ def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
             records[(ns, cid)] = _CheckpointRecord(thread_id, ns, cid, it)
         elif kind == schema.WRITES_ITEM:
             writes.setdefault((ns, cid), []).append(it)
+        elif kind == schema.TOMBSTONE_ITEM:
+            # Thread-wide: a subgraph namespace a late run created after the
+            # delete has no tombstone, but its root is the deleted one.
+            dead = (dead or set()) | (_tomb_roots(it) or set())
     for key, rec in records.items():
         rec.writes = writes.get(key, [])
-    return list(records.values())
+    return [rec for rec in records.values() if not _is_dead(rec.item, dead)]

@@ -10,6 +10,7 @@ decoding any state.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +27,15 @@ from langgraph.checkpoint.dynamodb._core import (
     _CheckpointRecord,
     _code,
     _group,
+    _head_roots,
     _held_value,
+    _is_dead,
     _item_size,
     _malformed,
     _parse_sk,
     _Ref,
+    _root_of,
+    _tomb_roots,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, MissingPayloadError
@@ -78,6 +83,7 @@ class _Thread:
     writes: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
     blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
     meta: list[Item] = field(default_factory=list)
+    tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
 
     @classmethod
     def from_items(cls, thread_id: str, items: Iterable[Item]) -> _Thread:
@@ -90,9 +96,19 @@ class _Thread:
                 t.writes.setdefault((ns, cid), []).append(it)
             elif kind == schema.BLOB_ITEM:
                 t.blobs[it[ATTR.SK]["S"]] = it
+            elif kind == schema.TOMBSTONE_ITEM:
+                t.tombstones[ns] = it
             else:
                 t.meta.append(it)
         return t
+
+    def dead(self) -> set[tuple[str, str]]:
+        """Checkpoints of lineages a tombstone lists (late writes after a delete)."""
+        if not self.tombstones:
+            return set()
+        # Thread-wide, as in list without a namespace (see _core._group_all).
+        roots = {r for it in self.tombstones.values() for r in _tomb_roots(it) or ()}
+        return {key for key, it in self.checkpoints.items() if _is_dead(it, roots)}
 
     def namespaces(self) -> set[str]:
         return {ns for ns, _ in self.checkpoints}
@@ -210,16 +226,28 @@ class ExtendedSaver(CoreSaver):
             per = items_read / max(1, have)
             kwargs["Limit"] = max(FIRST_PAGE_ITEMS, int((depth - have + 4) * per * 1.5) + 16)
 
+        dead: set[str] | None = None
+
         def next_page() -> Op[None]:
-            nonlocal lowest, exhausted, pages, items_read
+            nonlocal lowest, exhausted, pages, items_read, dead
             size_page()
-            resp = yield ddb("query", **kwargs)
+            if pages == 0 and cid is not None:
+                # From a given checkpoint the Query does not reach the
+                # tombstone: the head's dead roots, in the same round trip.
+                resp, head = yield Gather([ddb("query", **kwargs), self._dead_roots_call(thread_id)])
+                dead = _head_roots(head.get("Item"))
+            else:
+                resp = yield ddb("query", **kwargs)
             pages += 1
             items_read += len(resp.get("Items", []))
             for it in resp.get("Items", []):
                 _check_format(it)
                 _, kind, item_cid, _ = _parse_sk(it)
-                if kind == schema.WRITES_ITEM:
+                if kind == schema.TOMBSTONE_ITEM:
+                    dead = _tomb_roots(it)
+                elif kind == schema.CHECKPOINT_ITEM and _is_dead(it, dead):
+                    continue  # a late write on a deleted lineage: not history
+                elif kind == schema.WRITES_ITEM:
                     pending_writes.setdefault(item_cid, []).append(it)
                 elif kind == schema.CHECKPOINT_ITEM:
                     records[item_cid] = _CheckpointRecord(
@@ -261,6 +289,8 @@ class ExtendedSaver(CoreSaver):
                 return {ch: {"writes": []} for ch in channels}
             cid = max(records)
         target = yield from find(cid)
+        if target is not None and _is_dead(target.item, dead):
+            target = None  # looked up directly: a deleted lineage reads as nothing
         remaining = set(channels)
         chain: list[_CheckpointRecord] = []
         seeds: dict[str, _CheckpointRecord] = {}
@@ -389,6 +419,11 @@ class ExtendedSaver(CoreSaver):
                 "delete it first (copy_thread never merges two histories)"
             )
         source = yield from self._load_thread(source_thread_id)
+        # Late writes on deleted lineages are not part of the source: not
+        # copied (nor the tombstones that hide them).
+        for dead_key in source.dead():
+            del source.checkpoints[dead_key]
+            source.writes.pop(dead_key, None)
         src_prefix = self._s3_thread(source_thread_id)
         dst_prefix = dst._s3_thread(target_thread_id)
         dst_pk = {"S": dst._pk(target_thread_id)}
@@ -418,6 +453,12 @@ class ExtendedSaver(CoreSaver):
         checkpoint_items = retarget(
             source.checkpoints[k] for k in sorted(source.checkpoints, key=lambda k: k[1])
         )
+        # Fresh lineage roots: the target may once have held a copy of the
+        # same checkpoints and been deleted; its tombstone must not hide this one.
+        token = uuid.uuid4().hex
+        for it in checkpoint_items:
+            _, _, cid, _ = _parse_sk(it)
+            it[ATTR.ROOT] = {"S": f"{_root_of(it, cid)}@copy-{token}"}
         # Channel values in S3 are keyed by version, not referenced by key.
         # A value referenced as held by a checkpoint or as a blob item is in
         # S3 when a prune re-homed it there or thresholds changed: copied if
@@ -559,11 +600,14 @@ class ExtendedSaver(CoreSaver):
         res = PruneResult(threads=1)
         if not thread.checkpoints:
             return res
+        # Late writes on deleted lineages are garbage: never survivors, never kept.
+        dead = thread.dead()
+        live = {key: it for key, it in thread.checkpoints.items() if key not in dead}
         survivors: list[tuple[str, str]] = []
-        for ns in thread.namespaces():
-            ids = sorted((cid for n, cid in thread.checkpoints if n == ns), reverse=True)
+        for ns in {n for n, _ in live}:
+            ids = sorted((cid for n, cid in live if n == ns), reverse=True)
             survivors.extend((ns, cid) for cid in ids[:keep_last])
-        keep, _ = keep_set(thread.checkpoints, survivors, thread_id=thread_id)
+        keep, _ = keep_set(live, survivors, thread_id=thread_id)
         res.checkpoints_kept = len(keep)
         res.kept_for_delta = len(keep) - len(survivors)
         yield from self._delete_unkept(thread, keep, res)

@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb._core import Item, _code
+from langgraph.checkpoint.dynamodb._core import Item, _code, _root_of
 from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
@@ -43,13 +43,15 @@ class LifecycleSaver(ExtendedSaver):
             return TRACK_WINDOW
         return max(60, min(86_400, self.ttl // 10))
 
-    def _on_activity(self, thread_id: str) -> Op[None]:
+    def _on_activity(self, thread_id: str, root: str | None = None) -> Op[None]:
         """Keep the thread head ahead of the thread's activity.
 
         The head's TTL is set to ``now + ttl + window`` and rewritten only
         when this process last left it below ``now + ttl``: at most one
         extra write per ``window`` per thread per process, never one per
-        step, and never a rewrite of old items.
+        step, and never a rewrite of old items. A write on a lineage that a
+        delete recorded in the head (``root`` in its dead set) leaves the head
+        as it is: a late run cannot put a deleted thread back in the index.
         """
         if not self.track_threads:
             return
@@ -74,16 +76,21 @@ class LifecycleSaver(ExtendedSaver):
             ":ua": {"N": str(int(clock.now() * 1000))},
         }
         kwargs: dict[str, Any] = {}
+        conditions: list[str] = []
         sets = "#t = :t, #f = :f, #thr = :thr, #ts = :ts, #ua = :ua"
         if self.ttl:
             names["#ttl"] = ATTR.TTL
             values[":ttl"] = {"N": str(until)}
             sets += ", #ttl = :ttl"
             # Never move a head backwards (another process may be ahead).
-            kwargs = {
-                "ConditionExpression": "attribute_not_exists(#ttl) OR #ttl < :ttl",
-                "ReturnValues": "UPDATED_OLD",
-            }
+            conditions.append("(attribute_not_exists(#ttl) OR #ttl < :ttl)")
+            kwargs["ReturnValues"] = "UPDATED_OLD"
+        if root is not None:
+            names["#dr"] = ATTR.DEAD
+            values[":root"] = {"S": root}
+            conditions.append("(attribute_not_exists(#dr) OR NOT contains(#dr, :root))")
+        if conditions:
+            kwargs["ConditionExpression"] = " AND ".join(conditions)
         if len(self._head_until) > 10_000:
             self._head_until.clear()
         try:
@@ -128,10 +135,23 @@ class LifecycleSaver(ExtendedSaver):
         drop_writes = [
             w for key, ws in thread.writes.items() if key not in thread.checkpoints for w in ws if old(w)
         ]
-        yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
         stale_meta = [
             m for m in thread.meta if ATTR.TTL in m and int(m[ATTR.TTL]["N"]) <= max(cutoff, int(clock.now()))
         ]
+        # Reaping is a delete: lineages it removes entirely are buried first,
+        # so a run still in flight on one cannot bring it back. A lineage with
+        # a checkpoint written after the cutoff came back to life: not buried.
+        kept_roots = {_root_of(thread.checkpoints[key], key[1]) for key in keep}
+        buried: dict[str, set[str]] = {}
+        for (ns, cid), it in thread.checkpoints.items():
+            if (ns, cid) not in keep and (root := _root_of(it, cid)) not in kept_roots:
+                buried.setdefault(ns, set()).add(root)
+        if buried:
+            head_stale = any(m[ATTR.SK]["S"] == schema.HEAD_SK for m in stale_meta)
+            yield from self._bury(thread_id, buried, list(thread.tombstones.values()), retire_head=head_stale)
+            # A stale head is retired (it keeps the dead roots), not deleted.
+            stale_meta = [m for m in stale_meta if m[ATTR.SK]["S"] != schema.HEAD_SK]
+        yield from self._delete_unkept(thread, keep, res, drop_writes=drop_writes)
         if stale_meta:
             yield from self._delete_items(stale_meta)
         if not keep and self.bucket_name is not None:

@@ -985,6 +985,8 @@ def _item_kind(sk: str) -> str:
         return "writes"
     if kind == schema.BLOB_ITEM:
         return "blob"
+    if kind == schema.TOMBSTONE_ITEM:
+        return "tombstone"
     if sk == schema.HEAD_SK:
         return "thread head"
     if sk == schema.LOCK_SK:

@@ -11,6 +11,7 @@ Layout (one table, one item collection per thread)::
     SK = <ns>|c|<checkpoint_id>            checkpoint item
          <ns>|c|<checkpoint_id>|w|<task>   pending writes of one task
          <ns>|v|<channel>|<version>        a large channel value (blob item)
+         <ns>|c|<U+10FFFF>                  tombstone: lineages deleted from <ns>
          |m|thread                         thread head: activity + TTL
          |m|lock                           per-thread lease lock
          |m|req|<request_id>               idempotency record of a request
@@ -48,6 +49,7 @@ __all__ = [
     "MAX_PK_BYTES",
     "RUN_INDEX_NAME",
     "THREADS_INDEX_NAME",
+    "TOMBSTONE_ITEM",
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "escape",
@@ -70,8 +72,17 @@ __all__ = [
 #:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``).
 #:   Only items containing such a reference are written as version 2, so
 #:   readers of version 1 keep reading everything else.
-FORMAT_VERSION: Final = 2
+#: - 3: tombstone items (see ``tombstone_sk``). Only tombstones are version
+#:   3: a reader of version 2 that meets one (a thread deleted and reused)
+#:   refuses it with "upgrade" instead of resurrecting what was deleted.
+#:   The lineage root (``ATTR.ROOT``) on checkpoint items is an extra
+#:   attribute older readers ignore, so checkpoint items keep versions 1-2.
+FORMAT_VERSION: Final = 3
 BASE_FORMAT_VERSION: Final = 1
+#: Items holding a reference to a value held by another checkpoint item.
+REF_FORMAT_VERSION: Final = 2
+#: Tombstone items.
+TOMBSTONE_FORMAT_VERSION: Final = 3
 
 PK: Final = "PK"
 SK: Final = "SK"
@@ -80,6 +91,23 @@ SK: Final = "SK"
 CHECKPOINT_ITEM: Final = "c"
 WRITES_ITEM: Final = "w"
 BLOB_ITEM: Final = "v"
+TOMBSTONE_ITEM: Final = "x"
+
+#: Last segment of a tombstone's sort key. U+10FFFF is the largest code
+#: point, so inside ``checkpoint_prefix(ns)`` the tombstone sorts above every
+#: checkpoint id (ids starting with it are refused): the descending Query for
+#: the latest checkpoint reads it first, at no extra request.
+TOMBSTONE_MARK: Final = "\U0010ffff"
+#: Lineage root of a checkpoint written on a parent that did not exist: its
+#: history is unknown, so it is dead wherever its namespace has a tombstone.
+ORPHAN_ROOT: Final = TOMBSTONE_MARK + "orphan"
+#: Tombstone entries older than this (seconds) are forgotten by the next
+#: delete of the thread: a run in flight longer than this could resurrect
+#: the lineage it descends from.
+FINALITY_WINDOW: Final = 30 * 86_400
+#: A legacy checkpoint (no ``ATTR.ROOT``) is its own root; a delete lists at
+#: most this many of them per namespace, newest first.
+LEGACY_ROOTS_MAX: Final = 1000
 
 #: Sparse GSI over the run id, for ``delete_for_runs`` (no thread id given).
 RUN_INDEX_NAME: Final = "run_id-index"
@@ -125,6 +153,8 @@ class ATTR:
     THREAD_SHARD: Final = "ts"  # threads-index partition key (head items only)
     UPDATED_AT: Final = "ua"  # threads-index sort key: last activity (epoch ms)
     THREAD_ID: Final = "thr"  # raw thread id on head items
+    ROOT: Final = "rt"  # lineage root of a checkpoint (id of its parentless ancestor)
+    DEAD: Final = "dr"  # SS of deleted lineage roots (tombstones: "<epoch>:<root>"; head: "<root>")
 
 
 #: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
@@ -207,6 +237,11 @@ def checkpoint_range_end(checkpoint_ns: str, checkpoint_id: str) -> str:
     return f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}~"
 
 
+def tombstone_sk(checkpoint_ns: str) -> str:
+    """Sort key of a namespace's tombstone (above every checkpoint id of it)."""
+    return f"{checkpoint_prefix(checkpoint_ns)}{TOMBSTONE_MARK}"
+
+
 def blob_sk(checkpoint_ns: str, channel: str, version: str) -> str:
     return f"{ns_prefix(checkpoint_ns)}v{SEP}{escape(channel)}{SEP}{escape(version)}"
 
@@ -231,8 +266,8 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     """Split a sort key into ``(namespace, kind, id, task_id)``.
 
     ``kind`` is ``c`` (checkpoint), ``w`` (writes), ``v`` (blob; ``id`` is
-    then ``channel`` and ``task_id`` the version) or ``m`` (meta item; ``id``
-    is the rest of the key).
+    then ``channel`` and ``task_id`` the version), ``x`` (tombstone; ``id``
+    is empty) or ``m`` (meta item; ``id`` is the rest of the key).
     """
     parts = sk.split(SEP)
     if (
@@ -247,6 +282,8 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     if parts[1] == META_ITEM:
         return "", META_ITEM, SEP.join(parts[2:]), None
     if parts[1] == "c":
+        if len(parts) == 3 and parts[2] == TOMBSTONE_MARK:
+            return ns, TOMBSTONE_ITEM, "", None
         if len(parts) == 3:
             return ns, CHECKPOINT_ITEM, unescape(parts[2]), None
         return ns, WRITES_ITEM, unescape(parts[2]), unescape(parts[4])

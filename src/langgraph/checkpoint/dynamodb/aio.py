@@ -22,9 +22,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb._aws import fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
+from langgraph.checkpoint.dynamodb.config import region_from_env, saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -102,7 +104,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             track_threads=track_threads,
             touch_on_read=touch_on_read,
         )
-        self._region_name = region_name
+        # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
+        self._region_name = region_from_env(region_name)
         self._endpoint_url = endpoint_url
         self._session = session
         self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}
@@ -114,6 +117,18 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
         self._semaphore_size = max_concurrency
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
+        """A saver on the store the environment names; as ``DynamoDBSaver.from_env``.
+
+        Example:
+            ```python
+            async with AsyncDynamoDBSaver.from_env() as saver:
+                graph = builder.compile(checkpointer=saver)
+            ```
+        """
+        return cls(**{**saver_kwargs_from_env(env), **options})
 
     # ------------------------------------------------------------ lifecycle
 
@@ -172,6 +187,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                     config=self._client_config,
                 )
                 self._clients[name] = await self._stack.enter_async_context(cm)
+                fail_fast_on_local_endpoint(self._clients[name])
                 self._owned_names.add(name)
 
     # --------------------------------------------------------------- driver
@@ -212,6 +228,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         raise TypeError(f"unexpected request {req!r}")
 
     async def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
+        op = translate_errors(op, self)
         resp: Any = None
         exc: BaseException | None = None
         while True:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from botocore.exceptions import ClientError, EndpointConnectionError
+
 __all__ = [
     "CheckpointStoreError",
     "CorruptPayloadError",
+    "EndpointUnreachableError",
     "KeyTooLongError",
     "MissingPayloadError",
     "PayloadTooLargeError",
+    "StoreNotFoundError",
     "UnsupportedFormatError",
 ]
 
@@ -37,3 +41,21 @@ class CorruptPayloadError(CheckpointStoreError):
 
 class UnsupportedFormatError(CheckpointStoreError):
     """An item was written by a newer, unknown version of this library."""
+
+
+class StoreNotFoundError(CheckpointStoreError, ClientError):
+    """The table or bucket the saver was configured with does not exist (where it looked).
+
+    Still a botocore ``ClientError`` with the original ``response``, so code
+    that checks ``exc.response["Error"]["Code"]`` keeps working; the message
+    names the table or bucket, the region and endpoint, and what to do.
+    """
+
+
+class EndpointUnreachableError(CheckpointStoreError, EndpointConnectionError):
+    """Nothing answers at the configured endpoint (e.g. a stopped local server).
+
+    Still a botocore ``EndpointConnectionError``; the message says what to do.
+    """
+
+    fmt = "{message}"

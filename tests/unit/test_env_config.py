@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, config
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
 from langgraph.checkpoint.dynamodb.handlers import StoreConfig
 
 CANONICAL = {
@@ -40,6 +40,8 @@ def no_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_region_precedence(env: dict[str, str], explicit: str | None, expected: str | None) -> None:
+    from langgraph.checkpoint.dynamodb import config
+
     assert config.region_from_env(explicit, env) == expected
 
 
@@ -132,6 +134,7 @@ def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_local_prints_the_canonical_names() -> None:
+    from langgraph.checkpoint.dynamodb import config
     from langgraph.checkpoint.dynamodb.local import LocalAWS
 
     aws = LocalAWS()

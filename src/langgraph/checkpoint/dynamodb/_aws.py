@@ -68,11 +68,12 @@ def fail_fast_on_local_endpoint(client: Any) -> None:
         >>> fail_fast_on_local_endpoint(c)
     """
     endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
-    if not is_local_endpoint(endpoint):
+    if not isinstance(endpoint, str) or not is_local_endpoint(endpoint):
         return
+    url: str = endpoint
 
     def on_needs_retry(caught_exception: BaseException | None = None, **_: Any) -> None:
-        if isinstance(caught_exception, EndpointConnectionError) and _nothing_listens(endpoint):
+        if isinstance(caught_exception, EndpointConnectionError) and _nothing_listens(url):
             raise caught_exception
 
     client.meta.events.register("needs-retry", on_needs_retry)

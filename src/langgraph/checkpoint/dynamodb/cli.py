@@ -1785,11 +1785,21 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
         code = _client_code(exc)
         op = getattr(exc, "operation_name", "")
         if code == "ResourceNotFoundException":
-            return CLIError(f"table {table!r} does not exist{where}", EXIT_USAGE, "table_not_found")
+            return CLIError(
+                f"table {table!r} does not exist{where}: deploy it (the CDK construct CheckpointStore, or "
+                f"DynamoDBSaver.setup() for development), or fix --table/{ENV_TABLE} or --region/AWS_REGION",
+                EXIT_USAGE,
+                "table_not_found",
+            )
         if code in ("NoSuchBucket",) or (
             code in ("404", "NotFound") and op in ("HeadBucket", "ListObjectsV2")
         ):
-            return CLIError(f"bucket {bucket!r} does not exist{where}", EXIT_USAGE, "bucket_not_found")
+            return CLIError(
+                f"bucket {bucket!r} does not exist{where}: deploy it (the CDK construct CheckpointStore, or "
+                f"DynamoDBSaver.setup() for development), or fix --bucket/{ENV_BUCKET} or --region/AWS_REGION",
+                EXIT_USAGE,
+                "bucket_not_found",
+            )
         if code in _CREDENTIAL_CODES:
             return CLIError(
                 f"AWS rejected the credentials ({code}){where}: {exc}", EXIT_CREDENTIALS, "bad_credentials"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 __all__ = [
@@ -59,3 +61,6 @@ class EndpointUnreachableError(CheckpointStoreError, EndpointConnectionError):
     """
 
     fmt = "{message}"
+
+    def __init__(self, *, endpoint_url: str, message: str, **kwargs: Any) -> None:
+        EndpointConnectionError.__init__(self, endpoint_url=endpoint_url, message=message, **kwargs)

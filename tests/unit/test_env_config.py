@@ -144,3 +144,39 @@ def test_local_prints_the_canonical_names() -> None:
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "us-east-1"
     kwargs = config.saver_kwargs_from_env(env)
     assert (kwargs["table_name"], kwargs["bucket_name"]) == ("t", "b")
+
+
+def test_a_sessions_own_region_is_not_overridden(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session the caller configured counts as explicit; AWS_REGION fills in only when it has none."""
+    import boto3
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session(region_name="sa-east-1")) as saver:
+        assert saver._clients["dynamodb"].meta.region_name == "sa-east-1"
+    with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session()) as saver:
+        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+
+
+async def test_async_session_region_is_not_overridden(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiobotocore.session import get_session
+
+    from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    session = get_session()
+    session.set_config_variable("region", "sa-east-1")
+    async with AsyncDynamoDBSaver(table_name="t", session=session) as saver:
+        assert saver._clients["dynamodb"].meta.region_name == "sa-east-1"
+    async with AsyncDynamoDBSaver(table_name="t", session=get_session()) as saver:
+        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+
+
+def test_aws_region_outranks_default_region_read_by_a_session(
+    no_aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session()) as saver:
+        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,12 +21,33 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE
+from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE, region_from_env
 from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
 
-__all__ = ["fail_fast_on_local_endpoint", "is_local_endpoint", "translate_errors"]
+__all__ = ["client_region", "fail_fast_on_local_endpoint", "is_local_endpoint", "translate_errors"]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
+
+
+def client_region(explicit: str | None, session: Any = None) -> str | None:
+    """The ``region_name`` to create clients with (see ``config.region_from_env``).
+
+    A region configured on a session the caller passed counts as explicit: it
+    is not overridden by ``AWS_REGION``. ``session`` is a boto3 or aioboto3
+    ``Session`` (``region_name``) or a botocore/aiobotocore session
+    (``get_config_variable("region")``).
+    """
+    if explicit:
+        return explicit
+    if session is not None:
+        configured = getattr(session, "region_name", None)
+        if configured is None and hasattr(session, "get_config_variable"):
+            configured = session.get_config_variable("region")
+        # A session reads AWS_DEFAULT_REGION itself; only a region set some
+        # other way (argument, profile) outranks AWS_REGION.
+        if configured and configured != os.environ.get("AWS_DEFAULT_REGION"):
+            return None  # the session's own region applies
+    return region_from_env(None)
 
 
 def is_local_endpoint(url: str | None) -> bool:

@@ -22,11 +22,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._aws import fail_fast_on_local_endpoint, translate_errors
+from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
-from langgraph.checkpoint.dynamodb.config import region_from_env, saver_kwargs_from_env
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -105,7 +105,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             touch_on_read=touch_on_read,
         )
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
-        self._region_name = region_from_env(region_name)
+        self._region_name = client_region(region_name, session)
         self._endpoint_url = endpoint_url
         self._session = session
         self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}

@@ -21,11 +21,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb._aws import fail_fast_on_local_endpoint, translate_errors
+from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import Compression
-from langgraph.checkpoint.dynamodb.config import region_from_env, saver_kwargs_from_env
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -142,7 +142,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
         )
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
-        region_name = region_from_env(region_name)
+        region_name = client_region(region_name, boto3_session)
         session = boto3_session or boto3.session.Session(region_name=region_name)
         self._owned: list[Any] = []
         if dynamodb_client is None:

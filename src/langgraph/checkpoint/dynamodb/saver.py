@@ -179,7 +179,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
         Example:
             ```python
-            # eval "$(langgraph-dynamodb local --env-file /dev/stdout)" or the construct's environment
+            # with what `langgraph-dynamodb local` prints, or the construct's saver_environment
             saver = DynamoDBSaver.from_env()
             graph = builder.compile(checkpointer=saver)
             ```

@@ -9,7 +9,8 @@ the standard library, as in the Lambda runtime. The AWS endpoint, region and
 ``SPEC_JSON`` names the table and bucket and the handlers to exercise::
 
     {"table": "...", "bucket": "...", "s3_key_prefix": "checkpoints/",
-     "handlers": {"agent": "agent.handler.handler", "pruner": "pruner.handler.handler"}}
+     "handlers": {"agent": "agent.handler.handler",
+                  "pruner": "langgraph.checkpoint.dynamodb.lambdas.pruner.handler"}}
 
 Only the standard library may be imported before ``sys.path`` is set up.
 Prints one JSON report on stdout; exits non-zero on the first failure.
@@ -177,10 +178,10 @@ def main(asset: str, spec_json: str) -> int:
     asset = os.path.realpath(asset)
     spec = json.loads(spec_json)
     sys.path.insert(0, asset)
-    os.environ["TABLE_NAME"] = spec["table"]
-    os.environ["S3_KEY_PREFIX"] = spec.get("s3_key_prefix", "checkpoints/")
+    os.environ["LANGGRAPH_DYNAMODB_TABLE"] = spec["table"]
+    os.environ["LANGGRAPH_DYNAMODB_S3_KEY_PREFIX"] = spec.get("s3_key_prefix", "checkpoints/")
     if spec.get("bucket"):
-        os.environ["BUCKET_NAME"] = spec["bucket"]
+        os.environ["LANGGRAPH_DYNAMODB_BUCKET"] = spec["bucket"]
     os.environ.update(spec.get("env", {}))
 
     report: dict[str, Any] = {"isolation": _check_isolation(asset)}

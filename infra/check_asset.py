@@ -23,9 +23,9 @@ HERE = Path(__file__).resolve().parent
 #: Handler string -> probe name (the probe knows how to call each kind).
 _KINDS = {
     "agent.handler.handler": "agent",
-    "pruner.handler.handler": "pruner",
-    "reaper.handler.handler": "reaper",
-    "orphan_sweeper.handler.handler": "orphan_sweeper",
+    "langgraph.checkpoint.dynamodb.lambdas.pruner.handler": "pruner",
+    "langgraph.checkpoint.dynamodb.lambdas.reaper.handler": "reaper",
+    "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler": "orphan_sweeper",
 }
 
 
@@ -66,7 +66,7 @@ def main(stack_name: str, outputs_path: str, cdk_out: str = "cdk.out") -> int:
     spec = {
         "table": outputs["TableName"],
         "bucket": outputs.get("BucketName"),
-        "s3_key_prefix": env.get("S3_KEY_PREFIX", "checkpoints/"),
+        "s3_key_prefix": env.get("LANGGRAPH_DYNAMODB_S3_KEY_PREFIX", "checkpoints/"),
         "handlers": handlers,
         "env": env,
     }

@@ -20,7 +20,6 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from langgraph.checkpoint.dynamodb.cdk import (
-    MAINTENANCE_HANDLERS,
     CheckpointStore,
     acknowledge,
     bundled_lambda_code,
@@ -97,9 +96,11 @@ class LangGraphCheckpointStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
+        # The maintenance handlers ship in the library (every asset has it);
+        # only the example agent comes from this repository's lambdas/.
         code = bundled_lambda_code(
             lambda_code_dir or REPO_ROOT / "lambdas",
-            include=[*MAINTENANCE_HANDLERS, "agent"],
+            include=["agent"],
             extra_requirements=[langgraph_requirement()],
             runtime=runtime,
         )

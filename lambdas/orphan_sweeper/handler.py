@@ -1,20 +1,9 @@
-"""Scheduled sweep of S3 objects that no item references, past a grace period.
+"""Re-export of ``langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper`` (the handler ships in the package).
 
-Environment: TABLE_NAME, BUCKET_NAME, S3_KEY_PREFIX, ORPHAN_GRACE_HOURS,
-TIME_BUDGET_SECONDS. Resumable and idempotent like the pruner.
+Kept for one release so that assets and tests that name ``orphan_sweeper.handler.handler`` keep working;
+the CDK construct now deploys ``langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler``.
 """
 
-from __future__ import annotations
+from langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper import handler
 
-import os
-from typing import Any
-
-from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
-
-
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    grace_hours = float(os.environ.get("ORPHAN_GRACE_HOURS", "24"))
-    budget = os.environ.get("TIME_BUDGET_SECONDS")
-    deadline = deadline_from_context(context, budget=float(budget) if budget else None)
-    report = get_saver().sweep_orphans(grace_seconds=grace_hours * 3600, deadline=deadline)
-    return log_event("orphan_sweeper", grace_hours=grace_hours, **report.to_dict())
+__all__ = ["handler"]

@@ -1,22 +1,9 @@
-"""Scheduled pruner: applies the prune policy to the table, a page at a time.
+"""Re-export of ``langgraph.checkpoint.dynamodb.lambdas.pruner`` (the handler ships in the package).
 
-Environment: TABLE_NAME, BUCKET_NAME, S3_KEY_PREFIX, PRUNE_KEEP_LAST,
-PRUNE_IDLE_DAYS, PRUNE_PAGE_SIZE, TIME_BUDGET_SECONDS. Resumes where the
-previous invocation stopped; safe to run twice or concurrently.
+Kept for one release so that assets and tests that name ``pruner.handler.handler`` keep working;
+the CDK construct now deploys ``langgraph.checkpoint.dynamodb.lambdas.pruner.handler``.
 """
 
-from __future__ import annotations
+from langgraph.checkpoint.dynamodb.lambdas.pruner import handler
 
-import os
-from typing import Any
-
-from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
-from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
-
-
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    policy = PrunePolicy.from_env()
-    budget = os.environ.get("TIME_BUDGET_SECONDS")
-    deadline = deadline_from_context(context, budget=float(budget) if budget else None)
-    report = get_saver().run_pruner(policy, deadline=deadline)
-    return log_event("pruner", policy=policy, **report.to_dict())
+__all__ = ["handler"]

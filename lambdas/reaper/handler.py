@@ -1,17 +1,9 @@
-"""DynamoDB Streams consumer: finishes the expiry of threads whose head TTL deleted.
+"""Re-export of ``langgraph.checkpoint.dynamodb.lambdas.reaper`` (the handler ships in the package).
 
-Only REMOVE records made by the TTL service for thread heads count (the
-event source mapping filters for them too). Deleting an already reaped
-thread again is a no-op, so retries and duplicates are safe.
+Kept for one release so that assets and tests that name ``reaper.handler.handler`` keep working;
+the CDK construct now deploys ``langgraph.checkpoint.dynamodb.lambdas.reaper.handler``.
 """
 
-from __future__ import annotations
+from langgraph.checkpoint.dynamodb.lambdas.reaper import handler
 
-from typing import Any
-
-from langgraph.checkpoint.dynamodb.handlers import get_saver, log_event
-
-
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    report = get_saver().reap_expired_stream(event)
-    return log_event("reaper", records=len(event.get("Records", [])), **report.to_dict())
+__all__ = ["handler"]

@@ -12,9 +12,10 @@ from langgraph.checkpoint.dynamodb import schema
 
 REF = "LangGraphCheckpointStack"
 FUNCTIONS = {
-    "Pruner": "pruner.handler.handler",
-    "Reaper": "reaper.handler.handler",
-    "OrphanSweeper": "orphan_sweeper.handler.handler",
+    # In the package, so the construct deploys them from an installed wheel.
+    "Pruner": "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
+    "Reaper": "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
+    "OrphanSweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
 }
 
 
@@ -24,9 +25,9 @@ def _fn(synth, stack: str, name: str, prefix: str = "CheckpointStore") -> tuple[
 
 def test_handlers_runtime_and_environment(reference) -> None:
     common = {
-        "TABLE_NAME": {"Ref": "CheckpointStoreTable"},
-        "BUCKET_NAME": {"Ref": "CheckpointStoreBucket"},
-        "S3_KEY_PREFIX": "checkpoints/",
+        "LANGGRAPH_DYNAMODB_TABLE": {"Ref": "CheckpointStoreTable"},
+        "LANGGRAPH_DYNAMODB_BUCKET": {"Ref": "CheckpointStoreBucket"},
+        "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": "checkpoints/",
     }
     expected_env = {
         "Pruner": {**common, "PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30", "TIME_BUDGET_SECONDS": "270"},
@@ -53,11 +54,11 @@ def test_handlers_runtime_and_environment(reference) -> None:
 
 def test_custom_settings_reach_the_environment(custom) -> None:
     saver_env = {
-        "TABLE_NAME": {"Ref": "StoreTable"},
-        "BUCKET_NAME": {"Ref": "StoreBucket"},
-        "S3_KEY_PREFIX": "ckpt/",
-        "THREAD_TTL_SECONDS": str(7 * 86400),
-        "TRACK_THREADS": "1",
+        "LANGGRAPH_DYNAMODB_TABLE": {"Ref": "StoreTable"},
+        "LANGGRAPH_DYNAMODB_BUCKET": {"Ref": "StoreBucket"},
+        "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": "ckpt/",
+        "LANGGRAPH_DYNAMODB_TTL_SECONDS": str(7 * 86400),
+        "LANGGRAPH_DYNAMODB_TRACK_THREADS": "1",
     }
     _, pruner = _fn(custom, "Custom", "Pruner", "Store")
     assert pruner["Properties"]["Environment"]["Variables"] == {
@@ -85,7 +86,7 @@ def test_unset_prune_settings_are_left_to_the_handler(custom) -> None:
     env = pruner["Properties"]["Environment"]["Variables"]
     assert env["PRUNE_KEEP_LAST"] == "20"
     assert "PRUNE_IDLE_DAYS" not in env and "PRUNE_PAGE_SIZE" not in env
-    assert env["TRACK_THREADS"] == "1" and "THREAD_TTL_SECONDS" not in env
+    assert env["LANGGRAPH_DYNAMODB_TRACK_THREADS"] == "1" and "LANGGRAPH_DYNAMODB_TTL_SECONDS" not in env
 
 
 def test_roles_have_no_managed_policies(reference, reference_kms, custom) -> None:
@@ -425,8 +426,8 @@ def test_imported_key_warns_about_its_key_policy(custom) -> None:
 def test_bucketless_store_has_no_sweeper_and_no_bucket_env(custom) -> None:
     functions = custom.resources("NoBucket", "AWS::Lambda::Function")
     assert sorted(f["Properties"]["Handler"] for f in functions.values()) == [
-        "pruner.handler.handler",
-        "reaper.handler.handler",
+        "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
+        "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
     ]
     for fn in functions.values():
-        assert "BUCKET_NAME" not in fn["Properties"]["Environment"]["Variables"]
+        assert "LANGGRAPH_DYNAMODB_BUCKET" not in fn["Properties"]["Environment"]["Variables"]

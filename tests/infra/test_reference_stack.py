@@ -18,9 +18,9 @@ def test_agent_function(reference) -> None:
     assert props["Handler"] == "agent.handler.handler"
     assert props["Runtime"] == "python3.12"
     assert props["Environment"]["Variables"] == {
-        "TABLE_NAME": {"Ref": "CheckpointStoreTable"},
-        "BUCKET_NAME": {"Ref": "CheckpointStoreBucket"},
-        "S3_KEY_PREFIX": "checkpoints/",
+        "LANGGRAPH_DYNAMODB_TABLE": {"Ref": "CheckpointStoreTable"},
+        "LANGGRAPH_DYNAMODB_BUCKET": {"Ref": "CheckpointStoreBucket"},
+        "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": "checkpoints/",
     }
     assert (props["Timeout"], props["MemorySize"]) == (60, 1024)
 
@@ -65,11 +65,12 @@ def test_app_rejects_bad_context(cdk_env: None, fake_lambdas) -> None:
 
 
 def test_missing_handler_folder_fails_the_synth(cdk_env: None, tmp_path) -> None:
+    """The agent's folder is the app's own code; the maintenance handlers come with the library."""
     from aws_cdk import App
     from infra.app import build_app
 
-    (tmp_path / "agent").mkdir()
-    with pytest.raises(FileNotFoundError, match="pruner"):
+    (tmp_path / "pruner").mkdir()
+    with pytest.raises(FileNotFoundError, match="agent"):
         build_app(App(context={"lambda_code_dir": str(tmp_path)}))
 
 

@@ -221,7 +221,9 @@ def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
         """The function's environment from the template, with the names of this test's store."""
         _, fn = reference.one(REF, "AWS::Lambda::Function", fn_prefix)
         env = dict(fn["Properties"]["Environment"]["Variables"])
-        env.update(TABLE_NAME=names["table_name"], BUCKET_NAME=names["bucket_name"], **overrides)
+        env.update(
+            LANGGRAPH_DYNAMODB_TABLE=names["table_name"], LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"], **overrides
+        )
         for key, value in env.items():
             assert isinstance(value, str), (key, value)
             monkeypatch.setenv(key, value)
@@ -249,7 +251,8 @@ def _deleted_under(requests: list[Request], *threads: str) -> bool:
 
 
 def _handler(name: str) -> Any:
-    return importlib.import_module(f"lambdas.{name}.handler").handler
+    # The handler the construct deploys (MAINTENANCE_HANDLERS), from the package.
+    return importlib.import_module(f"langgraph.checkpoint.dynamodb.lambdas.{name}").handler
 
 
 def _versions(bucket: str, prefix: str) -> tuple[set[str], set[str]]:

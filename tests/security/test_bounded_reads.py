@@ -258,14 +258,14 @@ def test_peak_memory_of_a_reader_fed_a_bomb(
 
 
 def test_lambda_environment_sets_the_limit(moto_endpoint: str) -> None:
-    """``MAX_PAYLOAD_SIZE`` reaches the Lambdas' saver; a bad value names the variable."""
+    """``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` reaches the Lambdas' saver; a bad value names the variable."""
     from langgraph.checkpoint.dynamodb.handlers import StoreConfig
 
-    with StoreConfig.from_env({"TABLE_NAME": "t", "MAX_PAYLOAD_SIZE": "1000"}).saver() as saver:
+    with StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE": "1000"}).saver() as saver:
         assert saver.max_payload_size == 1000
-    with StoreConfig.from_env({"TABLE_NAME": "t"}).saver() as saver:
+    with StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t"}).saver() as saver:
         assert saver.max_payload_size == DEFAULT_LIMIT
-    with pytest.raises(ValueError, match="MAX_PAYLOAD_SIZE"):
-        StoreConfig.from_env({"TABLE_NAME": "t", "MAX_PAYLOAD_SIZE": "64MB"})
+    with pytest.raises(ValueError, match="LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE"):
+        StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE": "64MB"})
     with pytest.raises(ValueError, match="max_payload_size"):
         DynamoDBSaver(table_name="t", max_payload_size=0)

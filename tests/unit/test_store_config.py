@@ -6,20 +6,26 @@ import pytest
 
 from langgraph.checkpoint.dynamodb.handlers import StoreConfig
 
+T = "LANGGRAPH_DYNAMODB_TABLE"
+
 
 def test_defaults_and_thread_heads() -> None:
-    cfg = StoreConfig.from_env({"TABLE_NAME": " ckpt "})
+    cfg = StoreConfig.from_env({T: " ckpt "})
     assert cfg == StoreConfig(table_name="ckpt")
     assert cfg.track_threads is False
     # A TTL needs thread heads (they carry it); TRACK_THREADS=1 asks for them without one.
-    assert StoreConfig.from_env({"TABLE_NAME": "t", "THREAD_TTL_SECONDS": "3600"}).track_threads is True
-    assert StoreConfig.from_env({"TABLE_NAME": "t", "TRACK_THREADS": "1"}).track_threads is True
-    assert StoreConfig.from_env({"TABLE_NAME": "t", "TRACK_THREADS": "0"}).track_threads is False
+    assert StoreConfig.from_env({T: "t", "LANGGRAPH_DYNAMODB_TTL_SECONDS": "3600"}).track_threads is True
+    assert StoreConfig.from_env({T: "t", "LANGGRAPH_DYNAMODB_TRACK_THREADS": "1"}).track_threads is True
+    assert StoreConfig.from_env({T: "t", "LANGGRAPH_DYNAMODB_TRACK_THREADS": "0"}).track_threads is False
 
 
 @pytest.mark.parametrize(
     "env,field",
-    [({}, "TABLE_NAME"), ({"TABLE_NAME": "t", "THREAD_TTL_SECONDS": "1d"}, "THREAD_TTL_SECONDS")],
+    [
+        ({}, T),
+        ({T: "t", "LANGGRAPH_DYNAMODB_TTL_SECONDS": "1d"}, "LANGGRAPH_DYNAMODB_TTL_SECONDS"),
+        ({"TABLE_NAME": "t", "THREAD_TTL_SECONDS": "1d"}, "THREAD_TTL_SECONDS"),
+    ],
 )
 def test_bad_environment_names_the_variable(env: dict[str, str], field: str) -> None:
     with pytest.raises(ValueError, match=field):

@@ -876,7 +876,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
         )
         yield from self._write_item(write)
         # A root this saver does not know counts as unknown history (orphan).
-        yield from self._on_activity(thread_id, root=self._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
+        yield from self._on_activity(
+            thread_id, root=self._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT)
+        )
 
     def _write_to_s3(
         self,

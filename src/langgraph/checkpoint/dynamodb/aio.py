@@ -22,9 +22,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -123,7 +125,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             touch_on_read=touch_on_read,
             max_payload_size=max_payload_size,
         )
-        self._region_name = region_name
+        # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
+        self._region_name = client_region(region_name, session)
         self._endpoint_url = endpoint_url
         self._session = session
         self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}
@@ -135,6 +138,18 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
         self._semaphore_size = max_concurrency
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
+        """A saver on the store the environment names; as ``DynamoDBSaver.from_env``.
+
+        Example:
+            ```python
+            async with AsyncDynamoDBSaver.from_env() as saver:
+                graph = builder.compile(checkpointer=saver)
+            ```
+        """
+        return cls(**{**saver_kwargs_from_env(env), **options})
 
     # ------------------------------------------------------------ lifecycle
 
@@ -193,6 +208,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                     config=self._client_config,
                 )
                 self._clients[name] = await self._stack.enter_async_context(cm)
+                fail_fast_on_local_endpoint(self._clients[name])
                 self._owned_names.add(name)
 
     # --------------------------------------------------------------- driver
@@ -234,6 +250,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         raise TypeError(f"unexpected request {req!r}")
 
     async def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
+        op = translate_errors(op, self)
         resp: Any = None
         exc: BaseException | None = None
         while True:

@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn, TextIO
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import config, schema
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = [
@@ -73,10 +73,11 @@ EXIT_REFUSED: Final = 5
 EXIT_UNSUPPORTED: Final = 6
 EXIT_INTERRUPTED: Final = 130
 
-ENV_TABLE: Final = "LANGGRAPH_DYNAMODB_TABLE"
-ENV_BUCKET: Final = "LANGGRAPH_DYNAMODB_BUCKET"
-ENV_S3_PREFIX: Final = "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX"
-ENV_TENANT: Final = "LANGGRAPH_DYNAMODB_TENANT_PREFIX"
+# The package's one set of names (see langgraph.checkpoint.dynamodb.config).
+ENV_TABLE: Final = config.ENV_TABLE
+ENV_BUCKET: Final = config.ENV_BUCKET
+ENV_S3_PREFIX: Final = config.ENV_S3_KEY_PREFIX
+ENV_TENANT: Final = config.ENV_TENANT_PREFIX
 
 DEFAULT_LOCAL_TABLE: Final = "langgraph-checkpoints"
 DEFAULT_LOCAL_BUCKET: Final = "langgraph-checkpoints"
@@ -1156,7 +1157,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "table": args.table or os.environ.get(ENV_TABLE) or None,
         "bucket": args.bucket or os.environ.get(ENV_BUCKET) or None,
-        "region": args.region,
+        # botocore alone would ignore AWS_REGION (it reads AWS_DEFAULT_REGION).
+        "region": config.region_from_env(args.region),
         "endpoint_url": args.endpoint_url,
         "s3_key_prefix": args.s3_key_prefix or os.environ.get(ENV_S3_PREFIX) or "checkpoints/",
         "profile": args.profile,
@@ -1272,7 +1274,7 @@ def cmd_local(ctx: _Ctx) -> int:
     args = ctx.args
     table = args.table or DEFAULT_LOCAL_TABLE
     bucket = args.bucket or DEFAULT_LOCAL_BUCKET
-    region = args.region or "us-east-1"
+    region = config.region_from_env(args.region) or "us-east-1"
     try:
         aws = LocalAWS(args.host, args.port, region=region)
     except ValueError as exc:
@@ -1798,11 +1800,21 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
         code = _client_code(exc)
         op = getattr(exc, "operation_name", "")
         if code == "ResourceNotFoundException":
-            return CLIError(f"table {table!r} does not exist{where}", EXIT_USAGE, "table_not_found")
+            return CLIError(
+                f"table {table!r} does not exist{where}: deploy it (the CDK construct CheckpointStore, or "
+                f"DynamoDBSaver.setup() for development), or fix --table/{ENV_TABLE} or --region/AWS_REGION",
+                EXIT_USAGE,
+                "table_not_found",
+            )
         if code in ("NoSuchBucket",) or (
             code in ("404", "NotFound") and op in ("HeadBucket", "ListObjectsV2")
         ):
-            return CLIError(f"bucket {bucket!r} does not exist{where}", EXIT_USAGE, "bucket_not_found")
+            return CLIError(
+                f"bucket {bucket!r} does not exist{where}: deploy it (the CDK construct CheckpointStore, or "
+                f"DynamoDBSaver.setup() for development), or fix --bucket/{ENV_BUCKET} or --region/AWS_REGION",
+                EXIT_USAGE,
+                "bucket_not_found",
+            )
         if code in _CREDENTIAL_CODES:
             return CLIError(
                 f"AWS rejected the credentials ({code}){where}: {exc}", EXIT_CREDENTIALS, "bad_credentials"

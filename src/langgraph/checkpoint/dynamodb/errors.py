@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from botocore.exceptions import ClientError, EndpointConnectionError
+
 __all__ = [
     "CheckpointStoreError",
     "CorruptPayloadError",
+    "EndpointUnreachableError",
     "KeyTooLongError",
     "MissingPayloadError",
     "PayloadLimitError",
     "PayloadTooLargeError",
+    "StoreNotFoundError",
     "UnsupportedFormatError",
 ]
 
@@ -49,3 +55,24 @@ class PayloadLimitError(CorruptPayloadError):
 
 class UnsupportedFormatError(CheckpointStoreError):
     """An item was written by a newer, unknown version of this library."""
+
+
+class StoreNotFoundError(CheckpointStoreError, ClientError):
+    """The table or bucket the saver was configured with does not exist (where it looked).
+
+    Still a botocore ``ClientError`` with the original ``response``, so code
+    that checks ``exc.response["Error"]["Code"]`` keeps working; the message
+    names the table or bucket, the region and endpoint, and what to do.
+    """
+
+
+class EndpointUnreachableError(CheckpointStoreError, EndpointConnectionError):
+    """Nothing answers at the configured endpoint (e.g. a stopped local server).
+
+    Still a botocore ``EndpointConnectionError``; the message says what to do.
+    """
+
+    fmt = "{message}"
+
+    def __init__(self, *, endpoint_url: str, message: str, **kwargs: Any) -> None:
+        EndpointConnectionError.__init__(self, endpoint_url=endpoint_url, message=message, **kwargs)

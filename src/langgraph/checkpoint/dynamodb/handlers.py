@@ -1,6 +1,7 @@
 """Helpers for Lambda handlers: configuration, a cached saver, logs.
 
-The handlers under ``lambdas/`` (the maintenance jobs and the example agent)
+The handlers (the maintenance jobs in ``langgraph.checkpoint.dynamodb.lambdas``
+and the example agent under the repository's ``lambdas/``)
 stay thin: they read their configuration with these helpers and call the
 saver. All of them build the saver here, from the environment the CDK
 construct gives every function, so they agree on key prefix, TTL and thread
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import clock
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = ["StoreConfig", "deadline_from_context", "get_saver", "log_event", "reset_saver"]
@@ -33,8 +35,14 @@ SAFETY_SECONDS = 10.0
 class StoreConfig:
     """Where the checkpoint store is, from the Lambda's environment.
 
+    The variables are the package's one documented set
+    (``langgraph.checkpoint.dynamodb.config``), which the CDK construct's
+    ``saver_environment`` sets; the bare names of earlier releases
+    (``TABLE_NAME``...) are still read, with a ``DeprecationWarning``.
+
     Example:
-        >>> StoreConfig.from_env({"TABLE_NAME": "ckpt", "BUCKET_NAME": "b"}).bucket_name
+        >>> env = {"LANGGRAPH_DYNAMODB_TABLE": "ckpt", "LANGGRAPH_DYNAMODB_BUCKET": "b"}
+        >>> StoreConfig.from_env(env).bucket_name
         'b'
     """
 
@@ -42,37 +50,18 @@ class StoreConfig:
     bucket_name: str | None = None
     s3_key_prefix: str = "checkpoints/"
     ttl: int | None = None
-    #: Keep thread heads (always with a TTL; ``TRACK_THREADS=1`` without one).
+    #: Keep thread heads (always with a TTL; ``LANGGRAPH_DYNAMODB_TRACK_THREADS=1`` without one).
     track_threads: bool = False
-    #: ``MAX_PAYLOAD_SIZE`` (bytes): the savers' read limit; ``None``: their default.
+    tenant_prefix: str | None = None
+    #: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else botocore's default.
+    region_name: str | None = None
+    #: ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` (bytes): the savers' read limit; ``None``: their default.
     max_payload_size: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StoreConfig:
-        env = os.environ if env is None else env
-        table = env.get("TABLE_NAME", "").strip()
-        if not table:
-            raise ValueError("TABLE_NAME is not set")
-        ttl_text = env.get("THREAD_TTL_SECONDS", "").strip()
-        try:
-            ttl = int(ttl_text) if ttl_text else None
-        except ValueError:
-            raise ValueError(
-                f"THREAD_TTL_SECONDS must be a whole number of seconds, got {ttl_text!r}"
-            ) from None
-        size_text = env.get("MAX_PAYLOAD_SIZE", "").strip()
-        try:
-            max_payload_size = int(size_text) if size_text else None
-        except ValueError:
-            raise ValueError(f"MAX_PAYLOAD_SIZE must be a whole number of bytes, got {size_text!r}") from None
-        return cls(
-            table_name=table,
-            bucket_name=env.get("BUCKET_NAME", "").strip() or None,
-            s3_key_prefix=env.get("S3_KEY_PREFIX", "checkpoints/"),
-            ttl=ttl,
-            track_threads=bool(ttl) or env.get("TRACK_THREADS", "").strip() == "1",
-            max_payload_size=max_payload_size,
-        )
+        """Read the store's variables; ``ValueError`` names a missing or malformed one."""
+        return cls(**saver_kwargs_from_env(os.environ if env is None else env))
 
     def saver(self, **options: Any) -> DynamoDBSaver:
         """A new saver on this store; ``options`` are passed on (thresholds, serde...)."""
@@ -84,6 +73,8 @@ class StoreConfig:
             s3_key_prefix=self.s3_key_prefix,
             ttl=self.ttl,
             track_threads=self.track_threads,
+            tenant_prefix=self.tenant_prefix,
+            region_name=self.region_name,
             **options,
         )
 

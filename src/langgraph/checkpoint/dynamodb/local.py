@@ -173,14 +173,17 @@ class LocalAWS:
     def env(self, *, table_name: str | None = None, bucket_name: str | None = None) -> dict[str, str]:
         """Environment for another process: endpoint, dummy credentials, isolation.
 
-        With ``table_name`` / ``bucket_name`` it also sets the CLI's
-        ``LANGGRAPH_DYNAMODB_TABLE`` / ``LANGGRAPH_DYNAMODB_BUCKET``.
+        With ``table_name`` / ``bucket_name`` it also sets
+        ``LANGGRAPH_DYNAMODB_TABLE`` / ``LANGGRAPH_DYNAMODB_BUCKET``, which the
+        CLI, ``DynamoDBSaver.from_env()`` and the Lambda helpers all read.
         """
+        from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE
+
         env = isolated_aws_env(self.endpoint_url, self.region)
         if table_name:
-            env["LANGGRAPH_DYNAMODB_TABLE"] = table_name
+            env[ENV_TABLE] = table_name
         if bucket_name:
-            env["LANGGRAPH_DYNAMODB_BUCKET"] = bucket_name
+            env[ENV_BUCKET] = bucket_name
         return env
 
     def export_lines(self, *, table_name: str | None = None, bucket_name: str | None = None) -> list[str]:

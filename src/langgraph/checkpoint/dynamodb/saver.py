@@ -21,9 +21,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.errors import PayloadLimitError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
@@ -75,7 +77,8 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         bucket_name: S3 bucket for payloads over ``s3_threshold``. Without it,
             a payload too large for a DynamoDB item raises
             ``PayloadTooLargeError`` before anything is written.
-        region_name: AWS region; defaults to the usual AWS configuration.
+        region_name: AWS region; default ``AWS_REGION``, then ``AWS_DEFAULT_REGION``,
+            then botocore's configuration (a profile's region).
         endpoint_url: endpoint for both services (``AWS_ENDPOINT_URL`` in the
             environment works too), e.g. a local moto server.
         serde: serializer (for example ``EncryptedSerializer``).
@@ -160,20 +163,50 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         cfg = client_config(
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
         )
+        # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
+        region_name = client_region(region_name, boto3_session)
         session = boto3_session or boto3.session.Session(region_name=region_name)
         self._owned: list[Any] = []
         if dynamodb_client is None:
             dynamodb_client = session.client(
                 "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=cfg
             )
+            fail_fast_on_local_endpoint(dynamodb_client)
             self._owned.append(dynamodb_client)
         if s3_client is None and bucket_name is not None:
             s3_client = session.client("s3", region_name=region_name, endpoint_url=endpoint_url, config=cfg)
+            fail_fast_on_local_endpoint(s3_client)
             self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
         self._max_concurrency = max_concurrency
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> DynamoDBSaver:
+        """A saver on the store the environment names (see ``langgraph.checkpoint.dynamodb.config``).
+
+        Reads ``LANGGRAPH_DYNAMODB_TABLE`` (required), ``LANGGRAPH_DYNAMODB_BUCKET``,
+        ``LANGGRAPH_DYNAMODB_S3_KEY_PREFIX``, ``LANGGRAPH_DYNAMODB_TENANT_PREFIX``,
+        ``LANGGRAPH_DYNAMODB_TTL_SECONDS``, ``LANGGRAPH_DYNAMODB_TRACK_THREADS``,
+        ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` and ``AWS_REGION``/``AWS_DEFAULT_REGION``: what ``langgraph-dynamodb local``
+        prints and the CDK construct's ``saver_environment`` sets.
+
+        Args:
+            env: Variables to read (default ``os.environ``).
+            **options: Other constructor arguments; they override the environment.
+
+        Raises:
+            ValueError: ``LANGGRAPH_DYNAMODB_TABLE`` is not set, or a value is malformed.
+
+        Example:
+            ```python
+            # with what `langgraph-dynamodb local` prints, or the construct's saver_environment
+            saver = DynamoDBSaver.from_env()
+            graph = builder.compile(checkpointer=saver)
+            ```
+        """
+        return cls(**{**saver_kwargs_from_env(env), **options})
 
     # --------------------------------------------------------------- driver
 
@@ -224,6 +257,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def _iter(self, op: Op[Any]) -> Iterator[Any]:
         """Drive an operation, yielding what it emits."""
+        op = translate_errors(op, self)
         resp: Any = None
         exc: BaseException | None = None
         while True:

@@ -241,16 +241,25 @@ class _Decoder:
         # Nested values (a model inside Send or Interrupt, a datetime inside a
         # model's fields) go through this same hook, never a laxer one.
         tup = self.unpack(data)
-        if not (isinstance(tup, list | tuple) and len(tup) >= 3 and isinstance(tup[0], str) and isinstance(tup[1], str)):
+        if not (
+            isinstance(tup, list | tuple)
+            and len(tup) >= 3
+            and isinstance(tup[0], str)
+            and isinstance(tup[1], str)
+        ):
             raise RevivalError(f"malformed msgpack ext record {code}")
         module, name, arg = tup[0], tup[1], tup[2]
         if code == _METHOD:
             method = tup[3] if len(tup) > 3 else None
             if not isinstance(method, str) or (module, name, method) not in lg_msgpack.SAFE_MSGPACK_METHODS:
-                raise RefusedTypeError(f"Refused to call {module}.{name}.{method}: not a known constructor method.")
+                raise RefusedTypeError(
+                    f"Refused to call {module}.{name}.{method}: not a known constructor method."
+                )
             return getattr(getattr(importlib.import_module(module), name), method)(arg)
         if code in (_KW_ARGS, _PYDANTIC_V1, _PYDANTIC_V2) and not isinstance(arg, dict):
-            raise RevivalError(f"malformed msgpack ext record {code} for {module}.{name}: fields are not a map")
+            raise RevivalError(
+                f"malformed msgpack ext record {code} for {module}.{name}: fields are not a map"
+            )
         key = (module, name)
         if key in lg_msgpack.SAFE_MSGPACK_TYPES or key in self.allowlist:
             # LangGraph's vetted list, or named by the user: LangGraph's own semantics.
@@ -296,13 +305,17 @@ class StateTypesSerializer(JsonPlusSerializer):
     def __init__(self, *, allowed_msgpack_modules: Iterable[tuple[str, ...] | type] | None = None) -> None:
         super().__init__(allowed_msgpack_modules=tuple(allowed_msgpack_modules or ()) or None)
         allowlist = self._allowed_msgpack_modules
-        self._allowlist: frozenset[tuple[str, ...]] = frozenset(allowlist if isinstance(allowlist, set) else ())
+        self._allowlist: frozenset[tuple[str, ...]] = frozenset(
+            allowlist if isinstance(allowlist, set) else ()
+        )
         # Anyone calling the hook directly gets this serializer's rule, not LangGraph's;
         # flagged custom so the base class never swaps it for its own.
         self._unpack_ext_hook = _Decoder(self._allowlist).hook
         self._custom_unpack_ext_hook = True
 
-    def with_msgpack_allowlist(self, extra_allowlist: Iterable[tuple[str, ...] | type]) -> StateTypesSerializer:
+    def with_msgpack_allowlist(
+        self, extra_allowlist: Iterable[tuple[str, ...] | type]
+    ) -> StateTypesSerializer:
         """A copy that also revives ``extra_allowlist`` (what ``saver.with_allowlist`` calls).
 
         Example:
@@ -350,4 +363,3 @@ def default_serde() -> JsonPlusSerializer:
     if lg_msgpack.STRICT_MSGPACK_ENABLED:
         return JsonPlusSerializer(allowed_msgpack_modules=None)
     return StateTypesSerializer()
-

@@ -44,7 +44,7 @@ DISTRIBUTION = "langgraph-checkpoint-dynamodb-s3"
 _EXTRA_MARKER = re.compile(r"\bextra\s*==")
 
 #: Bump when the bundling recipe changes, so cached assets are rebuilt.
-_RECIPE_VERSION = "1"
+_RECIPE_VERSION = "2"
 
 #: Never shipped to Lambda: the CDK code itself (it imports aws_cdk) and caches.
 _LIBRARY_EXCLUDES = ("cdk", "__pycache__", "*.pyc", "*.pyo")
@@ -101,8 +101,15 @@ def _included(path: Path, root: Path, include: Sequence[str] | None) -> bool:
     return rel.parts[0] in include
 
 
-def _source_files(source_dir: Path, include: Sequence[str] | None) -> list[Path]:
-    return sorted(p for p in source_dir.rglob("*") if p.is_file() and _included(p, source_dir, include))
+def _source_files(source_dir: Path | None, include: Sequence[str] | None) -> list[tuple[Path, str]]:
+    """``(file, path relative to source_dir)`` of the asset's own sources (none without a folder)."""
+    if source_dir is None:
+        return []
+    return [
+        (p, p.relative_to(source_dir).as_posix())
+        for p in sorted(source_dir.rglob("*"))
+        if p.is_file() and _included(p, source_dir, include)
+    ]
 
 
 def _library_files(library_dir: Path) -> list[Path]:
@@ -121,7 +128,7 @@ def _library_files(library_dir: Path) -> list[Path]:
 
 
 def asset_fingerprint(
-    source_dir: Path,
+    source_dir: Path | None,
     *,
     include: Sequence[str] | None,
     requirements: Iterable[str],
@@ -140,8 +147,8 @@ def asset_fingerprint(
     h.update(f"recipe={_RECIPE_VERSION}\npy={python_version}\nplatform={platform}\n".encode())
     for req in requirements:
         h.update(f"req={req}\n".encode())
-    for p in _source_files(source_dir, include):
-        h.update(f"src={p.relative_to(source_dir).as_posix()}\n".encode())
+    for p, rel in _source_files(source_dir, include):
+        h.update(f"src={rel}\n".encode())
         h.update(p.read_bytes())
     if include_library:
         lib = library_package_dir()
@@ -153,7 +160,7 @@ def asset_fingerprint(
 
 def bundle_python_lambda(
     output_dir: str | Path,
-    source_dir: str | Path,
+    source_dir: str | Path | None = None,
     *,
     include: Sequence[str] | None = None,
     requirements: Sequence[str] = (),
@@ -166,7 +173,8 @@ def bundle_python_lambda(
 
     Args:
         output_dir: Directory to fill (created if missing; CDK passes an empty one).
-        source_dir: The handlers' root (``lambdas/`` of this repo by default).
+        source_dir: Your handlers' root, or ``None`` for the library and its
+            wheels alone (the maintenance handlers are in the library).
         include: Top-level folders of ``source_dir`` to ship (``None``: all).
         requirements: pip requirement strings; this library's own runtime
             dependencies are added when ``include_library`` is true.
@@ -184,7 +192,7 @@ def bundle_python_lambda(
         >>> bundle_python_lambda("/tmp/asset", "lambdas", include=["pruner"])  # doctest: +SKIP
     """
     out = Path(output_dir)
-    src = Path(source_dir)
+    src = Path(source_dir) if source_dir is not None else None
     out.mkdir(parents=True, exist_ok=True)
     reqs = [*(library_requirements() if include_library else []), *requirements]
     if reqs:
@@ -222,8 +230,8 @@ def bundle_python_lambda(
         lib = library_package_dir()
         dest = out / "langgraph" / "checkpoint" / "dynamodb"
         shutil.copytree(lib, dest, ignore=shutil.ignore_patterns(*_LIBRARY_EXCLUDES), dirs_exist_ok=True)
-    for p in _source_files(src, include):
-        target = out / p.relative_to(src)
+    for p, rel in _source_files(src, include):
+        target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, target)
     return out
@@ -253,7 +261,7 @@ class PipLocalBundling:
 
     def __init__(
         self,
-        source_dir: str | Path,
+        source_dir: str | Path | None,
         *,
         include: Sequence[str] | None = None,
         requirements: Sequence[str] = (),
@@ -261,7 +269,7 @@ class PipLocalBundling:
         platform: str = "manylinux2014_x86_64",
         include_library: bool = True,
     ) -> None:
-        self.source_dir = Path(source_dir)
+        self.source_dir = Path(source_dir) if source_dir is not None else None
         self.include = list(include) if include is not None else None
         self.requirements = list(requirements)
         self.python_version = python_version

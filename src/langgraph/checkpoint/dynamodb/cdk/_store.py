@@ -31,11 +31,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import config, schema
 from langgraph.checkpoint.dynamodb._lifecycle import STATE_PK
 from langgraph.checkpoint.dynamodb.cdk._bundling import (
     PipLocalBundling,
     asset_fingerprint,
+    library_package_dir,
     library_requirements,
     pip_platform,
 )
@@ -88,7 +89,7 @@ DYNAMODB_MAINTENANCE_ACTIONS: tuple[str, ...] = ("dynamodb:Scan",)
 KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #: What each maintenance function's code path issues, read from its handler
-#: down to the saver (``lambdas/<name>/handler.py`` -> ``_lifecycle`` ->
+#: down to the saver (``lambdas/<name>.py`` of this package -> ``_lifecycle`` ->
 #: ``_extended``/``_core``), as IAM actions on the table. Cursor actions
 #: (``GetItem``/``PutItem`` on the lifecycle state item, ``_read_cursor`` and
 #: ``_claim_cursor``) are granted apart, confined to that item's partition.
@@ -140,20 +141,23 @@ STREAM_READ_ACTIONS: tuple[str, ...] = (
     "dynamodb:GetShardIterator",
 )
 
-#: Maintenance function -> Lambda handler string. The name is also the
-#: handler's folder under ``lambdas/`` (``<folder>/handler.py:handler``).
+#: Maintenance function -> Lambda handler string. The handlers ship inside
+#: this package (``langgraph.checkpoint.dynamodb.lambdas``), so any asset that
+#: bundles the library (every ``bundled_lambda_code`` asset) can run them, and
+#: the construct works from an installed wheel.
 MAINTENANCE_HANDLERS: Mapping[str, str] = {
-    "pruner": "pruner.handler.handler",
-    "reaper": "reaper.handler.handler",
-    "orphan_sweeper": "orphan_sweeper.handler.handler",
+    "pruner": "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
+    "reaper": "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
+    "orphan_sweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
 }
 
 
 def default_lambda_code_dir() -> Path:
     """``lambdas/`` of the repository checkout this package is imported from.
 
-    Exists for an editable install (``src/`` layout). The handlers are not part
-    of the wheel: with an installed package, pass ``lambda_code_dir``.
+    Deprecated and no longer used by ``CheckpointStore``: the maintenance
+    handlers are in the package now, and the construct's default asset is the
+    library alone. Exists for an editable install (``src/`` layout) only.
     """
     path = Path(__file__).resolve().parents[5] / "lambdas"
     if not path.is_dir():
@@ -165,7 +169,7 @@ def default_lambda_code_dir() -> Path:
 
 
 def bundled_lambda_code(
-    source_dir: str | Path,
+    source_dir: str | Path | None = None,
     *,
     include: Sequence[str] | None = None,
     extra_requirements: Sequence[str] = (),
@@ -180,7 +184,9 @@ def bundled_lambda_code(
     (``aws:cdk:bundling-stacks=[]``) still get a stable hash.
 
     Args:
-        source_dir: The handlers' root folder (handlers are ``<folder>.handler.handler``).
+        source_dir: Your handlers' root folder (``None``: the library and its
+            wheels only, enough for the maintenance handlers, which ship in the
+            package as ``langgraph.checkpoint.dynamodb.lambdas.*``).
         include: Top-level folders of ``source_dir`` to ship (``None``: all).
         extra_requirements: pip requirements beyond the library's own
             (e.g. ``["langgraph==1.2.24"]`` for an agent).
@@ -199,13 +205,15 @@ def bundled_lambda_code(
         raise ValueError(f"a Python runtime is required, got {runtime.name}")
     python_version = runtime.name.removeprefix("python")
     platform = pip_platform(architecture.name)
-    source = Path(source_dir).resolve()
-    if not source.is_dir():
-        raise FileNotFoundError(f"Lambda source folder not found: {source}")
-    missing = [name for name in include or () if not (source / name).is_dir()]
-    if missing:
-        # Fail at synth, not with an ImportModuleError in production.
-        raise FileNotFoundError(f"Lambda handler folders missing under {source}: {missing}")
+    source: Path | None = None
+    if source_dir is not None:
+        source = Path(source_dir).resolve()
+        if not source.is_dir():
+            raise FileNotFoundError(f"Lambda source folder not found: {source}")
+        missing = [name for name in include or () if not (source / name).is_dir()]
+        if missing:
+            # Fail at synth, not with an ImportModuleError in production.
+            raise FileNotFoundError(f"Lambda handler folders missing under {source}: {missing}")
     fingerprint = asset_fingerprint(
         source,
         include=include,
@@ -214,7 +222,9 @@ def bundled_lambda_code(
         platform=platform,
     )
     return lambda_.Code.from_asset(
-        str(source),
+        # Local bundling never reads this folder (PipLocalBundling does the
+        # work); without user sources the installed library stands in for it.
+        str(source or library_package_dir()),
         asset_hash_type=AssetHashType.CUSTOM,
         asset_hash=fingerprint,
         bundling=BundlingOptions(
@@ -296,11 +306,11 @@ class CheckpointStore(Construct):
             deleted (``None``: never).
         prune_page_size: ``PRUNE_PAGE_SIZE``: threads per claimed page
             (default: the library's, 25).
-        thread_ttl: ``THREAD_TTL_SECONDS`` for the maintenance functions and
+        thread_ttl: ``LANGGRAPH_DYNAMODB_TTL_SECONDS`` for the maintenance functions and
             in :attr:`saver_environment`: thread heads expire this long after
             the last activity (DynamoDB TTL, then the reaper). Implies
             tracking. Must match the agents' savers (``ttl=``).
-        track_threads: ``TRACK_THREADS=1``: the agents keep thread heads
+        track_threads: ``LANGGRAPH_DYNAMODB_TRACK_THREADS=1``: the agents keep thread heads
             (``track_threads=True``), so the pruner walks the sparse threads
             index instead of scanning the table. Must match the agents'
             savers: a pruner walking the index while agents keep no heads
@@ -313,9 +323,12 @@ class CheckpointStore(Construct):
         orphan_sweep_schedule: Its schedule (default: every day).
         orphan_grace_hours: ``ORPHAN_GRACE_HOURS``: objects younger than this
             are never swept (a ``put`` may still be about to reference them).
-        lambda_code_dir: Handlers' root (default: this repository's ``lambdas/``).
+        lambda_code_dir: A folder of your own code to ship next to the library in
+            the maintenance functions' asset (default: none; the maintenance
+            handlers are part of this package, ``langgraph.checkpoint.dynamodb.lambdas``).
         lambda_code: A prebuilt ``Code`` for the maintenance functions (overrides
             ``lambda_code_dir``; lets an app share one asset with its agent).
+            It must contain this library, as every ``bundled_lambda_code`` asset does.
         runtime: Python runtime of the maintenance functions.
         architecture: Lambda architecture (wheels are fetched to match).
         log_retention: Retention of the functions' log groups.
@@ -338,7 +351,8 @@ class CheckpointStore(Construct):
         >>> store = CheckpointStore(stack, "Checkpoints")  # doctest: +SKIP
         >>> agent = lambda_.Function(stack, "Agent", ...)  # doctest: +SKIP
         >>> store.grant_read_write(agent)  # doctest: +SKIP
-        >>> agent.add_environment("CHECKPOINT_TABLE", store.table_name)  # doctest: +SKIP
+        >>> for name, value in store.saver_environment.items():  # doctest: +SKIP
+        ...     agent.add_environment(name, value)  # then DynamoDBSaver.from_env() in the agent
     """
 
     def __init__(
@@ -425,20 +439,21 @@ class CheckpointStore(Construct):
                 bucket_name, versioned, noncurrent_version_expiration, access_log_retention
             )
 
-        #: Environment a saver needs to reach this store, read by
-        #: ``langgraph.checkpoint.dynamodb.handlers.StoreConfig.from_env``:
+        #: Environment a saver needs to reach this store, in the package's one
+        #: set of names (``langgraph.checkpoint.dynamodb.config``), read by
+        #: ``DynamoDBSaver.from_env()`` and ``handlers.StoreConfig.from_env``:
         #: give it to your agent functions so that they and the maintenance
         #: jobs agree on table, bucket, prefix, TTL and thread tracking.
         self.saver_environment: dict[str, str] = {
-            "TABLE_NAME": self.table_name,
-            "S3_KEY_PREFIX": s3_key_prefix,
+            config.ENV_TABLE: self.table_name,
+            config.ENV_S3_KEY_PREFIX: s3_key_prefix,
         }
         if self.bucket is not None:
-            self.saver_environment["BUCKET_NAME"] = self.bucket.bucket_name
+            self.saver_environment[config.ENV_BUCKET] = self.bucket.bucket_name
         if thread_ttl is not None:
-            self.saver_environment["THREAD_TTL_SECONDS"] = str(int(thread_ttl.to_seconds()))
+            self.saver_environment[config.ENV_TTL_SECONDS] = str(int(thread_ttl.to_seconds()))
         if self.track_threads:
-            self.saver_environment["TRACK_THREADS"] = "1"
+            self.saver_environment[config.ENV_TRACK_THREADS] = "1"
 
         wanted = {
             "pruner": enable_pruner,
@@ -447,11 +462,10 @@ class CheckpointStore(Construct):
             "orphan_sweeper": enable_orphan_sweeper and bucket,
         }
         if any(wanted.values()):
+            # The default asset is the installed library and its wheels: the
+            # handlers are in it, so this works from a wheel, not only a checkout.
             code = lambda_code or bundled_lambda_code(
-                lambda_code_dir or default_lambda_code_dir(),
-                include=[name for name, on in wanted.items() if on],
-                runtime=runtime,
-                architecture=architecture,
+                lambda_code_dir, runtime=runtime, architecture=architecture
             )
             common: dict[str, Any] = {
                 "code": code,

@@ -1,0 +1,162 @@
+"""What the sync and async drivers share at the AWS boundary: errors and endpoints.
+
+* :func:`translate_errors` wraps an operation (see ``_ops``) so that an AWS
+  error escaping it names the table or bucket and says what to do. Both
+  drivers wrap every operation with it, in one place each (``_iter``); the
+  core's own handling of AWS errors inside an operation is unaffected, since
+  only what the operation lets escape is translated.
+* :func:`fail_fast_on_local_endpoint` stops botocore from retrying for
+  tens of seconds against a loopback endpoint nobody listens on (a stopped
+  ``langgraph-dynamodb local``). Retries against AWS are unchanged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE, region_from_env
+from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
+
+__all__ = ["client_region", "fail_fast_on_local_endpoint", "is_local_endpoint", "translate_errors"]
+
+_BUCKET_CODES = frozenset({"NoSuchBucket"})
+
+
+def client_region(explicit: str | None, session: Any = None) -> str | None:
+    """The ``region_name`` to create clients with (see ``config.region_from_env``).
+
+    A region configured on a session the caller passed counts as explicit: it
+    is not overridden by ``AWS_REGION``. ``session`` is a boto3 or aioboto3
+    ``Session`` (``region_name``) or a botocore/aiobotocore session
+    (``get_config_variable("region")``).
+    """
+    if explicit:
+        return explicit
+    if session is not None:
+        configured = getattr(session, "region_name", None)
+        if configured is None and hasattr(session, "get_config_variable"):
+            configured = session.get_config_variable("region")
+        # A session reads AWS_DEFAULT_REGION itself; only a region set some
+        # other way (argument, profile) outranks AWS_REGION.
+        if configured and configured != os.environ.get("AWS_DEFAULT_REGION"):
+            return None  # the session's own region applies
+    return region_from_env(None)
+
+
+def is_local_endpoint(url: str | None) -> bool:
+    """Whether ``url`` points at this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    if not url:
+        return False
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _nothing_listens(url: str) -> bool:
+    """A loopback port that refuses a TCP connection: no server, so no point retrying."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=1.0):
+            return False
+    except OSError:
+        return True
+
+
+def fail_fast_on_local_endpoint(client: Any) -> None:
+    """Make ``client`` give up at once when its loopback endpoint has no server.
+
+    botocore's standard retry mode retries a refused connection with backoff
+    (about 40 s at ``max_attempts=8``), right for a network blip on the way to
+    AWS but only a delay when a local server is not running. For a loopback
+    endpoint, a ``needs-retry`` handler checks whether anything listens on the
+    port and, if not, raises the connection error instead of retrying. Any
+    other endpoint, and any other error, keeps botocore's retries.
+
+    Example:
+        >>> import boto3
+        >>> c = boto3.client("s3", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
+        >>> fail_fast_on_local_endpoint(c)
+    """
+    endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
+    if not isinstance(endpoint, str) or not is_local_endpoint(endpoint):
+        return
+    url: str = endpoint
+
+    def on_needs_retry(caught_exception: BaseException | None = None, **_: Any) -> None:
+        if isinstance(caught_exception, EndpointConnectionError) and _nothing_listens(url):
+            raise caught_exception
+
+    client.meta.events.register("needs-retry", on_needs_retry)
+
+
+def _where(saver: Any) -> str:
+    meta = getattr(saver._clients.get("dynamodb"), "meta", None)
+    if meta is None:
+        return ""
+    return f" (region {meta.region_name}, endpoint {meta.endpoint_url})"
+
+
+def _translate(exc: Exception, saver: Any) -> Exception | None:
+    """The error to raise instead of ``exc``, or ``None`` to let ``exc`` through."""
+    if isinstance(exc, ClientError) and not isinstance(exc, StoreNotFoundError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        op = exc.operation_name
+        if code == "ResourceNotFoundException":
+            message = (
+                f"DynamoDB table {saver.table_name!r} not found{_where(saver)} in {op}. "
+                "Create it: call saver.setup() (development), or deploy the CDK construct "
+                "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the table name "
+                f"(table_name= / {ENV_TABLE}) or the region (region_name= / AWS_REGION)."
+            )
+        elif code in _BUCKET_CODES:
+            message = (
+                f"S3 bucket {saver.bucket_name!r} not found{_where(saver)} in {op}. "
+                "Create it: call saver.setup() (development), or deploy the CDK construct "
+                "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the bucket name "
+                f"(bucket_name= / {ENV_BUCKET}) or the region (region_name= / AWS_REGION)."
+            )
+        else:
+            return None
+        err = StoreNotFoundError(exc.response, op)
+        err.args = (message,)
+        return err
+    if isinstance(exc, EndpointConnectionError) and not isinstance(exc, EndpointUnreachableError):
+        url = str(getattr(exc, "kwargs", {}).get("endpoint_url", "?"))
+        if is_local_endpoint(url):
+            advice = (
+                "nothing listens there: start the local endpoint (langgraph-dynamodb local) or fix "
+                "endpoint_url= / AWS_ENDPOINT_URL"
+            )
+        else:
+            advice = "check the network, the region (region_name= / AWS_REGION) and endpoint_url= / AWS_ENDPOINT_URL"
+        return EndpointUnreachableError(
+            endpoint_url=url, message=f"cannot reach the endpoint {url}: {advice}", error=exc
+        )
+    return None
+
+
+def translate_errors(op: Op[Any], saver: Any) -> Op[Any]:
+    """``op``, with the AWS errors that escape it translated (see :func:`_translate`).
+
+    ``saver`` supplies the table and bucket names and, through its DynamoDB
+    client, the region and endpoint the message reports.
+    """
+    try:
+        return (yield from op)
+    except Exception as exc:
+        better = _translate(exc, saver)
+        if better is None:
+            raise
+        raise better from exc

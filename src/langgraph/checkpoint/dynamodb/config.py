@@ -1,0 +1,152 @@
+"""Where a saver finds its store: the one documented set of environment variables.
+
+Every reader in this package uses the names below: ``DynamoDBSaver.from_env``
+and ``AsyncDynamoDBSaver.from_env``, the CLI, the Lambda helpers
+(``handlers.StoreConfig.from_env``), the CDK construct's
+``saver_environment`` and what ``langgraph-dynamodb local`` prints.
+
+========================================  =====================================
+``LANGGRAPH_DYNAMODB_TABLE``              table name (required)
+``LANGGRAPH_DYNAMODB_BUCKET``             payload bucket (optional)
+``LANGGRAPH_DYNAMODB_S3_KEY_PREFIX``      S3 key prefix (default ``checkpoints/``)
+``LANGGRAPH_DYNAMODB_TENANT_PREFIX``      tenant prefix of thread ids (optional)
+``LANGGRAPH_DYNAMODB_TTL_SECONDS``        idle seconds before a thread expires
+``LANGGRAPH_DYNAMODB_TRACK_THREADS``      ``1``: keep thread heads without a TTL
+``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE``   largest payload a read accepts (bytes)
+``AWS_REGION`` / ``AWS_DEFAULT_REGION``   region, in this order of precedence
+``AWS_ENDPOINT_URL``                      endpoint (read by botocore itself)
+========================================  =====================================
+
+The prefixed names are canonical: a Lambda function or container often talks
+to more than one table and bucket, and bare ``TABLE_NAME``/``BUCKET_NAME``
+collide with the application's own settings. The bare names the Lambda
+helpers read before (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
+``THREAD_TTL_SECONDS``, ``TRACK_THREADS``) are still accepted for one
+release, with a ``DeprecationWarning``, because functions deployed with an
+older construct carry them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "ENV_BUCKET",
+    "ENV_MAX_PAYLOAD_SIZE",
+    "ENV_S3_KEY_PREFIX",
+    "ENV_TABLE",
+    "ENV_TENANT_PREFIX",
+    "ENV_TRACK_THREADS",
+    "ENV_TTL_SECONDS",
+    "LEGACY_NAMES",
+    "region_from_env",
+    "saver_kwargs_from_env",
+]
+
+ENV_TABLE = "LANGGRAPH_DYNAMODB_TABLE"
+ENV_BUCKET = "LANGGRAPH_DYNAMODB_BUCKET"
+ENV_S3_KEY_PREFIX = "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX"
+ENV_TENANT_PREFIX = "LANGGRAPH_DYNAMODB_TENANT_PREFIX"
+ENV_TTL_SECONDS = "LANGGRAPH_DYNAMODB_TTL_SECONDS"
+ENV_TRACK_THREADS = "LANGGRAPH_DYNAMODB_TRACK_THREADS"
+ENV_MAX_PAYLOAD_SIZE = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE"
+
+#: Canonical name -> the name read before it (deprecated, removed in the next release).
+LEGACY_NAMES: Mapping[str, str] = {
+    ENV_TABLE: "TABLE_NAME",
+    ENV_BUCKET: "BUCKET_NAME",
+    ENV_S3_KEY_PREFIX: "S3_KEY_PREFIX",
+    ENV_TTL_SECONDS: "THREAD_TTL_SECONDS",
+    ENV_TRACK_THREADS: "TRACK_THREADS",
+}
+
+
+def region_from_env(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The region to use: ``explicit``, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION``.
+
+    ``None`` leaves the choice to botocore (a profile's ``region``). botocore
+    reads ``AWS_DEFAULT_REGION`` only, while Lambda, the AWS CLI v2 and most
+    SDKs set or honour ``AWS_REGION``: without this a process that has only
+    ``AWS_REGION`` gets ``NoRegionError``.
+
+    Example:
+        >>> region_from_env(None, {"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-east-1"})
+        'eu-west-1'
+        >>> region_from_env("ap-south-1", {"AWS_REGION": "eu-west-1"})
+        'ap-south-1'
+    """
+    if explicit:
+        return explicit
+    env = os.environ if env is None else env
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        value = env.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    """A variable by its canonical name, else by its deprecated one (with a warning)."""
+    value = env.get(name, "").strip()
+    if value:
+        return value
+    legacy = LEGACY_NAMES.get(name)
+    if legacy is not None:
+        value = env.get(legacy, "").strip()
+        if value:
+            warnings.warn(
+                f"environment variable {legacy} is deprecated and will not be read by the next "
+                f"release; set {name} instead",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            return value
+    return None
+
+
+def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Saver keyword arguments (``table_name``, ``bucket_name``...) from the environment.
+
+    Raises:
+        ValueError: the table is not set, or a value is malformed; the message
+            names the variable.
+
+    Example:
+        >>> kw = saver_kwargs_from_env({"LANGGRAPH_DYNAMODB_TABLE": "ckpt", "AWS_REGION": "eu-west-1"})
+        >>> kw["table_name"], kw["bucket_name"], kw["region_name"]
+        ('ckpt', None, 'eu-west-1')
+    """
+    env = os.environ if env is None else env
+    table = _get(env, ENV_TABLE)
+    if not table:
+        raise ValueError(f"{ENV_TABLE} is not set (the checkpoint table's name)")
+    ttl_text = _get(env, ENV_TTL_SECONDS)
+    try:
+        ttl = int(ttl_text) if ttl_text else None
+    except ValueError:
+        # Name the variable that is actually set, the deprecated one included.
+        name = ENV_TTL_SECONDS if env.get(ENV_TTL_SECONDS, "").strip() else LEGACY_NAMES[ENV_TTL_SECONDS]
+        raise ValueError(f"{name} must be a whole number of seconds, got {ttl_text!r}") from None
+    track = _get(env, ENV_TRACK_THREADS)
+    size_text = _get(env, ENV_MAX_PAYLOAD_SIZE)
+    try:
+        max_payload_size = int(size_text) if size_text else None
+    except ValueError:
+        raise ValueError(
+            f"{ENV_MAX_PAYLOAD_SIZE} must be a whole number of bytes, got {size_text!r}"
+        ) from None
+    kwargs: dict[str, Any] = {
+        "table_name": table,
+        "bucket_name": _get(env, ENV_BUCKET),
+        "s3_key_prefix": _get(env, ENV_S3_KEY_PREFIX) or "checkpoints/",
+        "tenant_prefix": _get(env, ENV_TENANT_PREFIX),
+        "ttl": ttl,
+        "track_threads": bool(ttl) or track == "1",
+        "region_name": region_from_env(None, env),
+    }
+    if max_payload_size is not None:  # else the savers' own default
+        kwargs["max_payload_size"] = max_payload_size
+    return kwargs

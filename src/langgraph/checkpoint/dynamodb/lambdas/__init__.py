@@ -1,0 +1,16 @@
+"""The maintenance Lambda handlers the CDK construct deploys, shipped in the package.
+
+Handler strings (what ``CheckpointStore`` sets):
+
+* ``langgraph.checkpoint.dynamodb.lambdas.pruner.handler``: scheduled pruner;
+* ``langgraph.checkpoint.dynamodb.lambdas.reaper.handler``: DynamoDB Streams
+  consumer finishing the expiry of threads whose head TTL deleted;
+* ``langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler``: scheduled
+  sweep of S3 objects no item references.
+
+They live in the package, not next to it, so that the construct can deploy
+them from an installed wheel: its Lambda asset is this library plus its
+runtime wheels, nothing from a repository checkout. Each reads the store's
+environment (``langgraph.checkpoint.dynamodb.config``) through
+``handlers.get_saver()`` and stays thin: the work is the saver's.
+"""

@@ -111,7 +111,9 @@ def test_single_put_is_one_request_and_counters_reset(storage: dict[str, str]) -
     assert meter.snapshot().to_dict()["requests"] == {}
     got = saver.get_tuple(saved)
     assert got is not None and got.checkpoint["channel_values"] == {"messages": ["hello"]}
-    assert dict(meter.snapshot().requests) == {"dynamodb:Query": 1}
+    # By id: the Query, and the thread head's deleted lineages in the same
+    # round trip (deletion finality, docs/security.md).
+    assert dict(meter.snapshot().requests) == {"dynamodb:Query": 1, "dynamodb:GetItem": 1}
     assert meter.snapshot().rcu == 1.0  # one strongly consistent Query under 4 KB
     saver.close()
 
@@ -145,7 +147,7 @@ def test_calls_workload_counts(storage: dict[str, str]) -> None:
     assert phases["put_writes[25]"]["requests"] == {"dynamodb:UpdateItem": 1}
     assert phases["get_tuple[latest]"]["requests"] == {"dynamodb:Query": 1}
     # Counters are per phase: a later phase does not carry earlier requests.
-    assert phases["get_tuple[by id]"]["ddb_requests"] == 1
+    assert phases["get_tuple[by id]"]["requests"] == {"dynamodb:Query": 1, "dynamodb:GetItem": 1}
     assert phases["put[500k]"]["requests"].get("s3:PutObject") == 1
     assert phases["put[500k]"]["s3_put_bytes"] > 100_000
     assert result["pending_writes_read_back"] == 26

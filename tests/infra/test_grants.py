@@ -192,7 +192,7 @@ def _function_statements(
         scanned = _join(_arn(table), "/index/threads-index") if tracked else _arn(table)
         out = [
             {
-                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query"],
+                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"],
                 "Effect": "Allow",
                 "Resource": _arn(table),
             },
@@ -205,7 +205,7 @@ def _function_statements(
     elif name == "reaper":
         out = [
             {
-                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query"],
+                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"],
                 "Effect": "Allow",
                 "Resource": _arn(table),
             },

@@ -164,7 +164,7 @@ def _find_marker(table: str, bucket: str | None) -> list[str]:
 #: Attribute names an item may carry (everything else would be unexpected plaintext).
 DOCUMENTED_ATTRIBUTES = {
     "PK", "SK", "t", "f", "id", "p", "cp", "md", "vals", "rid", "tid", "tp", "b", "dn", "ct", "exp",
-    "ts", "ua", "thr", "ttl",
+    "ts", "ua", "thr", "ttl", "rt",
 }
 
 

@@ -96,14 +96,17 @@ KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #:
 #: * pruner: ``Scan`` (its page walk), ``Query`` (``_load_thread``),
 #:   ``BatchWriteItem`` (``_ordered_deletes``, and the blob items of values
-#:   ``_rehome_held_values`` moves out of a deleted checkpoint);
-#: * reaper: ``Query`` and ``BatchWriteItem``, as the pruner (``_op_reap_thread``
-#:   deletes and re-homes too), and no ``Scan``: it is handed its threads;
+#:   ``_rehome_held_values`` moves out of a deleted checkpoint), ``UpdateItem``
+#:   (a delete's tombstones and the retired thread head, which keep a run still
+#:   in flight from bringing a deleted thread back);
+#: * reaper: ``Query``, ``BatchWriteItem`` and ``UpdateItem``, as the pruner
+#:   (``_op_reap_thread`` deletes, re-homes and leaves tombstones too), and no
+#:   ``Scan``: it is handed its threads;
 #: * orphan sweeper: ``Query`` only (it reads which objects a thread
 #:   references); it never writes or deletes an item.
 FUNCTION_DYNAMODB_ACTIONS: Mapping[str, tuple[str, ...]] = {
-    "pruner": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan"),
-    "reaper": ("dynamodb:BatchWriteItem", "dynamodb:Query"),
+    "pruner": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+    "reaper": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"),
     "orphan_sweeper": ("dynamodb:Query",),
 }
 #: Object actions under the key prefix (plus ``s3:ListBucket`` on the prefix

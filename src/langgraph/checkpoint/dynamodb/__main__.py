@@ -1,5 +1,5 @@
 """``python -m langgraph.checkpoint.dynamodb``: the ``langgraph-dynamodb`` CLI."""
 
-from langgraph.checkpoint.dynamodb.cli import main
+from langgraph.checkpoint.dynamodb.cli import console_main
 
-raise SystemExit(main())
+console_main()

@@ -1317,6 +1317,7 @@ def cmd_local(ctx: _Ctx) -> int:
                 pass
         except KeyboardInterrupt:
             pass
+        _EXIT_AT_ONCE.set()
         return EXIT_OK
     finally:
         # Stopping the embedded server can wait on clients' keep-alive
@@ -1889,5 +1890,26 @@ def _report(err: CLIError, stderr: TextIO, as_json: bool) -> int:
     return err.exit_code
 
 
+#: Set by a command whose process must end the moment it returns (``local``).
+_EXIT_AT_ONCE = threading.Event()
+
+
+def console_main() -> None:
+    """The ``langgraph-dynamodb`` console script: :func:`main`, then exit with its code.
+
+    ``local`` ends its process at once: the embedded server's threads and a
+    client's leftover keep-alive connection must not hold Ctrl-C up (nothing
+    of an in-memory endpoint needs saving). In-process callers of
+    :func:`main` are never exited.
+    """
+    code = main()
+    if _EXIT_AT_ONCE.is_set():
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

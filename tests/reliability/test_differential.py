@@ -69,6 +69,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.lock import LeaseLostError, ThreadLease
 from tests.reliability.workloads import SOAK, session_kw
 from tests.support.harness import shared_store
 
@@ -91,6 +92,9 @@ CONFIGS: dict[str, tuple[bool, int, int, bool]] = {
 #: Thresholds a ``reopen`` may switch to (payloads written under other
 #: thresholds must still be found: the reader looks in the other place).
 REOPEN_THRESHOLDS = ((256, 512), (4096, 512), (128, 100_000), (0, 0), (1024, 2048))
+#: Lease of the ``lease_lost`` rule: a takeover waits one lease on the
+#: waiter's monotonic clock, so short leases keep the rule fast.
+LEASE_SECONDS = 0.1
 
 
 def _sizes() -> st.SearchStrategy[int]:
@@ -312,7 +316,7 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             )
             return dict(cp), dict(data.draw(METADATA, label="metadata")), new_versions
 
-        def _put_one(self, data: st.DataObject, thread: str, ns: str) -> None:
+        def _put_one(self, data: st.DataObject, thread: str, ns: str, saver: DynamoDBSaver | None = None) -> None:
             existing = self.stored(thread, ns)
             how = data.draw(st.sampled_from(["latest", "latest", "fork", "root"]), label="parent")
             parent = None
@@ -330,7 +334,7 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             config = _cfg(thread, ns, parent)
             if data.draw(st.booleans(), label="run_id"):
                 config["metadata"] = {"run_id": f"run-{self.seq % 3}"}
-            ours = self.saver.put(config, cp, dict(md), dict(new_versions))
+            ours = (saver or self.saver).put(config, cp, dict(md), dict(new_versions))
             want = self.oracle.put(config, cp, dict(md), dict(new_versions))
             _same(ours, want, "put returned config")
 
@@ -491,6 +495,50 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             _same(norm(self.saver.get_tuple(late)), None, f"late checkpoint {late} by id")
             for c in (_cfg(thread, ns), _cfg(thread, None)):
                 _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
+
+        @rule(data=st.data())
+        def lease_lost(self, data: st.DataObject) -> None:
+            """A lease-bound writer, paused past its lease, is taken over; what it writes then changes nothing.
+
+            The first holder writes through ``lease.bind()`` while it holds
+            the lease (that lands, as any put); a second holder takes the lock
+            over after watching it unchanged for a whole lease. The first
+            holder's next ``put`` or ``put_writes`` must raise
+            ``LeaseLostError`` and leave the oracle's view intact; the new
+            holder's bound writes land.
+            """
+            self._party(data)
+            thread = data.draw(st.sampled_from(self.threads), label="thread")
+            ns = data.draw(st.sampled_from(self.namespaces), label="ns")
+            first = ThreadLease(self.saver, thread, lease_seconds=LEASE_SECONDS, heartbeat=False)
+            first.acquire()
+            stale = first.bind()
+            if data.draw(st.booleans(), label="put while held"):
+                self._put_one(data, thread, ns, saver=stale)
+            second = ThreadLease(
+                self.saver, thread, lease_seconds=LEASE_SECONDS, wait_seconds=5,
+                poll_seconds=LEASE_SECONDS / 4, heartbeat=False,
+            )
+            second.acquire()
+            try:
+                existing = self.stored(thread, ns)
+                if data.draw(st.booleans(), label="stale put?"):
+                    parent = existing[-1] if existing else None
+                    pcp = None if parent is None else self.oracle.get_tuple(_cfg(thread, ns, parent)).checkpoint
+                    cp, md, new_versions = self._child(data, pcp, self.new_id(False))
+                    with pytest.raises(LeaseLostError):
+                        stale.put(_cfg(thread, ns, parent), cp, md, new_versions)
+                else:
+                    cid = data.draw(st.sampled_from(existing), label="cid") if existing else self.new_id(False)
+                    task_id, writes = self._writes(data)
+                    with pytest.raises(LeaseLostError):
+                        stale.put_writes(_cfg(thread, ns, cid), writes, task_id, f"~path|{task_id}")
+                for c in (_cfg(thread, ns), _cfg(thread, None)):
+                    _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a stale write")
+                if data.draw(st.booleans(), label="new holder puts"):
+                    self._put_one(data, thread, ns, saver=second.bind())
+            finally:
+                second.release()
 
         @rule(data=st.data())
         def copy_thread(self, data: st.DataObject) -> None:

@@ -178,9 +178,13 @@ class Party:
     saver: DynamoDBSaver
     oracle: InMemorySaver = field(default_factory=InMemorySaver)
     future: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
-    # (config, checkpoint) of checkpoints a delete removed, and of the late
-    # checkpoints written on them since: a run in flight writes on these.
-    late: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    # (config, checkpoint, generation) of checkpoints a delete removed, and of
+    # the late checkpoints written on them since: a run in flight writes on
+    # these. The generation is that of the saver object that wrote the
+    # checkpoint (-1: another one), see ``late_write``.
+    late: list[tuple[dict[str, Any], dict[str, Any], int]] = field(default_factory=list)
+    generation: int = 0  # bumped when the saver object is replaced
+    written: set[tuple[str, str, str]] = field(default_factory=set)  # by this generation's saver
 
 
 def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleBasedStateMachine]:
@@ -337,6 +341,7 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             ours = (saver or self.saver).put(config, cp, dict(md), dict(new_versions))
             want = self.oracle.put(config, cp, dict(md), dict(new_versions))
             _same(ours, want, "put returned config")
+            self.p.written.add((thread, ns, cid))
 
         @rule(data=st.data())
         def put_writes(self, data: st.DataObject) -> None:
@@ -446,7 +451,8 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             for ns, cps in self.oracle.storage.get(thread, {}).items():
                 for cid in sorted(cps)[-3:]:  # the newest few: a run holds recent ones
                     cp = self.oracle.get_tuple(_cfg(thread, ns, cid)).checkpoint
-                    self.p.late.append((_cfg(thread, ns, cid), dict(cp)))
+                    gen = self.p.generation if (thread, ns, cid) in self.p.written else -1
+                    self.p.late.append((_cfg(thread, ns, cid), dict(cp), gen))
             del self.p.late[:-12]
 
         def _forget_future(self, thread: str) -> None:
@@ -475,26 +481,44 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             # history again: a write on it is no longer a late one.
             live = self.oracle.storage
             held = [
-                (c, cp) for c, cp in me.late
-                if c["configurable"]["checkpoint_id"]
-                not in live.get(c["configurable"]["thread_id"], {}).get(c["configurable"]["checkpoint_ns"], {})
+                entry for entry in me.late
+                if entry[0]["configurable"]["checkpoint_id"]
+                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(entry[0]["configurable"]["checkpoint_ns"], {})
             ]
             if not held:
                 return
-            config, parent = data.draw(st.sampled_from(held), label="held")
+            config, parent, gen = data.draw(st.sampled_from(held), label="held")
             thread, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
-            if data.draw(st.booleans(), label="late put?"):
+            # A subgraph the late run starts: its first checkpoint has no
+            # parent in its own namespace and names the deleted one in
+            # ``checkpoint_map``. Only the saver object that wrote (or read)
+            # that checkpoint knows its lineage without a request, so it is
+            # final only when written by the same saver (docs/security.md).
+            subgraphs = [n for n in self.namespaces if n != ns] if gen == me.generation else []
+            how = data.draw(st.sampled_from(["put", "put_writes", "subgraph"]), label="late")
+            if how == "subgraph" and subgraphs:
+                sub_ns = data.draw(st.sampled_from(subgraphs), label="subgraph ns")
+                cp, md, new_versions = self._child(data, None, self.new_id(False))
+                cmap = {ns: config["configurable"]["checkpoint_id"]}
+                sub_cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": sub_ns, "checkpoint_map": cmap}}
+                late = self.saver.put(sub_cfg, cp, md, new_versions)
+                me.late.append((late, cp, me.generation))
+                ns = sub_ns
+            elif how != "put_writes":
                 cp, md, new_versions = self._child(data, parent, self.new_id(False))
                 late = self.saver.put(config, cp, md, new_versions)
-                me.late.append((late, cp))  # another step of the same run continues from it
-                del me.late[:-12]
+                # Another step of the same run continues from it.
+                me.late.append((late, cp, me.generation))
             else:
                 task_id, writes = self._writes(data)
                 late = config
                 self.saver.put_writes(config, writes, task_id, f"~path|{task_id}")
+            del me.late[:-12]
             _same(norm(self.saver.get_tuple(late)), None, f"late checkpoint {late} by id")
+            _same([norm(t) for t in self.saver.list(late)], [], f"list({late}) of a late checkpoint")
             for c in (_cfg(thread, ns), _cfg(thread, None)):
                 _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
+            self._compare_list([norm(t) for t in self.saver.list(_cfg(thread, ns))], _cfg(thread, ns), None, None, None)
 
         @rule(data=st.data())
         def lease_lost(self, data: st.DataObject) -> None:
@@ -593,6 +617,8 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
         def _reopen(self, p: Party, thresholds: tuple[int, int]) -> None:
             p.saver.close()
             p.saver = self._saver(p.tenant, *thresholds)
+            p.generation += 1
+            p.written.clear()
 
         @rule(data=st.data(), thresholds=st.sampled_from(REOPEN_THRESHOLDS))
         def handover(self, data: st.DataObject, thresholds: tuple[int, int]) -> None:
@@ -614,6 +640,7 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             config = _cfg(thread, ns, existing[-1])
             self.saver.put(config, cp, {"source": "loop"}, {})
             self.oracle.put(config, cp, {"source": "loop"}, {})
+            self.p.written.add((thread, ns, cp["id"]))
             latest = _cfg(thread, ns)
             _same(norm(self.saver.get_tuple(latest)), norm(self.oracle.get_tuple(latest)), "after handover")
 

@@ -461,12 +461,31 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
 
         @rule(data=st.data())
         def delete_thread(self, data: st.DataObject) -> None:
-            self._party(data)
-            thread = data.draw(st.sampled_from(self.threads), label="thread")
+            me = self._party(data)
+            # Mostly a thread with checkpoints: there is something to be final about.
+            busy = [t for t in self.threads if any(self.oracle.storage.get(t, {}).values())]
+            pool = busy if busy and data.draw(st.integers(0, 3), label="busy?") else self.threads
+            thread = data.draw(st.sampled_from(pool), label="thread")
             self._capture(thread)
             self.saver.delete_thread(thread)
             self.oracle.delete_thread(thread)
             self._forget_future(thread)
+            while data.draw(st.booleans(), label="run in flight"):
+                if not self._late_write(data, me):
+                    break
+
+        def _held(self, p: Party) -> list[tuple[dict[str, Any], dict[str, Any], int]]:
+            """What a run in flight of ``p`` may still write on.
+
+            A captured checkpoint that a copy brought back alive is live
+            history again: a write on it is no longer a late one.
+            """
+            live = p.oracle.storage
+            return [
+                entry for entry in p.late
+                if entry[0]["configurable"]["checkpoint_id"]
+                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(entry[0]["configurable"]["checkpoint_ns"], {})
+            ]
 
         @rule(data=st.data())
         def late_write(self, data: st.DataObject) -> None:
@@ -476,17 +495,16 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             not change, and the late checkpoint is invisible at once and in
             every later check.
             """
-            me = self._party(data)
-            # A captured checkpoint that a copy brought back alive is live
-            # history again: a write on it is no longer a late one.
-            live = self.oracle.storage
-            held = [
-                entry for entry in me.late
-                if entry[0]["configurable"]["checkpoint_id"]
-                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(entry[0]["configurable"]["checkpoint_ns"], {})
-            ]
+            # Among the parties a delete left a run in flight to.
+            holders = sorted(name for name, p in self.parties.items() if self._held(p))
+            if holders:
+                self.p = self.parties[data.draw(st.sampled_from(holders), label="party")]
+                self._late_write(data, self.p)
+
+        def _late_write(self, data: st.DataObject, me: Party) -> bool:
+            held = self._held(me)
             if not held:
-                return
+                return False
             config, parent, gen = data.draw(st.sampled_from(held), label="held")
             thread, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
             # A subgraph the late run starts: its first checkpoint has no
@@ -519,6 +537,7 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             for c in (_cfg(thread, ns), _cfg(thread, None)):
                 _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
             self._compare_list([norm(t) for t in self.saver.list(_cfg(thread, ns))], _cfg(thread, ns), None, None, None)
+            return True
 
         @rule(data=st.data())
         def lease_lost(self, data: st.DataObject) -> None:

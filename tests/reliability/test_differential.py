@@ -1,8 +1,8 @@
 """Differential testing against ``InMemorySaver`` with a hypothesis state machine.
 
 Random sequences of ``put``, ``put_writes``, ``get_tuple``, ``list``,
-``delete_thread``, ``copy_thread``, ``prune`` and saver re-creation with
-other thresholds run against ``DynamoDBSaver`` and against the oracle; every
+``delete_thread``, ``copy_thread``, ``prune``, late writes after a delete,
+lease takeovers and saver re-creation with other thresholds run against ``DynamoDBSaver`` and against the oracle; every
 answer must match. Thread ids, namespaces, channel names and task ids contain
 the key separators (``|``, ``%``, ``#``, ``:``, ``/``) and non-ASCII text;
 values are incompressible bytes sized around the inline, blob and S3
@@ -49,6 +49,10 @@ Isolation and finality are checked as properties, not examples:
   covered by ``tests/security/test_finality.py``). A captured checkpoint that
   a later ``copy_thread`` brings back alive is not replayed: a write on it
   is then indistinguishable from one on the live copy.
+* Leases. ``lease_lost``: a writer bound to a thread's lease
+  (``ThreadLease.bind``) is taken over by a second holder (after a real,
+  0.1 s lease); its next ``put`` or ``put_writes`` must raise
+  ``LeaseLostError`` and change nothing any reader sees.
 """
 
 from __future__ import annotations

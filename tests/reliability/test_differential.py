@@ -4,9 +4,10 @@ Random sequences of ``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``, ``copy_thread``, ``prune``, late writes after a delete,
 lease takeovers and saver re-creation with other thresholds run against
 ``DynamoDBSaver`` and against the oracle; every answer must match. Thread
-ids, namespaces, channel names and task ids contain the key separators (``|``, ``%``, ``#``, ``:``, ``/``) and non-ASCII text;
-values are incompressible bytes sized around the inline, blob and S3
-thresholds, plus ``None``, absent channels, strings, numbers and maps.
+ids, namespaces, channel names and task ids contain the key separators
+(``|``, ``%``, ``#``, ``:``, ``/``) and non-ASCII text; values are
+incompressible bytes sized around the inline, blob and S3 thresholds, plus
+``None``, absent channels, strings, numbers and maps.
 
 Known, deliberate differences from ``InMemorySaver`` (the oracle is adapted,
 see ``docs/reliability.md``):

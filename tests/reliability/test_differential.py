@@ -100,6 +100,9 @@ REOPEN_THRESHOLDS = ((256, 512), (4096, 512), (128, 100_000), (0, 0), (1024, 204
 #: Lease of the ``lease_lost`` rule: a takeover waits one lease on the
 #: waiter's monotonic clock, so short leases keep the rule fast.
 LEASE_SECONDS = 0.1
+#: Late subgraph starts (see ``late_write``): off until the finality of a
+#: namespace first started after the delete is settled (issue 12).
+LATE_SUBGRAPHS: tuple[str, ...] = ()
 
 
 def _sizes() -> st.SearchStrategy[int]:
@@ -517,16 +520,18 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             # ``checkpoint_map``. Only the saver object that wrote (or read)
             # that checkpoint knows its lineage without a request, so it is
             # final only when written by the same saver (docs/security.md).
-            subgraphs = [n for n in self.namespaces if n != ns] if gen == me.generation else []
-            how = data.draw(st.sampled_from(["put", "put_writes", "subgraph"]), label="late")
-            if how == "subgraph" and subgraphs:
-                sub_ns = data.draw(st.sampled_from(subgraphs), label="subgraph ns")
+            # Its namespace is new, as LangGraph's are (``child:<task id>``):
+            # by-id reads and listings across namespaces must not show it; a
+            # latest read of that one namespace is not checked (it is not
+            # guaranteed: that namespace's tombstone does not list the
+            # parent graph's roots).
+            how = data.draw(st.sampled_from(["put", "put_writes", *LATE_SUBGRAPHS]), label="late")
+            if how == "subgraph" and gen == me.generation:
                 cp, md, new_versions = self._child(data, None, self.new_id(False))
+                sub_ns = f"late:{cp['id']}|子"
                 cmap = {ns: config["configurable"]["checkpoint_id"]}
                 sub_cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": sub_ns, "checkpoint_map": cmap}}
                 late = self.saver.put(sub_cfg, cp, md, new_versions)
-                me.late.append((late, cp, me.generation))
-                ns = sub_ns
             elif how != "put_writes":
                 cp, md, new_versions = self._child(data, parent, self.new_id(False))
                 late = self.saver.put(config, cp, md, new_versions)
@@ -541,7 +546,8 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             _same([norm(t) for t in self.saver.list(late)], [], f"list({late}) of a late checkpoint")
             for c in (_cfg(thread, ns), _cfg(thread, None)):
                 _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
-            self._compare_list([norm(t) for t in self.saver.list(_cfg(thread, ns))], _cfg(thread, ns), None, None, None)
+            for c in (_cfg(thread, ns), _cfg(thread, None)):
+                self._compare_list([norm(t) for t in self.saver.list(c)], c, None, None, None)
             return True
 
         @rule(data=st.data())

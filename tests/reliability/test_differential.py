@@ -1,12 +1,13 @@
 """Differential testing against ``InMemorySaver`` with a hypothesis state machine.
 
 Random sequences of ``put``, ``put_writes``, ``get_tuple``, ``list``,
-``delete_thread``, ``copy_thread``, ``prune`` and saver re-creation with
-other thresholds run against ``DynamoDBSaver`` and against the oracle; every
-answer must match. Thread ids, namespaces, channel names and task ids contain
-the key separators (``|``, ``%``, ``#``, ``:``, ``/``) and non-ASCII text;
-values are incompressible bytes sized around the inline, blob and S3
-thresholds, plus ``None``, absent channels, strings, numbers and maps.
+``delete_thread``, ``copy_thread``, ``prune``, late writes after a delete,
+lease takeovers and saver re-creation with other thresholds run against
+``DynamoDBSaver`` and against the oracle; every answer must match. Thread
+ids, namespaces, channel names and task ids contain the key separators
+(``|``, ``%``, ``#``, ``:``, ``/``) and non-ASCII text; values are
+incompressible bytes sized around the inline, blob and S3 thresholds, plus
+``None``, absent channels, strings, numbers and maps.
 
 Known, deliberate differences from ``InMemorySaver`` (the oracle is adapted,
 see ``docs/reliability.md``):
@@ -26,8 +27,33 @@ see ``docs/reliability.md``):
 * ``copy_thread`` and ``prune`` are modelled on the oracle's dictionaries
   (``InMemorySaver`` 4.3.2 implements neither).
 
-Each example runs under a fresh ``tenant_prefix`` in a shared table (and a
-fresh S3 key prefix), so ``list(None)`` sees only that example's threads.
+Isolation and finality are checked as properties, not examples:
+
+* Tenants. Each example runs three parties on the SAME thread ids, in one
+  table and under one S3 key prefix made for that example: tenants
+  ``<example>a`` and ``<example>ab`` (names that are prefixes of each other)
+  and an untenanted saver. Each party has its own oracle, and every rule
+  acts for one party; the invariant compares every party's ``get_tuple``,
+  ``list`` per thread and ``list(None)`` with its own oracle, so a leak, or
+  a delete, prune or copy that reaches another party's data, diverges. Reads
+  by id of another party's checkpoint ids must find nothing.
+* Finality. ``delete_thread`` (and ``prune(strategy="delete")``) first
+  captures the configs of the thread's checkpoints, as a run in flight holds
+  them; ``late_write`` replays ``put``/``put_writes`` on them (and on the
+  late checkpoints those return) afterwards. Every such write descends from
+  a deleted lineage, so the oracle does not change: it must stay invisible
+  to ``get_tuple`` (latest and by id), ``list`` (with and without namespace,
+  ``list(None)``), ``copy_thread`` and ``prune``, while a new conversation
+  (a ``put`` without a parent) on the same thread id is visible as usual.
+  Namespaces other than ``""`` here start without a ``checkpoint_map``, so
+  each is its own lineage (a subgraph that inherits a deleted root is
+  covered by ``tests/security/test_finality.py``). A captured checkpoint that
+  a later ``copy_thread`` brings back alive is not replayed: a write on it
+  is then indistinguishable from one on the live copy.
+* Leases. ``lease_lost``: a writer bound to a thread's lease
+  (``ThreadLease.bind``) is taken over by a second holder (after a real,
+  0.1 s lease); its next ``put`` or ``put_writes`` must raise
+  ``LeaseLostError`` and change nothing any reader sees.
 """
 
 from __future__ import annotations
@@ -35,8 +61,10 @@ from __future__ import annotations
 import random
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -46,6 +74,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.lock import LeaseLostError, ThreadLease
 from tests.reliability.workloads import SOAK, session_kw
 from tests.support.harness import shared_store
 
@@ -68,6 +97,12 @@ CONFIGS: dict[str, tuple[bool, int, int, bool]] = {
 #: Thresholds a ``reopen`` may switch to (payloads written under other
 #: thresholds must still be found: the reader looks in the other place).
 REOPEN_THRESHOLDS = ((256, 512), (4096, 512), (128, 100_000), (0, 0), (1024, 2048))
+#: Lease of the ``lease_lost`` rule: a takeover waits one lease on the
+#: waiter's monotonic clock, so short leases keep the rule fast.
+LEASE_SECONDS = 0.1
+#: Late subgraph starts (see ``late_write``): off until the finality of a
+#: namespace first started after the delete is settled (issue 12).
+LATE_SUBGRAPHS: tuple[str, ...] = ()
 
 
 def _sizes() -> st.SearchStrategy[int]:
@@ -138,44 +173,90 @@ def _same(ours: Any, want: Any, what: str) -> None:
 
 # ---------------------------------------------------------------- machine
 
+#: The parties of an example: tenant names that are prefixes of each other,
+#: and the untenanted scope (``None``), all on the same thread ids.
+PARTIES: dict[str, str | None] = {"a": "a", "ab": "ab", "untenanted": None}
 
-def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedStateMachine]:
+
+@dataclass
+class Party:
+    """One scope's saver, its own oracle, and what a run in flight still holds."""
+
+    tenant: str | None
+    saver: DynamoDBSaver
+    oracle: InMemorySaver = field(default_factory=InMemorySaver)
+    future: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+    # (config, checkpoint, generation) of checkpoints a delete removed, and of
+    # the late checkpoints written on them since: a run in flight writes on
+    # these. The generation is that of the saver object that wrote the
+    # checkpoint (-1: another one), see ``late_write``.
+    late: list[tuple[dict[str, Any], dict[str, Any], int]] = field(default_factory=list)
+    generation: int = 0  # bumped when the saver object is replaced
+    written: set[tuple[str, str, str]] = field(default_factory=set)  # by this generation's saver
+
+
+def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleBasedStateMachine]:
     has_bucket, inline, s3_threshold, encrypted = CONFIGS[config_name]
 
     class SaverVsOracle(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.tenant = f"ex{uuid.uuid4().hex[:10]}-"
-            self.prefix = f"diff/{self.tenant}/"
+            self.example = f"ex{uuid.uuid4().hex[:10]}"
+            # A table per example: the untenanted party's list(None) scans the
+            # whole table and must see only this example's threads.
+            self.table = f"{table_prefix}-{self.example}"
+            self.prefix = f"diff/{self.example}/"
             self.serde = EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32) if encrypted else None
-            self.saver = self._saver(inline, s3_threshold)
-            self.oracle = InMemorySaver()
+            DynamoDBSaver(table_name=self.table, **session_kw()).setup()
+            self.parties = {
+                name: Party(tenant, self._saver(tenant, inline, s3_threshold)) for name, tenant in PARTIES.items()
+            }
+            self.p = self.parties["a"]  # the party the current rule acts for
             self.clock = 1_000_000
             self.seq = 0
-            self.future: dict[tuple[str, str], list[str]] = defaultdict(list)  # writes stored ahead of a put
             self.steps = 0
 
-        def _saver(self, inline_threshold: int, s3_thr: int) -> DynamoDBSaver:
+        # The current party's state, under the names the rules were written with.
+        @property
+        def saver(self) -> DynamoDBSaver:
+            return self.p.saver
+
+        @property
+        def oracle(self) -> InMemorySaver:
+            return self.p.oracle
+
+        @property
+        def future(self) -> dict[tuple[str, str], list[str]]:
+            return self.p.future
+
+        def _saver(self, tenant: str | None, inline_threshold: int, s3_thr: int) -> DynamoDBSaver:
             return DynamoDBSaver(
-                table_name=table,
+                table_name=self.table,
                 bucket_name=bucket if has_bucket else None,
                 s3_key_prefix=self.prefix,
-                tenant_prefix=self.tenant,
+                tenant_prefix=None if tenant is None else self.example + tenant,
                 serde=self.serde,
                 inline_threshold=inline_threshold,
                 s3_threshold=s3_thr,
                 **session_kw(),
             )
 
+        def _party(self, data: st.DataObject) -> Party:
+            self.p = self.parties[data.draw(st.sampled_from(sorted(self.parties)), label="party")]
+            return self.p
+
         def teardown(self) -> None:
             try:
                 self.check_everything()
-                # Keep the shared table small: list(None) scans all of it.
-                for thread in self.threads:
-                    self.saver.delete_thread(thread)
-                assert list(self.saver.list(None)) == []
+                # Deletes must leave every party's scope empty.
+                for p in self.parties.values():
+                    for thread in self.threads:
+                        p.saver.delete_thread(thread)
+                    assert list(p.saver.list(None)) == []
             finally:
-                self.saver.close()
+                for p in self.parties.values():
+                    p.saver.close()
+                boto3.client("dynamodb").delete_table(TableName=self.table)
 
         # ------------------------------------------------------ pools
 
@@ -207,25 +288,21 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
         @rule(data=st.data(), n=st.integers(1, 3))
         def put(self, data: st.DataObject, n: int) -> None:
             """``n`` checkpoints in a row on one thread and namespace."""
+            self._party(data)
             thread = data.draw(st.sampled_from(self.threads), label="thread")
             ns = data.draw(st.sampled_from(self.namespaces), label="ns")
             for _ in range(n):
                 self._put_one(data, thread, ns)
 
-        def _put_one(self, data: st.DataObject, thread: str, ns: str) -> None:
-            existing = self.stored(thread, ns)
-            how = data.draw(st.sampled_from(["latest", "latest", "fork", "root"]), label="parent")
-            parent = None
-            if existing and how == "latest":
-                parent = existing[-1]
-            elif existing and how == "fork":
-                parent = data.draw(st.sampled_from(existing), label="fork_from")
+        def _child(
+            self, data: st.DataObject, parent: dict[str, Any] | None, cid: str
+        ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+            """A checkpoint ``cid`` following ``parent`` (a checkpoint, or None): (checkpoint, metadata, new versions)."""
             versions: dict[str, Any] = {}
             values: dict[str, Any] = {}
             if parent is not None:
-                pt = self.oracle.get_tuple(_cfg(thread, ns, parent))
-                versions = dict(pt.checkpoint["channel_versions"])
-                values = dict(pt.checkpoint["channel_values"])
+                versions = dict(parent["channel_versions"])
+                values = dict(parent["channel_values"])
             new_versions: dict[str, Any] = {}
             for ch in CHANNELS:
                 action = data.draw(st.sampled_from(["keep", "keep", "update", "update", "absent"]), label=f"ch {ch}")
@@ -240,11 +317,6 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
                     values[ch] = data.draw(VALUES, label=f"value {ch}")
                 else:
                     values.pop(ch, None)  # a version without a value: absent, not None
-            future = self.future.get((thread, ns))
-            if future and data.draw(st.booleans(), label="use_future_id"):
-                cid = future.pop(0)
-            else:
-                cid = self.new_id(data.draw(st.booleans(), label="skew") and self.seq % 3 == 0)
             cp = empty_checkpoint()
             cp.update(
                 id=cid,
@@ -254,16 +326,34 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
                 versions_seen={"node|x": {ch: versions[ch] for ch in list(versions)[:2]}},
                 updated_channels=sorted(new_versions),
             )
-            md = data.draw(METADATA, label="metadata")
+            return dict(cp), dict(data.draw(METADATA, label="metadata")), new_versions
+
+        def _put_one(self, data: st.DataObject, thread: str, ns: str, saver: DynamoDBSaver | None = None) -> None:
+            existing = self.stored(thread, ns)
+            how = data.draw(st.sampled_from(["latest", "latest", "fork", "root"]), label="parent")
+            parent = None
+            if existing and how == "latest":
+                parent = existing[-1]
+            elif existing and how == "fork":
+                parent = data.draw(st.sampled_from(existing), label="fork_from")
+            pcp = None if parent is None else self.oracle.get_tuple(_cfg(thread, ns, parent)).checkpoint
+            future = self.future.get((thread, ns))
+            if future and data.draw(st.booleans(), label="use_future_id"):
+                cid = future.pop(0)
+            else:
+                cid = self.new_id(data.draw(st.booleans(), label="skew") and self.seq % 3 == 0)
+            cp, md, new_versions = self._child(data, pcp, cid)
             config = _cfg(thread, ns, parent)
             if data.draw(st.booleans(), label="run_id"):
                 config["metadata"] = {"run_id": f"run-{self.seq % 3}"}
-            ours = self.saver.put(config, cp, dict(md), dict(new_versions))
+            ours = (saver or self.saver).put(config, cp, dict(md), dict(new_versions))
             want = self.oracle.put(config, cp, dict(md), dict(new_versions))
             _same(ours, want, "put returned config")
+            self.p.written.add((thread, ns, cid))
 
         @rule(data=st.data())
         def put_writes(self, data: st.DataObject) -> None:
+            self._party(data)
             thread = data.draw(st.sampled_from(self.threads), label="thread")
             ns = data.draw(st.sampled_from(self.namespaces), label="ns")
             existing = self.stored(thread, ns)
@@ -272,6 +362,13 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
             else:  # writes that arrive before their checkpoint (durability="async")
                 cid = self.new_id(False)
                 self.future[(thread, ns)].append(cid)
+            task_id, writes = self._writes(data)
+            config = _cfg(thread, ns, cid)
+            task_path = f"~path|{task_id}"  # one path per task, as LangGraph does
+            self.saver.put_writes(config, writes, task_id, task_path)
+            self.oracle.put_writes(config, writes, task_id, task_path)
+
+        def _writes(self, data: st.DataObject) -> tuple[str, list[tuple[str, Any]]]:
             task_id = data.draw(st.sampled_from(TASK_IDS), label="task")
             if data.draw(st.integers(0, 3), label="special") == 0:
                 writes = data.draw(st.lists(st.tuples(st.sampled_from(SPECIAL), VALUES), min_size=1, max_size=2))
@@ -279,29 +376,35 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
                 writes = data.draw(
                     st.lists(st.tuples(st.sampled_from((*CHANNELS, "extra")), VALUES), min_size=1, max_size=4)
                 )
-            config = _cfg(thread, ns, cid)
-            task_path = f"~path|{task_id}"  # one path per task, as LangGraph does
-            self.saver.put_writes(config, writes, task_id, task_path)
-            self.oracle.put_writes(config, writes, task_id, task_path)
+            return task_id, writes
 
         @rule(data=st.data())
         def get_tuple(self, data: st.DataObject) -> None:
+            me = self._party(data)
             thread = data.draw(st.sampled_from(self.threads), label="thread")
             ns = data.draw(st.sampled_from(self.namespaces), label="ns")
             existing = self.stored(thread, ns)
-            choice = data.draw(st.sampled_from(["latest", "id", "missing", "no-ns"]), label="which")
+            # "foreign": an id another party stored on the same thread id.
+            foreign = [
+                cid for p in self.parties.values() if p is not me
+                for cid in p.oracle.storage.get(thread, {}).get(ns, {})
+            ]
+            choice = data.draw(st.sampled_from(["latest", "id", "missing", "no-ns", "foreign"]), label="which")
             if choice == "id" and existing:
                 config = _cfg(thread, ns, data.draw(st.sampled_from(existing), label="cid"))
             elif choice == "missing":
                 config = _cfg(thread, ns, self.new_id(False))
             elif choice == "no-ns":
                 config = _cfg(thread, None)
+            elif choice == "foreign" and foreign:
+                config = _cfg(thread, ns, data.draw(st.sampled_from(sorted(foreign)), label="foreign_cid"))
             else:
                 config = _cfg(thread, ns)
             _same(norm(self.saver.get_tuple(config)), norm(self.oracle.get_tuple(config)), f"get_tuple({config})")
 
         @rule(data=st.data())
         def list_(self, data: st.DataObject) -> None:
+            self._party(data)
             kind = data.draw(st.sampled_from(["ns", "ns", "thread", "all", "id"]), label="scope")
             thread = data.draw(st.sampled_from(self.threads), label="thread")
             ns = data.draw(st.sampled_from(self.namespaces), label="ns")
@@ -351,16 +454,149 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
             if limit is None:
                 _same(sorted(ours, key=repr), sorted(want_all, key=repr), what)
 
-        @rule(data=st.data())
-        def delete_thread(self, data: st.DataObject) -> None:
-            thread = data.draw(st.sampled_from(self.threads), label="thread")
-            self.saver.delete_thread(thread)
-            self.oracle.delete_thread(thread)
+        def _capture(self, thread: str) -> None:
+            """What a run in flight on ``thread`` holds when it is deleted: configs of its checkpoints."""
+            for ns, cps in self.oracle.storage.get(thread, {}).items():
+                for cid in sorted(cps)[-3:]:  # the newest few: a run holds recent ones
+                    cp = self.oracle.get_tuple(_cfg(thread, ns, cid)).checkpoint
+                    gen = self.p.generation if (thread, ns, cid) in self.p.written else -1
+                    self.p.late.append((_cfg(thread, ns, cid), dict(cp), gen))
+            del self.p.late[:-12]
+
+        def _forget_future(self, thread: str) -> None:
             for key in [k for k in self.future if k[0] == thread]:
                 del self.future[key]
 
         @rule(data=st.data())
+        def delete_thread(self, data: st.DataObject) -> None:
+            me = self._party(data)
+            # Mostly a thread with checkpoints: there is something to be final about.
+            busy = [t for t in self.threads if any(self.oracle.storage.get(t, {}).values())]
+            pool = busy if busy and data.draw(st.integers(0, 3), label="busy?") else self.threads
+            thread = data.draw(st.sampled_from(pool), label="thread")
+            self._capture(thread)
+            self.saver.delete_thread(thread)
+            self.oracle.delete_thread(thread)
+            self._forget_future(thread)
+            while data.draw(st.booleans(), label="run in flight"):
+                if not self._late_write(data, me):
+                    break
+
+        def _held(self, p: Party) -> list[tuple[dict[str, Any], dict[str, Any], int]]:
+            """What a run in flight of ``p`` may still write on.
+
+            A captured checkpoint that a copy brought back alive is live
+            history again: a write on it is no longer a late one.
+            """
+            live = p.oracle.storage
+            return [
+                entry for entry in p.late
+                if entry[0]["configurable"]["checkpoint_id"]
+                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(entry[0]["configurable"]["checkpoint_ns"], {})
+            ]
+
+        @rule(data=st.data())
+        def late_write(self, data: st.DataObject) -> None:
+            """A run in flight across a delete writes on a config it read before it.
+
+            Every such write descends from a deleted lineage: the oracle does
+            not change, and the late checkpoint is invisible at once and in
+            every later check.
+            """
+            # Among the parties a delete left a run in flight to.
+            holders = sorted(name for name, p in self.parties.items() if self._held(p))
+            if holders:
+                self.p = self.parties[data.draw(st.sampled_from(holders), label="party")]
+                self._late_write(data, self.p)
+
+        def _late_write(self, data: st.DataObject, me: Party) -> bool:
+            held = self._held(me)
+            if not held:
+                return False
+            config, parent, gen = data.draw(st.sampled_from(held), label="held")
+            thread, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
+            # A subgraph the late run starts: its first checkpoint has no
+            # parent in its own namespace and names the deleted one in
+            # ``checkpoint_map``. Only the saver object that wrote (or read)
+            # that checkpoint knows its lineage without a request, so it is
+            # final only when written by the same saver (docs/security.md).
+            # Its namespace is new, as LangGraph's are (``child:<task id>``):
+            # by-id reads and listings across namespaces must not show it; a
+            # latest read of that one namespace is not checked (it is not
+            # guaranteed: that namespace's tombstone does not list the
+            # parent graph's roots).
+            how = data.draw(st.sampled_from(["put", "put_writes", *LATE_SUBGRAPHS]), label="late")
+            if how == "subgraph" and gen == me.generation:
+                cp, md, new_versions = self._child(data, None, self.new_id(False))
+                sub_ns = f"late:{cp['id']}|子"
+                cmap = {ns: config["configurable"]["checkpoint_id"]}
+                sub_cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": sub_ns, "checkpoint_map": cmap}}
+                late = self.saver.put(sub_cfg, cp, md, new_versions)
+            elif how != "put_writes":
+                cp, md, new_versions = self._child(data, parent, self.new_id(False))
+                late = self.saver.put(config, cp, md, new_versions)
+                # Another step of the same run continues from it.
+                me.late.append((late, cp, me.generation))
+            else:
+                task_id, writes = self._writes(data)
+                late = config
+                self.saver.put_writes(config, writes, task_id, f"~path|{task_id}")
+            del me.late[:-12]
+            _same(norm(self.saver.get_tuple(late)), None, f"late checkpoint {late} by id")
+            _same([norm(t) for t in self.saver.list(late)], [], f"list({late}) of a late checkpoint")
+            for c in (_cfg(thread, ns), _cfg(thread, None)):
+                _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
+            for c in (_cfg(thread, ns), _cfg(thread, None)):
+                self._compare_list([norm(t) for t in self.saver.list(c)], c, None, None, None)
+            return True
+
+        @rule(data=st.data())
+        def lease_lost(self, data: st.DataObject) -> None:
+            """A lease-bound writer, paused past its lease, is taken over; what it writes then changes nothing.
+
+            The first holder writes through ``lease.bind()`` while it holds
+            the lease (that lands, as any put); a second holder takes the lock
+            over after watching it unchanged for a whole lease. The first
+            holder's next ``put`` or ``put_writes`` must raise
+            ``LeaseLostError`` and leave the oracle's view intact; the new
+            holder's bound writes land.
+            """
+            self._party(data)
+            thread = data.draw(st.sampled_from(self.threads), label="thread")
+            ns = data.draw(st.sampled_from(self.namespaces), label="ns")
+            first = ThreadLease(self.saver, thread, lease_seconds=LEASE_SECONDS, heartbeat=False)
+            first.acquire()
+            stale = first.bind()
+            if data.draw(st.booleans(), label="put while held"):
+                self._put_one(data, thread, ns, saver=stale)
+            second = ThreadLease(
+                self.saver, thread, lease_seconds=LEASE_SECONDS, wait_seconds=5,
+                poll_seconds=LEASE_SECONDS / 4, heartbeat=False,
+            )
+            second.acquire()
+            try:
+                existing = self.stored(thread, ns)
+                if data.draw(st.booleans(), label="stale put?"):
+                    parent = existing[-1] if existing else None
+                    pcp = None if parent is None else self.oracle.get_tuple(_cfg(thread, ns, parent)).checkpoint
+                    cp, md, new_versions = self._child(data, pcp, self.new_id(False))
+                    with pytest.raises(LeaseLostError):
+                        stale.put(_cfg(thread, ns, parent), cp, md, new_versions)
+                else:
+                    cid = data.draw(st.sampled_from(existing), label="cid") if existing else self.new_id(False)
+                    task_id, writes = self._writes(data)
+                    with pytest.raises(LeaseLostError):
+                        stale.put_writes(_cfg(thread, ns, cid), writes, task_id, f"~path|{task_id}")
+                for c in (_cfg(thread, ns), _cfg(thread, None)):
+                    _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a stale write")
+                if data.draw(st.booleans(), label="new holder puts"):
+                    self._put_one(data, thread, ns, saver=second.bind())
+            finally:
+                second.release()
+
+        @rule(data=st.data())
         def copy_thread(self, data: st.DataObject) -> None:
+            self._party(data)
             src = data.draw(st.sampled_from(self.threads), label="src")
             dst = data.draw(st.sampled_from(self.threads), label="dst")
             o = self.oracle
@@ -382,15 +618,18 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
 
         @rule(data=st.data())
         def prune(self, data: st.DataObject) -> None:
+            self._party(data)
             threads = data.draw(st.lists(st.sampled_from(self.threads), min_size=1, max_size=2), label="threads")
             strategy = data.draw(st.sampled_from(["keep_latest", "keep_latest", "delete"]), label="strategy")
+            if strategy == "delete":
+                for thread in dict.fromkeys(threads):
+                    self._capture(thread)
             self.saver.prune(threads, strategy=strategy)
             o = self.oracle
             for thread in dict.fromkeys(threads):
                 if strategy == "delete":
                     o.delete_thread(thread)
-                    for key in [k for k in self.future if k[0] == thread]:
-                        del self.future[key]
+                    self._forget_future(thread)
                     continue
                 for ns, cps in o.storage.get(thread, {}).items():
                     if not cps:
@@ -400,11 +639,16 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
                         del cps[cid]
                         o.writes.pop((thread, ns, cid), None)
 
-        @rule(thresholds=st.sampled_from(REOPEN_THRESHOLDS))
-        def reopen(self, thresholds: tuple[int, int]) -> None:
+        @rule(data=st.data(), thresholds=st.sampled_from(REOPEN_THRESHOLDS))
+        def reopen(self, data: st.DataObject, thresholds: tuple[int, int]) -> None:
             """A new saver (another process, new thresholds, higher or lower) on the same data."""
-            self.saver.close()
-            self.saver = self._saver(*thresholds)
+            self._reopen(self._party(data), thresholds)
+
+        def _reopen(self, p: Party, thresholds: tuple[int, int]) -> None:
+            p.saver.close()
+            p.saver = self._saver(p.tenant, *thresholds)
+            p.generation += 1
+            p.written.clear()
 
         @rule(data=st.data(), thresholds=st.sampled_from(REOPEN_THRESHOLDS))
         def handover(self, data: st.DataObject, thresholds: tuple[int, int]) -> None:
@@ -413,18 +657,20 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
             Unchanged channels are referenced, not rewritten: the new writer
             must find values the old one stored in the other place.
             """
+            self._party(data)
             thread = data.draw(st.sampled_from(self.threads), label="thread")
             ns = data.draw(st.sampled_from(self.namespaces), label="ns")
             existing = self.stored(thread, ns)
             if not existing:
                 return
-            self.reopen(thresholds)
+            self._reopen(self.p, thresholds)
             pt = self.oracle.get_tuple(_cfg(thread, ns, existing[-1]))
             cp = dict(pt.checkpoint)
             cp["id"] = self.new_id(False)
             config = _cfg(thread, ns, existing[-1])
             self.saver.put(config, cp, {"source": "loop"}, {})
             self.oracle.put(config, cp, {"source": "loop"}, {})
+            self.p.written.add((thread, ns, cp["id"]))
             latest = _cfg(thread, ns)
             _same(norm(self.saver.get_tuple(latest)), norm(self.oracle.get_tuple(latest)), "after handover")
 
@@ -433,16 +679,20 @@ def make_machine(config_name: str, table: str, bucket: str) -> type[RuleBasedSta
             self.check_everything()
 
         def check_everything(self) -> None:
-            for thread in self.threads:
-                ours = sorted((norm(t) for t in self.saver.list(_cfg(thread, None))), key=repr)
-                want = sorted((norm(t) for t in self.oracle.list(_cfg(thread, None))), key=repr)
-                _same(ours, want, f"full listing of thread {thread!r}")
-                for ns in self.namespaces:
-                    _same(
-                        norm(self.saver.get_tuple(_cfg(thread, ns))),
-                        norm(self.oracle.get_tuple(_cfg(thread, ns))),
-                        f"latest of {thread!r}/{ns!r}",
-                    )
+            for name, p in self.parties.items():
+                self.p = p
+                for thread in self.threads:
+                    ours = sorted((norm(t) for t in self.saver.list(_cfg(thread, None))), key=repr)
+                    want = sorted((norm(t) for t in self.oracle.list(_cfg(thread, None))), key=repr)
+                    _same(ours, want, f"{name}: full listing of thread {thread!r}")
+                    for ns in self.namespaces:
+                        _same(
+                            norm(self.saver.get_tuple(_cfg(thread, ns))),
+                            norm(self.oracle.get_tuple(_cfg(thread, ns))),
+                            f"{name}: latest of {thread!r}/{ns!r}",
+                        )
+                # Every thread of the scope: another party's threads never show.
+                self._compare_list([norm(t) for t in self.saver.list(None)], None, None, None, None)
 
     return SaverVsOracle
 

@@ -349,3 +349,29 @@ def test_copy_carries_no_deleted_lineage_and_a_recopy_is_alive(harness: Harness)
     assert got is not None and got.config["configurable"]["checkpoint_id"] == n1["configurable"]["checkpoint_id"]
     assert harness.call("get_tuple", cfg(dst, "", n1["configurable"]["checkpoint_id"])) is not None
     _close(harness, writer)
+
+
+def test_late_subgraph_start_in_a_namespace_the_delete_left_a_tombstone_in(harness: Harness) -> None:
+    """A late run starts a subgraph in a namespace that had its own, unrelated lineage.
+
+    The late subgraph's first checkpoint inherits the root graph's (deleted)
+    root through ``checkpoint_map``, not the namespace's own: the latest read
+    of that namespace, which sees only that namespace's tombstone, must still
+    find the root dead. (Found by the differential's late subgraph rule.)
+    """
+    writer = harness.make_saver()
+    deleter = harness.make_saver()
+    reader = harness.saver
+    thread = new_thread()
+    root = harness.call("put", cfg(thread), _cp({"a": 1}), {"step": 0}, {"a": "1"}, saver=writer)
+    # The namespace's own lineage, started without a checkpoint_map.
+    harness.call("put", cfg(thread, "child:1"), _cp({"b": 1}), {"step": 0}, {"b": "1"}, saver=writer)
+    harness.call("delete_thread", thread, saver=deleter)
+
+    late_cfg = cfg(thread, "child:1")
+    late_cfg["configurable"]["checkpoint_map"] = {"": root["configurable"]["checkpoint_id"]}
+    late = harness.call("put", late_cfg, _cp({"b": 2}), {"step": 1}, {"b": "2"}, saver=writer)
+    assert harness.call("get_tuple", cfg(thread, "child:1"), saver=reader) is None
+    assert list(harness.list(cfg(thread, "child:1"))) == []
+    assert harness.call("get_tuple", late, saver=reader) is None
+    _close(harness, writer, deleter)

@@ -1525,11 +1525,17 @@ class CoreSaver(BaseCheckpointSaver[str]):
         """
         pk = {"S": self._pk(thread_id)}
         now = int(clock.now())
-        fresh = {r for rs in roots.values() for r in rs} | {schema.ORPHAN_ROOT}
+        dead_here = {r for rs in roots.values() for r in rs}
+        fresh = dead_here | {schema.ORPHAN_ROOT}
         calls: list[Call] = []
         for ns, rs in roots.items():
             if not rs:
                 continue
+            # Every tombstone lists the roots deleted in the whole thread, not
+            # only its namespace's: a subgraph that a late run starts in this
+            # namespace inherits an enclosing graph's (deleted) root, and the
+            # latest read of this namespace only sees this tombstone.
+            rs = dead_here
             calls.append(
                 ddb(
                     "update_item",

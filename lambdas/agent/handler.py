@@ -51,9 +51,10 @@ attempt crashed after the graph finished but before the result was recorded
 rebuilds the answer from the stored state (200, ``recovered: true``) instead of
 running the graph again.
 
-Configuration (environment): ``TABLE_NAME`` (required), ``BUCKET_NAME``,
-``S3_KEY_PREFIX``, ``THREAD_TTL_SECONDS``, ``TRACK_THREADS`` (the store
-environment of the CDK construct), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
+Configuration (environment): the store's ``LANGGRAPH_DYNAMODB_*`` variables
+(``_TABLE`` required, ``_BUCKET``, ``_S3_KEY_PREFIX``, ``_TTL_SECONDS``,
+``_TRACK_THREADS``...: the CDK construct's ``saver_environment``, see
+``langgraph.checkpoint.dynamodb.config``), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
 ``LEASE_WAIT_SECONDS`` (default 5: how long a concurrent request waits for
 the thread before answering 409 busy), ``CALLER_CLAIM`` (default ``sub``).
 
@@ -102,8 +103,7 @@ def get_saver() -> DynamoDBSaver:
     """The container's saver: the same one the maintenance Lambdas build.
 
     ``handlers.get_saver`` reads the store environment the CDK construct
-    gives every function (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
-    ``THREAD_TTL_SECONDS``, ``TRACK_THREADS``), so this agent and the
+    gives every function (the ``LANGGRAPH_DYNAMODB_*`` variables), so this agent and the
     maintenance jobs agree on key prefix, TTL and thread heads.
     """
     return handlers.get_saver()

@@ -1307,16 +1307,24 @@ def cmd_local(ctx: _Ctx) -> int:
             ctx.out("# Ctrl-C stops the server; everything stored in it is lost.")
         ctx.stdout.flush()
 
-        def on_term(signum: int, frame: Any) -> None:
+        def on_signal(signum: int, frame: Any) -> None:
             stop.set()
 
+        # Our own SIGINT handler too, not Python's KeyboardInterrupt: a process
+        # started in the background by a non-interactive shell inherits SIGINT
+        # as ignored, and Python then never raises KeyboardInterrupt.
+        previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_term)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, on_signal)
         try:
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:
             pass
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         _EXIT_AT_ONCE.set()
         return EXIT_OK
     finally:

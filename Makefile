@@ -6,11 +6,19 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-fast lint format bench synth deploy-local soak clean
 
+# pipefail: the install below is piped through a filter, and a failed pip must still stop make.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
+# The first `make demo`/`make test` installs for about two minutes: say so, and show each package as
+# pip collects it (one line each) rather than stay silent.
 $(STAMP): pyproject.toml
+	@echo "==> setting up $(VENV): the library with its dev tools (first run only, about 2 minutes)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install --progress-bar off -e ".[dev]" | awk '/^(Collecting|Successfully installed)/ { print substr($$0, 1, 100); fflush() }'
 	touch $(STAMP)
+	@echo "==> $(VENV) ready"
 
 setup: $(STAMP)  ## create .venv with the library and the dev tools
 

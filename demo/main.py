@@ -93,6 +93,15 @@ def _child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+NEXT_STEPS = """
+Explore a store yourself: in one shell, start a local endpoint that stays up
+    .venv/bin/langgraph-dynamodb local
+and in another, export the variables it prints, then run the Quick start (README) and
+    .venv/bin/langgraph-dynamodb threads
+    .venv/bin/langgraph-dynamodb stats
+"""
+
+
 def main() -> int:
     """Run every stage; returns the process exit code."""
     from langgraph.checkpoint.dynamodb.local import LocalAWS
@@ -118,6 +127,8 @@ def main() -> int:
         finally:
             saver.close()
     print(f"\ndemo finished in {n.elapsed():.1f}s")
+    # The demo's endpoint is gone now: point at one that stays up instead.
+    print(NEXT_STEPS)
     return 0
 
 
@@ -282,7 +293,7 @@ def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file:
             f"""
             The tester's fixture ({len(final_b.values["fixtures"]):,} bytes) exceeds the 64 KiB item budget
             even compressed, so it lives in S3 once per version; checkpoints reference it.
-            Same view from a shell: langgraph-dynamodb stats --table {TABLE} --bucket {BUCKET}"""
+            (This local endpoint stops with the demo.)"""
         ).strip()
     )
 

@@ -120,3 +120,19 @@ def test_runs_quickly(demo_output: tuple[str, float]) -> None:
     m = re.search(r"demo finished in ([\d.]+)s", out)
     assert m
     assert took < 60, f"the demo took {took:.1f}s"
+
+
+def test_closing_hint_points_at_an_endpoint_that_stays_up(demo_output: tuple[str, float]) -> None:
+    """The demo's own endpoint dies with it: the last words must not send the user there."""
+    out, _ = demo_output
+    tail = out.split("demo finished in", 1)[1]
+    assert "127.0.0.1" not in tail and "--table" not in tail
+    from langgraph.checkpoint.dynamodb.cli import build_parser
+
+    commands = re.findall(r"langgraph-dynamodb (\w+)", tail)
+    assert commands and commands[0] == "local"
+    parser = build_parser()
+    for command in commands:  # every command the hint names exists
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([command, "--help"])
+        assert exit_info.value.code == 0

@@ -15,12 +15,14 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import clock
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
+from langgraph.checkpoint.dynamodb.lambdas import metrics
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = ["StoreConfig", "deadline_from_context", "get_saver", "log_event", "reset_saver"]
@@ -116,8 +118,45 @@ def deadline_from_context(context: Any, *, budget: float | None = None) -> float
 
 
 def log_event(job: str, **fields: Any) -> dict[str, Any]:
-    """One structured JSON log line (CloudWatch Logs Insights can query it)."""
+    """One structured JSON log line, with the job's CloudWatch metrics embedded in it.
+
+    The line printed on stdout (which Lambda sends to the function's log
+    group as is) is the record plus, for a maintenance job, an embedded
+    metric format directive (``lambdas.metrics``): CloudWatch Logs extracts
+    the job's counts as metrics in ``LANGGRAPH_DYNAMODB_METRICS_NAMESPACE``
+    (default ``LangGraph/Checkpoints``; empty: none), dimensioned by job and
+    function name. The ``logging`` record carries no directive, so a log
+    handler that forwards raw messages cannot count the metrics twice.
+
+    Args:
+        job: The job's name (``pruner``, ``reaper``, ``orphan_sweeper``: the
+            keys of ``lambdas.metrics.JOB_METRICS``; other names log without metrics).
+        **fields: The record, typically ``report.to_dict()``.
+
+    Returns:
+        The record without the metrics (the handler's return value).
+
+    Example:
+        >>> log_event("pruner", threads_pruned=2, errors=[])  # doctest: +SKIP
+        {'job': 'pruner', 'threads_pruned': 2, 'errors': []}
+    """
     record = {"job": job, **fields}
-    logger.info(json.dumps(record, default=str, sort_keys=True))
-    print(json.dumps(record, default=str, sort_keys=True))
+    line = json.dumps(record, default=str, sort_keys=True)
+    logger.info(line)
+    emf: dict[str, Any] = {}
+    try:
+        namespace = metrics.metrics_namespace()
+    except ValueError as exc:
+        # The job's work is done: a bad setting must not fail (and so retry) it.
+        logger.warning("no embedded metrics: %s", exc)
+        namespace = None
+    if namespace is not None:
+        emf = metrics.embedded_metrics(
+            job,
+            record,
+            namespace=namespace,
+            timestamp_ms=int(time.time() * 1000),
+            function_name=os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
+        )
+    print(json.dumps({**record, **emf}, default=str, sort_keys=True) if emf else line)
     return record

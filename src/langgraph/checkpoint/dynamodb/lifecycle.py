@@ -103,6 +103,11 @@ class SweepReport:
     s3_objects_scanned: int = 0
     s3_objects_deleted: int = 0
     bytes_freed: int = 0
+    #: Threads that kept their latest checkpoints and lost older ones (a
+    #: whole-thread delete counts in ``threads_deleted`` instead).
+    threads_pruned: int = 0
+    #: Values a deleted checkpoint held for kept ones, moved out of it first.
+    values_rehomed: int = 0
     pages: int = 0
     complete: bool = False  # reached the end of the table / bucket this run
     errors: list[str] = field(default_factory=list)
@@ -113,6 +118,10 @@ class SweepReport:
         self.blobs_deleted += res.blobs_deleted
         self.s3_objects_deleted += res.s3_objects_deleted
         self.bytes_freed += res.bytes_freed
+        self.values_rehomed += res.values_rehomed
+        # A prune keeps at least the latest checkpoint; a delete or a reap keeps none.
+        if res.checkpoints_deleted and res.checkpoints_kept:
+            self.threads_pruned += 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

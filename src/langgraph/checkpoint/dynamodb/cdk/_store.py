@@ -40,8 +40,14 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
     library_requirements,
     pip_platform,
 )
+from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID, create_dashboard
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
+from langgraph.checkpoint.dynamodb.lambdas.metrics import (
+    DEFAULT_NAMESPACE,
+    ENV_METRICS_NAMESPACE,
+    metrics_namespace,
+)
 
 __all__ = [
     "CURSOR_ACTIONS",
@@ -266,6 +272,9 @@ class CheckpointStore(Construct):
     * CloudWatch alarms (Lambda errors and throttles, DLQ depth, table
       throttles and system errors, reaper iterator age), wired to an SNS topic
       when one is given (otherwise they exist with no action);
+    * a CloudWatch dashboard (``dashboard=True``): table, bucket, functions
+      and the jobs' own counts, which the handlers print as embedded metrics;
+      the bucket's request metrics configuration, filtered to the key prefix;
     * least-privilege grants: :meth:`grant_read_write`, :meth:`grant_read`,
       :meth:`grant_tenant_read_write`.
 
@@ -345,6 +354,20 @@ class CheckpointStore(Construct):
         alarm_topic: SNS topic for alarm and OK notifications. Without one the
             alarms exist with no action: they show in the CloudWatch console,
             and ``store.alarms`` lets an app add actions later.
+        dashboard: Create the store's CloudWatch dashboard (:attr:`dashboard`).
+            On by default: a dashboard costs $3 a month beyond the account's
+            three free ones (see docs/infrastructure.md for every cost).
+        dashboard_name: Its physical name (default: generated).
+        bucket_request_metrics: Add a request metrics configuration to the
+            bucket, filtered to ``s3_key_prefix`` (id ``BUCKET_METRICS_ID``),
+            for the dashboard's bucket requests and bytes. ``None``: follow
+            ``dashboard``. S3 request metrics are billed as CloudWatch custom
+            metrics (up to 16, $0.30 each a month, prorated by the hours they
+            report: at most about $4.80 a month, less when the bucket idles).
+        metrics_namespace: ``LANGGRAPH_DYNAMODB_METRICS_NAMESPACE`` of the
+            maintenance functions: the namespace of the counts their handlers
+            print as embedded metrics (``lambdas.metrics.JOB_METRICS``), and
+            of the dashboard's jobs row. ``None`` or ``""``: no job metrics.
 
     Example:
         >>> from aws_cdk import App, Stack, aws_lambda as lambda_
@@ -393,6 +416,10 @@ class CheckpointStore(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         reserved_concurrency: int | None = 1,
         alarm_topic: sns.ITopic | None = None,
+        dashboard: bool = True,
+        dashboard_name: str | None = None,
+        bucket_request_metrics: bool | None = None,
+        metrics_namespace: str | None = DEFAULT_NAMESPACE,
     ) -> None:
         super().__init__(scope, id)
         # Deliver server access logs via a bucket policy for the logging
@@ -408,6 +435,11 @@ class CheckpointStore(Construct):
             raise ValueError("prune_idle_days must be > 0 (None disables idle deletion)")
         if reserved_concurrency is not None and reserved_concurrency < 1:
             raise ValueError("reserved_concurrency must be >= 1 (None reserves nothing)")
+        #: Namespace of the jobs' embedded metrics (``None``: the jobs emit none).
+        #: Validated as the handlers read it, so a bad one fails the synth.
+        self.metrics_namespace: str | None = _validated_namespace(metrics_namespace)
+        if bucket_request_metrics is None:
+            bucket_request_metrics = dashboard
         self.s3_key_prefix = s3_key_prefix
         self.kms_key = kms_key
         self.removal_policy = removal_policy
@@ -439,8 +471,13 @@ class CheckpointStore(Construct):
         self.bucket: s3.Bucket | None = None
         if bucket:
             self.access_log_bucket, self.bucket = self._create_buckets(
-                bucket_name, versioned, noncurrent_version_expiration, access_log_retention
+                bucket_name,
+                versioned,
+                noncurrent_version_expiration,
+                access_log_retention,
+                request_metrics=bucket_request_metrics,
             )
+        self.bucket_request_metrics = self.bucket is not None and bucket_request_metrics
 
         #: Environment a saver needs to reach this store, in the package's one
         #: set of names (``langgraph.checkpoint.dynamodb.config``), read by
@@ -472,6 +509,9 @@ class CheckpointStore(Construct):
             )
             common: dict[str, Any] = {
                 "code": code,
+                # Explicit even for the default, so that the dashboard and the
+                # handlers read one value ("" turns the metrics off).
+                "metrics_environment": {ENV_METRICS_NAMESPACE: self.metrics_namespace or ""},
                 "runtime": runtime,
                 "architecture": architecture,
                 "log_retention": log_retention,
@@ -522,6 +562,24 @@ class CheckpointStore(Construct):
                     orphan_sweep_schedule or events.Schedule.rate(Duration.days(1)),
                 )
         self._table_alarms()
+        #: The store's CloudWatch dashboard (``None`` with ``dashboard=False``);
+        #: add widgets of your own with ``store.dashboard.add_widgets(...)``.
+        self.dashboard: cloudwatch.Dashboard | None = None
+        if dashboard:
+            self.dashboard = create_dashboard(
+                self,
+                "Dashboard",
+                table_name=self.table_name,
+                bucket_name=self.bucket.bucket_name if self.bucket is not None else None,
+                bucket_request_metrics=self.bucket_request_metrics,
+                functions=self.functions,
+                dlqs=self.dlqs,
+                namespace=self.metrics_namespace,
+                dashboard_name=dashboard_name,
+            )
+            # Not stateful, but pinned like the rest: a refactor of the tree
+            # must not replace it (and drop widgets added in the console).
+            self._pin(self.dashboard.node.default_child, "Dashboard")
 
     # ------------------------------------------------------------------ table
 
@@ -573,6 +631,8 @@ class CheckpointStore(Construct):
         versioned: bool,
         noncurrent_version_expiration: Duration | None,
         access_log_retention: Duration | None,
+        *,
+        request_metrics: bool,
     ) -> tuple[s3.Bucket, s3.Bucket]:
         log_bucket = s3.Bucket(
             self,
@@ -632,6 +692,11 @@ class CheckpointStore(Construct):
             server_access_logs_bucket=log_bucket,
             server_access_logs_prefix="checkpoint-bucket/",
             lifecycle_rules=lifecycle,
+            # Request metrics (1-minute, billed as custom metrics) only for the
+            # checkpoint prefix: the savers' traffic, not other users of the bucket.
+            metrics=[s3.BucketMetrics(id=BUCKET_METRICS_ID, prefix=self.s3_key_prefix)]
+            if request_metrics
+            else None,
         )
         self._pin(bucket.node.default_child, "Bucket")
         return log_bucket, bucket
@@ -678,6 +743,7 @@ class CheckpointStore(Construct):
         timeout: Duration,
         memory_size: int,
         environment: Mapping[str, str],
+        metrics_environment: Mapping[str, str],
         async_invoked: bool = True,
     ) -> lambda_.Function:
         dlq = self._dead_letter_queue(name, construct_id)
@@ -697,7 +763,7 @@ class CheckpointStore(Construct):
             # Logs name thread ids and S3 keys: same key as the data they describe.
             encryption_key=self.logs_key(),
         )
-        env = {**self.saver_environment, **environment}
+        env = {**self.saver_environment, **metrics_environment, **environment}
         fn = lambda_.Function(
             self,
             construct_id,
@@ -1183,6 +1249,11 @@ class CheckpointStore(Construct):
             >>> store.grant_tenant_read_write(acme_role, "acme-")  # doctest: +SKIP
         """
         return self._grant(grantee, self.tenant_read_write_statements(tenant_prefix))
+
+
+def _validated_namespace(namespace: str | None) -> str | None:
+    """``metrics_namespace`` as the handlers will read it: ``None`` when empty, ``ValueError`` when invalid."""
+    return metrics_namespace({ENV_METRICS_NAMESPACE: namespace or ""})
 
 
 def _optional_env(**values: float | None) -> dict[str, str]:

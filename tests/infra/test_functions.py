@@ -28,6 +28,8 @@ def test_handlers_runtime_and_environment(reference) -> None:
         "LANGGRAPH_DYNAMODB_TABLE": {"Ref": "CheckpointStoreTable"},
         "LANGGRAPH_DYNAMODB_BUCKET": {"Ref": "CheckpointStoreBucket"},
         "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": "checkpoints/",
+        # The jobs' embedded metrics (the dashboard reads the same namespace).
+        "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE": "LangGraph/Checkpoints",
     }
     expected_env = {
         "Pruner": {**common, "PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30", "TIME_BUDGET_SECONDS": "270"},
@@ -60,9 +62,11 @@ def test_custom_settings_reach_the_environment(custom) -> None:
         "LANGGRAPH_DYNAMODB_TTL_SECONDS": str(7 * 86400),
         "LANGGRAPH_DYNAMODB_TRACK_THREADS": "1",
     }
+    metrics_env = {"LANGGRAPH_DYNAMODB_METRICS_NAMESPACE": "LangGraph/Checkpoints"}
     _, pruner = _fn(custom, "Custom", "Pruner", "Store")
     assert pruner["Properties"]["Environment"]["Variables"] == {
         **saver_env,
+        **metrics_env,
         "PRUNE_KEEP_LAST": "3",
         "PRUNE_IDLE_DAYS": "7",
         "PRUNE_PAGE_SIZE": "50",
@@ -71,11 +75,12 @@ def test_custom_settings_reach_the_environment(custom) -> None:
     _, sweeper = _fn(custom, "Custom", "OrphanSweeper", "Store")
     assert sweeper["Properties"]["Environment"]["Variables"] == {
         **saver_env,
+        **metrics_env,
         "ORPHAN_GRACE_HOURS": "48",
         "TIME_BUDGET_SECONDS": "840",
     }
     _, reaper = _fn(custom, "Custom", "Reaper", "Store")
-    assert reaper["Properties"]["Environment"]["Variables"] == saver_env
+    assert reaper["Properties"]["Environment"]["Variables"] == {**saver_env, **metrics_env}
     # The same environment is offered to agents.
     stack = custom.stacks["Custom"]
     assert stack.resolve(custom.stores["Custom"].saver_environment) == saver_env

@@ -104,14 +104,20 @@ def _metrics(doc: dict[str, Any]) -> dict[str, tuple[Any, str]]:
 
 
 @pytest.fixture
-def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def store(
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, str]]:
     """A fresh table and bucket, the handlers' environment, and a clean saver cache."""
     with DynamoDBSaver(**names) as saver:
         saver.setup()
     monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
     monkeypatch.setenv("LANGGRAPH_DYNAMODB_BUCKET", names["bucket_name"])
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", FUNCTION)
-    for var in ("LANGGRAPH_DYNAMODB_METRICS_NAMESPACE", "LANGGRAPH_DYNAMODB_TTL_SECONDS", "TIME_BUDGET_SECONDS"):
+    for var in (
+        "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE",
+        "LANGGRAPH_DYNAMODB_TTL_SECONDS",
+        "TIME_BUDGET_SECONDS",
+    ):
         monkeypatch.delenv(var, raising=False)
     handlers.reset_saver()
     yield names
@@ -153,7 +159,10 @@ def _poison(table: str, thread: str, checkpoint_id: str) -> None:
     """Make a checkpoint its own parent with a delta to rebuild: the prune of its thread must fail."""
     boto3.client("dynamodb").update_item(
         TableName=table,
-        Key={ATTR.PK: {"S": schema.partition_key(thread)}, ATTR.SK: {"S": schema.checkpoint_sk("", checkpoint_id)}},
+        Key={
+            ATTR.PK: {"S": schema.partition_key(thread)},
+            ATTR.SK: {"S": schema.checkpoint_sk("", checkpoint_id)},
+        },
         UpdateExpression="SET #p = :p, #dn = :dn",
         ExpressionAttributeNames={"#p": ATTR.PARENT_ID, "#dn": ATTR.DELTA_NEEDS},
         ExpressionAttributeValues={":p": {"S": checkpoint_id}, ":dn": {"SS": ["messages"]}},
@@ -270,7 +279,9 @@ def test_orphan_sweeper_emits_its_counts(
     out = orphan_sweeper.handler({"source": "aws.events"}, None)
 
     (doc,) = _emf_lines(capsys.readouterr().out)
-    assert out["s3_objects_scanned"] == 4 and out["s3_objects_deleted"] == 3 and out["bytes_freed"] == 4 + 8 + 12
+    assert (
+        out["s3_objects_scanned"] == 4 and out["s3_objects_deleted"] == 3 and out["bytes_freed"] == 4 + 8 + 12
+    )
     assert _metrics(doc) == {
         "ThreadsScanned": (1, "Count"),
         "ObjectsScanned": (4, "Count"),
@@ -280,7 +291,9 @@ def test_orphan_sweeper_emits_its_counts(
     }
 
 
-def test_namespace_setting_and_switch_off(store: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+def test_namespace_setting_and_switch_off(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     monkeypatch.setenv("LANGGRAPH_DYNAMODB_METRICS_NAMESPACE", "Acme/Agents")
     orphan_sweeper.handler({}, None)
     (doc,) = _emf_lines(capsys.readouterr().out)
@@ -316,9 +329,7 @@ def test_outside_lambda_the_job_is_the_only_dimension(
     assert "FunctionName" not in doc
 
 
-def test_the_logging_record_carries_no_directive(
-    store: dict[str, str], capsys: Any, caplog: Any
-) -> None:
+def test_the_logging_record_carries_no_directive(store: dict[str, str], capsys: Any, caplog: Any) -> None:
     """A handler forwarding raw log messages must not make CloudWatch count the run twice."""
     with caplog.at_level(logging.INFO, logger="langgraph.checkpoint.dynamodb"):
         out = orphan_sweeper.handler({}, None)

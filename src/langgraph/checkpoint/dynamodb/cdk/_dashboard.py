@@ -123,8 +123,7 @@ def _table_row(table_name: str) -> list[cloudwatch.IWidget]:
         _ddb(table_name, "SystemErrors", operation=op, label=f"SystemErrors {op}") for op in TABLE_OPERATIONS
     ]
     capacity = [
-        _ddb(table_name, f"Consumed{kind}CapacityUnits", label=f"{kind} units")
-        for kind in ("Read", "Write")
+        _ddb(table_name, f"Consumed{kind}CapacityUnits", label=f"{kind} units") for kind in ("Read", "Write")
     ] + [
         _ddb(table_name, f"Consumed{kind}CapacityUnits", index=ix, label=f"{kind} units {ix}")
         for ix in indexes
@@ -169,7 +168,10 @@ def _bucket_row(bucket_name: str, request_metrics: bool) -> list[cloudwatch.IWid
         widgets += [
             _graph(
                 "Bucket requests (checkpoint prefix)",
-                [s3m(m) for m in ("AllRequests", "GetRequests", "PutRequests", "DeleteRequests", "ListRequests")],
+                [
+                    s3m(m)
+                    for m in ("AllRequests", "GetRequests", "PutRequests", "DeleteRequests", "ListRequests")
+                ],
                 left_label="requests / 5 min",
             ),
             _graph(
@@ -212,9 +214,7 @@ def _function_rows(
     first: list[cloudwatch.IWidget] = [
         _graph("Invocations", each("Invocations"), left_label="invocations / 5 min"),
         _graph("Errors", each("Errors"), left_label="errors / 5 min"),
-        _graph(
-            "Duration (maximum)", each("Duration", "Maximum"), left_label="ms"
-        ),
+        _graph("Duration (maximum)", each("Duration", "Maximum"), left_label="ms"),
         _graph("Throttles", each("Throttles"), left_label="throttles / 5 min"),
     ]
     second: list[cloudwatch.IWidget] = []
@@ -235,7 +235,11 @@ def _function_rows(
         second.append(
             _graph(
                 "Reaper iterator age (maximum)",
-                [functions["reaper"].metric("IteratorAge", statistic="Maximum", period=_PERIOD, label="reaper")],
+                [
+                    functions["reaper"].metric(
+                        "IteratorAge", statistic="Maximum", period=_PERIOD, label="reaper"
+                    )
+                ],
                 left_label="ms",
             )
         )
@@ -326,8 +330,6 @@ def create_dashboard(
         for row in _function_rows(functions, dlqs):
             dashboard.add_widgets(*row)
         if namespace is not None:
-            dashboard.add_widgets(
-                _header(f"## Maintenance jobs (embedded metrics, namespace `{namespace}`)")
-            )
+            dashboard.add_widgets(_header(f"## Maintenance jobs (embedded metrics, namespace `{namespace}`)"))
             dashboard.add_widgets(*_job_row(functions, namespace))
     return dashboard

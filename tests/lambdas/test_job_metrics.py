@@ -387,3 +387,23 @@ def test_the_validator_refuses_broken_documents() -> None:
             validate_emf(json.dumps(doc))
     with pytest.raises(ValueError):
         validate_emf("[INFO] " + json.dumps(good))  # a prefixed line is no EMF
+
+
+@pytest.mark.parametrize("size", [300, 20_000])
+def test_a_flood_of_errors_keeps_the_line_whole(store: dict[str, str], capsys: Any, size: int) -> None:
+    """Stored data can make every thread of a page fail; the metrics of that run must still arrive.
+
+    A CloudWatch Logs event holds 256 KB: a longer line is split and is no JSON
+    document anymore. The error list is cut instead; its count stays exact.
+    """
+    errors = [f"thread 't-{n}': CorruptPayloadError: {'x' * size}" for n in range(2_000)]
+    out = handlers.log_event("pruner", threads_scanned=2_000, errors=errors)
+    assert out["errors"] == errors  # the handler's return value is untouched
+    (line,) = capsys.readouterr().out.splitlines()
+    assert len(line.encode()) <= 200_000
+    doc = validate_emf(line)
+    assert _metrics(doc)["Errors"] == (2_000, "Count") and doc["ThreadsScanned"] == 2_000
+    if size == 300:
+        assert doc["errors"] == errors[:20] and doc["errors_omitted"] == 1_980
+    else:  # even 20 messages are too long: the metrics and the job alone
+        assert doc["truncated"] is True and "errors" not in doc and doc["job"] == "pruner"

@@ -158,5 +158,30 @@ def log_event(job: str, **fields: Any) -> dict[str, Any]:
             timestamp_ms=int(time.time() * 1000),
             function_name=os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
         )
-    print(json.dumps({**record, **emf}, default=str, sort_keys=True) if emf else line)
+    if emf:
+        line = _fit(record, emf)
+    print(line)
     return record
+
+
+#: Largest line printed with metrics. A CloudWatch Logs event holds 256 KB;
+#: a longer line is split, and then neither half is JSON: the metrics of the
+#: very run that had the most errors would be lost.
+MAX_EMF_LINE_BYTES = 200_000
+#: Error messages kept in a line that had to be shortened.
+_KEPT_ERRORS = 20
+
+
+def _fit(record: Mapping[str, Any], emf: Mapping[str, Any]) -> str:
+    """The EMF line; if too long, with the error list cut (its count stays exact in ``Errors``)."""
+    line = json.dumps({**record, **emf}, default=str, sort_keys=True)
+    if len(line.encode()) <= MAX_EMF_LINE_BYTES:
+        return line
+    errors = record.get("errors")
+    if isinstance(errors, list) and len(errors) > _KEPT_ERRORS:
+        shortened = {**record, "errors": errors[:_KEPT_ERRORS], "errors_omitted": len(errors) - _KEPT_ERRORS}
+        line = json.dumps({**shortened, **emf}, default=str, sort_keys=True)
+        if len(line.encode()) <= MAX_EMF_LINE_BYTES:
+            return line
+    # Still too long (huge messages or fields): the metrics and the job alone.
+    return json.dumps({"job": record.get("job"), "truncated": True, **emf}, default=str, sort_keys=True)

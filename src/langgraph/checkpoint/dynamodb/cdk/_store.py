@@ -577,9 +577,12 @@ class CheckpointStore(Construct):
                 namespace=self.metrics_namespace,
                 dashboard_name=dashboard_name,
             )
-            # Not stateful, but pinned like the rest: a refactor of the tree
-            # must not replace it (and drop widgets added in the console).
-            self._pin(self.dashboard.node.default_child, "Dashboard")
+            # Not stateful (so not in ``logical_ids``), but pinned like the
+            # rest: a refactor of the tree must not replace it and drop widgets
+            # someone added in the console.
+            cfn_dashboard = self.dashboard.node.default_child
+            assert isinstance(cfn_dashboard, cloudwatch.CfnDashboard)
+            cfn_dashboard.override_logical_id(f"{self.node.id}Dashboard")
 
     # ------------------------------------------------------------------ table
 

@@ -17,6 +17,7 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
     bundle_python_lambda,
     library_requirements,
 )
+from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._store import (
     CURSOR_ACTIONS,
@@ -42,6 +43,7 @@ from langgraph.checkpoint.dynamodb.cdk._store import (
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
+    "BUCKET_METRICS_ID",
     "CURSOR_ACTIONS",
     "DYNAMODB_MAINTENANCE_ACTIONS",
     "DYNAMODB_READ_ACTIONS",

@@ -13,4 +13,7 @@ them from an installed wheel: its Lambda asset is this library plus its
 runtime wheels, nothing from a repository checkout. Each reads the store's
 environment (``langgraph.checkpoint.dynamodb.config``) through
 ``handlers.get_saver()`` and stays thin: the work is the saver's.
+
+``metrics`` names the counts each job prints as CloudWatch embedded metrics
+(``handlers.log_event``), which the construct's dashboard graphs.
 """

@@ -1323,8 +1323,8 @@ def cmd_local(ctx: _Ctx) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            for number, handler in previous.items():
+                signal.signal(number, handler)
         _EXIT_AT_ONCE.set()
         return EXIT_OK
     finally:

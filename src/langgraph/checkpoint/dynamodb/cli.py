@@ -34,6 +34,7 @@ import binascii
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -1622,6 +1623,10 @@ def _paint(text: str, style: str) -> str:
     return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
 
 
+def _paint_match(match: re.Match[str], style: str) -> str:
+    return _paint(match.group(0), style)
+
+
 @dataclasses.dataclass
 class _Ctx:
     args: argparse.Namespace
@@ -1661,7 +1666,7 @@ class _Ctx:
         if not self.color:
             return text
         for pattern, style in _LABEL_COLORS:
-            text = pattern.sub(lambda m, s=style: _paint(m.group(0), s), text)
+            text = pattern.sub(functools.partial(_paint_match, style=style), text)
         return text
 
     def emit(self, obj: Any) -> None:
@@ -1923,8 +1928,8 @@ def cmd_local(ctx: _Ctx) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            for restored, handler in previous.items():
+                signal.signal(restored, handler)
         _EXIT_AT_ONCE.set()
         return EXIT_OK
     finally:
@@ -2234,10 +2239,10 @@ def cmd_prune(ctx: _Ctx) -> int:
         # One thread per call, so the line can count threads; the results add up.
         for i, thread in enumerate(args.threads):
             progress.update(f"{i}/{len(args.threads)} thread(s), now {shell_quote(thread)}", force=i == 0)
-            if args.keep_last is not None:
-                one = _saver_call("prune", lambda t=thread: saver.prune([t], keep_last=args.keep_last))
-            else:
-                one = _saver_call("prune", lambda t=thread: saver.prune([t], strategy=args.strategy))
+            how: dict[str, Any] = (
+                {"keep_last": args.keep_last} if args.keep_last is not None else {"strategy": args.strategy}
+            )
+            one = _saver_call("prune", functools.partial(saver.prune, [thread], **how))
             result = one if result is None else _add_results(result, one)
         progress.update(f"{len(args.threads)}/{len(args.threads)} thread(s)", force=True)
     rows = [

@@ -289,6 +289,10 @@ def test_resumed_interrupt_reads_resumed(store: dict[str, Any]) -> None:
     assert [t["status"] for t in pm] == ["resumed"]
     code, out, _ = run(*conn(store), "history", store["done"])
     assert code == 0 and "pm (resumed)" in out and "(interrupted)" not in out
+    step0 = next(r for r in rows if any(t["name"] == "pm" for t in r["next"]))
+    code, out, _ = run(*conn(store), "show", store["done"], step0["checkpoint_id"])
+    assert code == 0 and 'interrupt   (answered) {"question": "Which format?"}' in out
+    assert "next        pm (resumed)" in out
     waiting = run_json(*conn(store), "history", store["waiting"])["checkpoints"]
     assert [t["status"] for r in waiting for t in r["next"] if t["name"] == "pm"] == ["interrupted"]
 

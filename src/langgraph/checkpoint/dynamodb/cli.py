@@ -1495,8 +1495,8 @@ def shell_quote(text: str) -> str:
     with escapes, so nothing invisible is lost on the way.
 
     Example:
-        >>> shell_quote("t 1"), shell_quote(" t1 "), shell_quote("a'b"), shell_quote("a\\tb")
-        ("'t 1'", "' t1 '", "'a'\\"'\\"'b'", "$'a\\\\tb'")
+        >>> print(shell_quote(" t1 "), shell_quote("a'b"), shell_quote("a\\tb"))
+        ' t1 ' 'a'"'"'b' $'a\\tb'
     """
     if all(_visible(ch) for ch in text):
         return "'" + text.replace("'", "'\"'\"'") + "'"
@@ -2101,8 +2101,14 @@ def cmd_show(ctx: _Ctx) -> int:
     ctx.out(ctx.labels(f"next        {_fmt_next(info['next'])}"))
     if "bytes" in info:
         ctx.out(f"size        {_human_bytes(info['bytes'])}")
-    for intr in info["interrupts"]:
-        ctx.out(f"interrupt   {short(intr, 200)}")
+    statuses = _task_statuses(tup.pending_writes or [])
+    for tid, ch, val in tup.pending_writes or []:
+        if ch != _INTERRUPT:
+            continue
+        # An answered interrupt stays among the pending writes: say it was answered.
+        answered = "(answered) " if statuses.get(tid) == "resumed" else ""
+        for v in _as_list(val):
+            ctx.out(ctx.labels(f"interrupt   {answered}{short(jsonable(getattr(v, 'value', v)), 200)}"))
     ctx.out("")
     ctx.out(f"values ({len(shown)} channel(s)):")
     width = 10**9 if args.full else args.width

@@ -514,3 +514,26 @@ def test_task_status_after_resume_unit() -> None:
     ):
         assert cli._task_statuses(writes)[tid] == status
     assert schema.ORPHAN_ROOT  # the mark missing_parent_reason relies on
+
+
+def test_stored_text_cannot_drive_the_terminal(
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids and values with escape sequences (an LLM's output, a hostile id) are shown escaped."""
+    hostile = "\x1b]0;pwned\x07\x1b[2J"
+    with DynamoDBSaver(**names) as saver:
+        saver.setup()
+        build_graph(saver).invoke(
+            {"request": f"clear{hostile}"}, {"configurable": {"thread_id": f"t{hostile}"}}, durability="sync"
+        )
+    monkeypatch.setenv("NO_COLOR", "1")  # any escape in the output would be the stored one
+    base = ["--table", names["table_name"], "--bucket", names["bucket_name"]]
+    tid = f"t{hostile}"
+    for argv in (["threads"], ["history", tid], ["show", tid], ["show", tid, "--full"], ["stats"]):
+        code, out, err = run_tty(*base, *argv)
+        assert code == 0, err
+        assert "\x1b" not in out and "\x07" not in out, argv
+    code, out, _ = run_tty(*base, "show", tid, "--channel", "request")
+    assert out == "clear\\x1b]0;pwned\\x07\\x1b[2J\n"
+    code, out, _ = run(*base, "show", tid, "--channel", "request")  # a pipe gets the exact value
+    assert out == f"clear{hostile}\n"

@@ -1479,7 +1479,16 @@ def _cell(value: Any, max_width: int) -> str:
         text = f"{value:,}"
     else:
         text = str(value)
-    return _fit(" ".join(text.split()), max_width)
+    return _fit(_escape_controls(" ".join(text.split())), max_width)
+
+
+def _escape_controls(text: str, keep: str = "") -> str:
+    """Control characters as visible escapes (``\\x1b``): stored text must not drive the terminal."""
+    if text.isprintable() or all(ch in keep or unicodedata.category(ch) != "Cc" for ch in text):
+        return text
+    return "".join(
+        ch if ch in keep or unicodedata.category(ch) != "Cc" else f"\\x{ord(ch):02x}" for ch in text
+    )
 
 
 # Characters a shell word may hold unquoted: letters and digits of any script
@@ -1671,6 +1680,13 @@ class _Ctx:
 
     def emit(self, obj: Any) -> None:
         self._write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+
+    def safe(self, text: str) -> str:
+        """A stored text to print whole: on a terminal, its control characters (an escape
+        sequence in an LLM's output, say) are shown escaped instead of obeyed; in a pipe,
+        the exact text."""
+        isatty = getattr(self.stdout, "isatty", None)
+        return _escape_controls(text, keep="\n\t") if isatty and isatty() else text
 
     def note(self, text: str) -> None:
         self.stderr.write(text + "\n")
@@ -2046,7 +2062,9 @@ def _show_channel(ctx: _Ctx, tup: Any) -> int:
         )
     else:
         ctx.out(
-            value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+            ctx.safe(value)
+            if isinstance(value, str)
+            else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
         )
     return EXIT_OK
 
@@ -2124,8 +2142,8 @@ def cmd_show(ctx: _Ctx) -> int:
         rows.append({"name": name, "type": _type_label(value), "value": text})
     if args.full:
         for r in rows:
-            ctx.out(f"--- {r['name']} ({r['type']})")
-            ctx.out(r["value"])
+            ctx.out(f"--- {_cell(r['name'], 10**9)} ({r['type']})")
+            ctx.out(ctx.safe(r["value"]))
     else:
         ctx.table(
             render_table(

@@ -2499,11 +2499,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--s3-key-prefix",
         default=sup,
-        help=f"S3 key prefix to print (env {ENV_S3_PREFIX}; default checkpoints/)",
+        help=f"S3 key prefix of the saver it sets up (env {ENV_S3_PREFIX}; default checkpoints/)",
     )
     p.add_argument("--json", action="store_true", default=sup, help="print one JSON line instead")
 
-    p = add("threads", "list threads, most recent activity first", cmd_threads)
+    p = add(
+        "threads",
+        "list threads, most recent activity first (last activity: the thread heads index; "
+        "without thread heads, the newest checkpoint's time)",
+        cmd_threads,
+    )
     p.add_argument("--limit", type=_positive, default=50, help="threads per page (default 50)")
     p.add_argument("--page-token", help="continue from a previous page (it keeps the filters)")
     p.add_argument(

@@ -2182,8 +2182,8 @@ def cmd_diff(ctx: _Ctx) -> int:
     if ctx.json:
         ctx.emit({"thread_id": args.thread, **d})
         return EXIT_OK
-    ctx.out(f"A = {d['a']['checkpoint_id']} (step {d['a']['step']})")
-    ctx.out(f"B = {d['b']['checkpoint_id']} (step {d['b']['step']})")
+    ctx.out(f"A = {display_id(d['a']['checkpoint_id'])} (step {d['a']['step']})")
+    ctx.out(f"B = {display_id(d['b']['checkpoint_id'])} (step {d['b']['step']})")
     if not d["changes"]:
         ctx.out("no channel differences")
         return EXIT_OK

@@ -2583,8 +2583,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
     p = add("stats", "what the table and bucket hold: items, bytes, objects by kind", cmd_stats)
-    p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
     _progress_option(p)
+    p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
     return parser
 
 

@@ -235,8 +235,10 @@ class _Doctor:
         return f"region {r.region}" + (f", endpoint {r.endpoint_url}" if r.endpoint_url else "")
 
     def fatal(self, name: str, exc: BaseException) -> None:
-        """Report an endpoint or credentials failure and stop, or re-raise anything else."""
+        """Report an endpoint or credentials failure and stop; return for anything else."""
+        why = "the credentials failed"
         if isinstance(exc, _UNREACHABLE):
+            why = "the endpoint cannot be reached"
             self.add(
                 name,
                 "FAIL",
@@ -252,6 +254,7 @@ class _Doctor:
                 "set AWS_PROFILE (--profile) or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY",
             )
         elif isinstance(exc, NoRegionError):
+            why = "no region"
             self.add(name, "FAIL", "no AWS region", "pass --region or set AWS_REGION")
         elif isinstance(exc, ClientError) and _code(exc) in _BAD_CREDENTIALS:
             self.add(
@@ -263,7 +266,7 @@ class _Doctor:
             )
         else:
             return
-        self.skip_rest(f"not checked: {name} failed")
+        self.skip_rest(f"not checked: {why}")
         raise _Stop
 
     def skip_rest(self, why: str) -> None:

@@ -54,8 +54,10 @@ import binascii
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import heapq
 import json
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any, Final
@@ -63,6 +65,7 @@ from typing import IO, Any, Final
 import ormsgpack
 from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
 from langgraph.checkpoint.serde import jsonplus
+from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import schema
@@ -126,6 +129,53 @@ class OpaquePayload:
     data: bytes
 
 
+# LangGraph's ext codes that name a Python object as ``(module, name, ...)``, and
+# the one that wraps a nested value (a DeltaChannel snapshot).
+_NAMED_CODES: Final = frozenset(range(jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG, jsonplus.EXT_PYDANTIC_V2 + 1))
+
+
+def _checked_ext(code: int, data: bytes, *, refused: list[str]) -> OpaqueExt:
+    """Keep an ext record opaque, but refuse one naming a standard-library callable.
+
+    A tool moving state cannot judge an application's types (their modules
+    are not loaded here; the application's serializer judges them when it
+    reads). It can judge the standard library's, which is always there: a
+    record naming ``os.system`` or ``subprocess.Popen`` is no state an
+    application writes, so a file carrying one is refused, by the rule the
+    savers' default serializer applies (LangGraph's safe types, or a data
+    class of a loaded module). Nested records are checked the same way.
+    """
+    if code in _NAMED_CODES or code == jsonplus.EXT_DELTA_SNAPSHOT:
+        hook = functools.partial(_checked_ext, refused=refused)
+        try:
+            inner = ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        except ormsgpack.MsgpackDecodeError as exc:
+            refused.append(f"malformed ext record {code}: {exc}")
+            raise
+        if code in _NAMED_CODES:
+            if not (
+                isinstance(inner, (list, tuple))
+                and len(inner) >= 2
+                and all(isinstance(x, str) for x in inner[:2])
+            ):
+                refused.append(f"malformed ext record {code}: no (module, name)")
+                raise ValueError(refused[-1])
+            module, name = inner[0], inner[1]
+            if (
+                module.partition(".")[0] in sys.stdlib_module_names
+                and (module, name) not in SAFE_MSGPACK_TYPES
+            ):
+                # The savers' rule, not a second copy of it.
+                from langgraph.checkpoint.dynamodb.serde import _loaded_data_class
+
+                try:
+                    _loaded_data_class(code, module, name)
+                except ValueError as exc:
+                    refused.append(str(exc))
+                    raise
+    return OpaqueExt(code, data)
+
+
 def _opaque_default(obj: Any) -> Any:
     if isinstance(obj, OpaqueExt):
         return ormsgpack.Ext(obj.code, obj.data)
@@ -141,7 +191,10 @@ class PortableSerializer:
     :class:`OpaqueExt`, and writes it back byte for byte. So a tool can
     export and import the state of any application, without the
     application's modules and without ever importing or calling what a
-    payload names. Legacy ``json`` payloads stay whole (:class:`OpaquePayload`).
+    payload names. One judgement it does make: a record naming a standard
+    library object that is not a data class (``os.system``) is refused, as
+    the savers' default serializer refuses it. Legacy ``json`` payloads
+    stay whole (:class:`OpaquePayload`).
     Ordinary Python values are written as LangGraph's ``JsonPlusSerializer`` does.
 
     The ``langgraph-dynamodb export``/``import`` commands read and write
@@ -177,7 +230,16 @@ class PortableSerializer:
         if type_ == "bytearray":
             return bytearray(raw)
         if type_ == "msgpack":
-            return ormsgpack.unpackb(raw, ext_hook=OpaqueExt, option=ormsgpack.OPT_NON_STR_KEYS)
+            refused: list[str] = []
+            hook = functools.partial(_checked_ext, refused=refused)
+            try:
+                value = ormsgpack.unpackb(raw, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+            except ormsgpack.MsgpackDecodeError:
+                if not refused:
+                    raise
+            if refused:  # ormsgpack replaces an ext_hook's error by "ext_hook failed": say why
+                raise ValueError(refused[0])
+            return value
         if type_ == "json":
             return OpaquePayload(type_, bytes(raw))
         raise ValueError(f"payload type {type_!r} is not portable (only {sorted(PORTABLE_TYPES)})")
@@ -741,11 +803,7 @@ def import_thread(
         for _ in _records(_Reader(src, max_line), serde, limit, plan):
             pass
         target = thread_id or plan.source_thread
-        if next(iter(saver.list({"configurable": {"thread_id": target}}, limit=1)), None) is not None:
-            raise TargetExistsError(
-                f"thread {target!r} already has checkpoints in table {saver.table_name!r}; import under a "
-                "new id (--thread) or delete it first (an import never merges two histories); nothing was written"
-            )
+        _check_target(saver, target)
         src.seek(start)
         progress = _Progress()
         try:
@@ -771,6 +829,30 @@ def import_thread(
 class _Progress:
     started: bool = False  # a write was sent (it may have landed in part)
     written: int = 0  # writes completed
+
+
+def _check_target(saver: Any, thread_id: str) -> None:
+    """Refuse a thread that has checkpoints, or tombstones (a thread deleted under this id).
+
+    Keys only (reading a value could need what this saver lacks). A deleted
+    thread's tombstones hide its lineages for good (a late write must never
+    bring them back), and the same checkpoints written again are exactly
+    such writes: they would be stored and never read.
+    """
+    from langgraph.checkpoint.dynamodb import cli
+
+    kinds = {schema.parse_sk(it[ATTR.SK]["S"])[1] for it in cli._partition(saver, thread_id, projection=True)}
+    if schema.CHECKPOINT_ITEM in kinds:
+        raise TargetExistsError(
+            f"thread {thread_id!r} already has checkpoints in table {saver.table_name!r}; import under a "
+            "new id (--thread) or delete it first (an import never merges two histories); nothing was written"
+        )
+    if schema.TOMBSTONE_ITEM in kinds:
+        raise TargetExistsError(
+            f"thread {thread_id!r} was deleted in table {saver.table_name!r}, and its tombstones hide "
+            "the checkpoints it had if they are written again; import under a new id (--thread); "
+            "nothing was written"
+        )
 
 
 def _write(
@@ -834,5 +916,6 @@ def _undo(saver: Any, thread_id: str, written: int, exc: BaseException) -> Expor
         )
     return ExportError(
         f"import into thread {thread_id!r} failed after {written} write(s) ({what}); "
-        "the partial thread was deleted, nothing is left"
+        "the partial thread was deleted, nothing is left; import again under a new id (--thread): "
+        "the deleted one keeps tombstones that would hide the same checkpoints"
     )

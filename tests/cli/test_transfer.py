@@ -662,7 +662,7 @@ def test_failure_half_way_removes_the_partial_thread(source: dict[str, Any]) -> 
     with make_saver(dst.table_name, dst.bucket_name) as again:
         # The deleted id's tombstones would hide the same checkpoints: refused up front...
         buf.seek(0)
-        with pytest.raises(TargetExistsError, match="was deleted.*import under a new id"):
+        with pytest.raises(TargetExistsError, match=r"was deleted.*import under a new id"):
             import_thread(again, buf, thread_id="victim")
         # ...and a new id takes the whole thread.
         buf.seek(0)
@@ -706,7 +706,7 @@ def test_portable_serializer_keeps_typed_records_byte_for_byte_and_calls_nothing
     nested = ormsgpack.packb(
         ormsgpack.Ext(7, _ext_calling("os", "system", "true"))
     )  # inside a delta snapshot
-    with pytest.raises(ValueError, match="Refused to revive os.system"):
+    with pytest.raises(ValueError, match=r"Refused to revive os\.system"):
         s.loads_typed(("msgpack", nested))
     with pytest.raises(ValueError, match="not portable"):
         s.loads_typed(("pickle", b"."))

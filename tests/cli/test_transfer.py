@@ -539,6 +539,8 @@ HOSTILE: dict[str, tuple[Callable[[list[dict[str, Any]]], Any], str]] = {
     "number as id": (_mutate("checkpoint_id", 12), "'checkpoint_id' is missing or not a str"),
     "bool as idx": (lambda r: _bool_idx(r), "'idx' is missing or not a int"),
     "deep json": (lambda r: _lines(r[:1]) + "[" * 100_000 + "]" * 100_000 + "\n", "not JSON"),
+    "namespace too long": (_mutate("checkpoint_ns", "n" * 1100), "too long"),
+    "tombstone id": (_mutate("checkpoint_id", "\U0010ffffx"), "must not start with U+10FFFF"),
     "unknown kind": (lambda r: _lines([r[0], {"kind": "blob"}, *r[1:]]), "unknown record kind"),
 }
 
@@ -734,3 +736,21 @@ def test_put_writes_order(rows: list[tuple[int, str, Any]], expected: Any) -> No
         for pos, (ch, v) in enumerate(expected):
             stored.setdefault(WRITES_IDX_MAP.get(ch, pos), (ch, v))
         assert sorted(stored.items()) == sorted((i, (c, v)) for i, c, v in rows)
+
+
+def test_target_id_too_long_for_a_key_is_refused_before_writing(
+    source: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(_lines(_export_text(source)), encoding="utf-8")
+    src, target = source["plain"], "t" * 3000
+
+    def items() -> int:
+        return int(boto3.client("dynamodb").scan(TableName=src.table_name, Select="COUNT")["Count"])
+
+    before = items()
+    code, _, err = run(
+        "--table", src.table_name, "--bucket", src.bucket_name, "import", str(path), "--thread", target
+    )
+    assert code == cli.EXIT_USAGE and "DynamoDB allows 2048 bytes" in err and "nothing was written" in err
+    assert items() == before

@@ -59,7 +59,7 @@ import heapq
 import json
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any, Final
 
 import ormsgpack
@@ -554,13 +554,27 @@ def _decode(reader: _Reader, serde: Any, payload: Any, where: str, max_payload_s
 
 
 def _records(
-    reader: _Reader, serde: Any, max_payload_size: int, plan: _Plan | None
+    reader: _Reader,
+    serde: Any,
+    max_payload_size: int,
+    plan: _Plan | None,
+    check_keys: Callable[[str, str, str], None] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Validate the file record by record and yield ``(kind, decoded record)``.
 
     With ``plan`` (pass one) it also checks order and uniqueness and records
     the totals; pass two reads the same, already validated, records.
+    ``check_keys(namespace, checkpoint id, task id)`` raises for keys the
+    target cannot store.
     """
+
+    def keys(ns: str, cid: str, task_id: str = "") -> None:
+        if check_keys is not None:
+            try:
+                check_keys(ns, cid, task_id)
+            except ValueError as exc:  # KeyTooLongError too
+                raise reader.error(f"checkpoint {cid!r}: {exc}") from None
+
     seen: set[tuple[str, str]] = set()
     awaited: set[tuple[str, str]] = set()
     tasks: set[tuple[str, str, str]] = set()
@@ -596,6 +610,7 @@ def _records(
                 raise reader.error(f"{where} comes after a child of it: parents must come first")
             if pid is not None and (ns, pid) not in seen:
                 awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
+            keys(ns, cid)
             seen.add((ns, cid))
             body = _decode(reader, serde, rec.get("checkpoint"), where, max_payload_size)
             if (
@@ -643,6 +658,7 @@ def _records(
                 raise reader.error(f"{where}: the checkpoint is not before them in the file")
             if (ns, cid, task_id) in tasks:
                 raise reader.error(f"{where} appear twice")
+            keys(ns, cid, task_id)
             tasks.add((ns, cid, task_id))
             entries = rec.get("writes")
             if not isinstance(entries, list) or not entries:
@@ -800,7 +816,13 @@ def import_thread(
         src = _seekable(fp, stack)
         start = src.tell()
         plan = _Plan()
-        for _ in _records(_Reader(src, max_line), serde, limit, plan):
+        check = getattr(saver, "_check_keys", None)  # the savers' own key rules, before any write
+
+        def check_keys(ns: str, cid: str, task_id: str) -> None:
+            if callable(check):
+                check(thread_id or plan.source_thread, ns, cid, task_id)
+
+        for _ in _records(_Reader(src, max_line), serde, limit, plan, check_keys):
             pass
         target = thread_id or plan.source_thread
         _check_target(saver, target)

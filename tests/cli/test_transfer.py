@@ -40,6 +40,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb._export_file import _put_writes_order
 from langgraph.checkpoint.dynamodb.serde import default_serde
 from langgraph.checkpoint.dynamodb.transfer import (
     FORMAT,
@@ -48,7 +49,6 @@ from langgraph.checkpoint.dynamodb.transfer import (
     OpaqueExt,
     PortableSerializer,
     TargetExistsError,
-    _put_writes_order,
     export_thread,
     import_thread,
 )

@@ -50,26 +50,34 @@ before) and says so.
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import dataclasses
 import datetime as dt
-import functools
 import heapq
 import json
-import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
 
-import ormsgpack
-from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
-from langgraph.checkpoint.serde import jsonplus
-from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
+from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+from langgraph.checkpoint.dynamodb._export_file import (
+    FORMAT,
+    ExportError,
+    ExportFileError,
+    TargetExistsError,
+    _Plan,
+    _Reader,
+    _records,
+)
+from langgraph.checkpoint.dynamodb._portable import (
+    PORTABLE_TYPES,
+    OpaqueExt,
+    OpaquePayload,
+    PortableSerializer,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = [
@@ -84,172 +92,10 @@ __all__ = [
     "import_thread",
 ]
 
-#: The format tag of the header line; a reader refuses any other.
-FORMAT: Final = "langgraph-dynamodb-export/1"
-#: Payload types a file may hold: what LangGraph's serializers write,
-#: without encryption and never pickle (loading one would run code).
-PORTABLE_TYPES: Final = frozenset({"null", "bytes", "bytearray", "msgpack", "json"})
 #: How far, in characters, one line may exceed its payloads' base64 size.
 _RECORD_OVERHEAD: Final = 1 << 20
 #: An import spools a non-seekable input (stdin) to disk past this size.
 _SPOOL_MEMORY: Final = 8 << 20
-
-
-class ExportError(CheckpointStoreError):
-    """A thread cannot be exported, or an import failed (the message says what was left)."""
-
-
-class ExportFileError(ExportError, ValueError):
-    """The file is not a valid export: nothing was written.
-
-    The message names the line and what is wrong with it.
-    """
-
-
-class TargetExistsError(ExportError):
-    """The import target thread already has checkpoints: nothing was written."""
-
-
-# ============================================================ serializer
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class OpaqueExt:
-    """A msgpack ext record (a typed object) kept as stored: never imported, never called."""
-
-    code: int
-    data: bytes
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class OpaquePayload:
-    """A whole payload of a type kept as stored (legacy ``json`` payloads)."""
-
-    type: str
-    data: bytes
-
-
-# LangGraph's ext codes that name a Python object as ``(module, name, ...)``, and
-# the one that wraps a nested value (a DeltaChannel snapshot).
-_NAMED_CODES: Final = frozenset(range(jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG, jsonplus.EXT_PYDANTIC_V2 + 1))
-
-
-def _checked_ext(code: int, data: bytes, *, refused: list[str]) -> OpaqueExt:
-    """Keep an ext record opaque, but refuse one naming a standard-library callable.
-
-    A tool moving state cannot judge an application's types (their modules
-    are not loaded here; the application's serializer judges them when it
-    reads). It can judge the standard library's, which is always there: a
-    record naming ``os.system`` or ``subprocess.Popen`` is no state an
-    application writes, so a file carrying one is refused, by the rule the
-    savers' default serializer applies (LangGraph's safe types, or a data
-    class of a loaded module). Nested records are checked the same way.
-    """
-    if code in _NAMED_CODES or code == jsonplus.EXT_DELTA_SNAPSHOT:
-        hook = functools.partial(_checked_ext, refused=refused)
-        try:
-            inner = ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
-        except ormsgpack.MsgpackDecodeError as exc:
-            refused.append(f"malformed ext record {code}: {exc}")
-            raise
-        if code in _NAMED_CODES:
-            if not (
-                isinstance(inner, (list, tuple))
-                and len(inner) >= 2
-                and all(isinstance(x, str) for x in inner[:2])
-            ):
-                refused.append(f"malformed ext record {code}: no (module, name)")
-                raise ValueError(refused[-1])
-            module, name = inner[0], inner[1]
-            if (
-                module.partition(".")[0] in sys.stdlib_module_names
-                and (module, name) not in SAFE_MSGPACK_TYPES
-            ):
-                # The savers' rule, not a second copy of it.
-                from langgraph.checkpoint.dynamodb.serde import _loaded_data_class
-
-                try:
-                    _loaded_data_class(code, module, name)
-                except ValueError as exc:
-                    refused.append(str(exc))
-                    raise
-    return OpaqueExt(code, data)
-
-
-def _opaque_default(obj: Any) -> Any:
-    if isinstance(obj, OpaqueExt):
-        return ormsgpack.Ext(obj.code, obj.data)
-    return jsonplus._msgpack_default(obj)
-
-
-class PortableSerializer:
-    """A serializer that moves state without understanding it.
-
-    It decodes msgpack structure (dicts, lists, strings, numbers, bytes) but
-    keeps every ext record, the form LangGraph gives a typed object (a
-    pydantic model, a dataclass, an enum, a LangChain message), as an
-    :class:`OpaqueExt`, and writes it back byte for byte. So a tool can
-    export and import the state of any application, without the
-    application's modules and without ever importing or calling what a
-    payload names. One judgement it does make: a record naming a standard
-    library object that is not a data class (``os.system``) is refused, as
-    the savers' default serializer refuses it. Legacy ``json`` payloads
-    stay whole (:class:`OpaquePayload`).
-    Ordinary Python values are written as LangGraph's ``JsonPlusSerializer`` does.
-
-    The ``langgraph-dynamodb export``/``import`` commands read and write
-    with it; an application exporting its own threads can keep its saver's
-    serializer, which revives its types.
-
-    Example:
-        >>> s = PortableSerializer()
-        >>> typed = ("msgpack", ormsgpack.packb({"m": ormsgpack.Ext(5, b"model")}))
-        >>> s.loads_typed(typed)
-        {'m': OpaqueExt(code=5, data=b'model')}
-        >>> s.dumps_typed(s.loads_typed(typed)) == typed
-        True
-    """
-
-    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        if isinstance(obj, OpaquePayload):
-            return obj.type, obj.data
-        if obj is None:
-            return "null", b""
-        if isinstance(obj, bytes):
-            return "bytes", obj
-        if isinstance(obj, bytearray):
-            return "bytearray", bytes(obj)
-        return "msgpack", ormsgpack.packb(obj, default=_opaque_default, option=jsonplus._option)
-
-    def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        type_, raw = data
-        if type_ == "null":
-            return None
-        if type_ == "bytes":
-            return bytes(raw)
-        if type_ == "bytearray":
-            return bytearray(raw)
-        if type_ == "msgpack":
-            refused: list[str] = []
-            hook = functools.partial(_checked_ext, refused=refused)
-            try:
-                value = ormsgpack.unpackb(raw, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
-            except ormsgpack.MsgpackDecodeError:
-                if not refused:
-                    raise
-            if refused:  # ormsgpack replaces an ext_hook's error by "ext_hook failed": say why
-                raise ValueError(refused[0])
-            return value
-        if type_ == "json":
-            return OpaquePayload(type_, bytes(raw))
-        raise ValueError(f"payload type {type_!r} is not portable (only {sorted(PORTABLE_TYPES)})")
-
-    # SerializerProtocol's untyped pair, for completeness.
-    def dumps(self, obj: Any) -> bytes:
-        return self.dumps_typed(obj)[1]
-
-    def loads(self, data: bytes) -> Any:
-        return self.loads_typed(("msgpack", data))
 
 
 def _plain_serde(saver: Any) -> Any:
@@ -480,274 +326,6 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
 
 
 # ================================================================ import
-
-
-@dataclasses.dataclass
-class _Plan:
-    """What pass one learned: enough to check order and the result, not the values."""
-
-    source_thread: str = ""
-    checkpoints: int = 0
-    writes: int = 0
-    latest: dict[str, str] = dataclasses.field(default_factory=dict)  # ns -> highest checkpoint id
-
-
-class _Reader:
-    """Lines of a file as records, each checked for size and JSON shape, naming the line."""
-
-    def __init__(self, fp: IO[str], max_line: int) -> None:
-        self.fp = fp
-        self.max_line = max_line
-        self.lineno = 0
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        while True:
-            text = self.fp.readline(self.max_line + 1)
-            if not text:
-                return
-            self.lineno += 1
-            if len(text) > self.max_line:
-                raise self.error(f"longer than {self.max_line:,} characters (max_payload_size)")
-            if not text.strip():
-                continue
-            try:
-                rec = json.loads(text)
-            except (ValueError, RecursionError) as exc:
-                raise self.error(f"not JSON: {exc}") from None
-            if not isinstance(rec, dict):
-                raise self.error("not a JSON object")
-            yield rec
-
-    def error(self, message: str) -> ExportFileError:
-        return ExportFileError(f"line {self.lineno}: {message}; nothing was written")
-
-
-def _field(reader: _Reader, rec: Mapping[str, Any], name: str, kind: Any, *, optional: bool = False) -> Any:
-    value = rec.get(name)
-    if value is None and optional:
-        return None
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise reader.error(f"field {name!r} is missing or not a {getattr(kind, '__name__', kind)}")
-    return value
-
-
-def _decode(reader: _Reader, serde: Any, payload: Any, where: str, max_payload_size: int) -> Any:
-    if not isinstance(payload, dict) or set(payload) != {"type", "b64"}:
-        raise reader.error(f"{where}: a payload must be {{'type': ..., 'b64': ...}}")
-    type_, b64 = payload["type"], payload["b64"]
-    if type_ not in PORTABLE_TYPES:
-        raise reader.error(
-            f"{where}: payload type {type_!r} is not portable ({', '.join(sorted(PORTABLE_TYPES))})"
-        )
-    if not isinstance(b64, str) or len(b64) > (max_payload_size + 2) // 3 * 4:
-        raise reader.error(
-            f"{where}: payload is not a string or is over max_payload_size ({max_payload_size:,} bytes)"
-        )
-    try:
-        data = base64.b64decode(b64, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise reader.error(f"{where}: invalid base64: {exc}") from None
-    try:
-        return serde.loads_typed((type_, data))
-    except Exception as exc:
-        raise reader.error(f"{where}: cannot decode the payload: {type(exc).__name__}: {exc}") from None
-
-
-def _records(
-    reader: _Reader,
-    serde: Any,
-    max_payload_size: int,
-    plan: _Plan | None,
-    check_keys: Callable[[str, str, str], None] | None = None,
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Validate the file record by record and yield ``(kind, decoded record)``.
-
-    With ``plan`` (pass one) it also checks order and uniqueness and records
-    the totals; pass two reads the same, already validated, records.
-    ``check_keys(namespace, checkpoint id, task id)`` raises for keys the
-    target cannot store.
-    """
-
-    def keys(ns: str, cid: str, task_id: str = "") -> None:
-        if check_keys is not None:
-            try:
-                check_keys(ns, cid, task_id)
-            except ValueError as exc:  # KeyTooLongError too
-                raise reader.error(f"checkpoint {cid!r}: {exc}") from None
-
-    seen: set[tuple[str, str]] = set()
-    awaited: set[tuple[str, str]] = set()
-    tasks: set[tuple[str, str, str]] = set()
-    header = end = False
-    n_writes = 0
-    for rec in reader:
-        if end:
-            raise reader.error("a record after the end record")
-        kind = rec.get("kind")
-        if not header:
-            if kind != "header" or rec.get("format") != FORMAT:
-                raise reader.error(
-                    f"not a {FORMAT} file (format {rec.get('format')!r}); "
-                    "export it with this version of langgraph-dynamodb"
-                )
-            header = True
-            thread = _field(reader, rec, "thread_id", str)
-            if plan is not None:
-                plan.source_thread = thread
-            continue
-        if kind == "checkpoint":
-            ns = _field(reader, rec, "checkpoint_ns", str)
-            cid = _field(reader, rec, "checkpoint_id", str)
-            pid = _field(reader, rec, "parent_checkpoint_id", str, optional=True)
-            if not cid:
-                raise reader.error("empty checkpoint_id")
-            where = f"checkpoint {cid!r}"
-            if (ns, cid) in seen:
-                raise reader.error(f"{where} (namespace {ns!r}) appears twice")
-            if pid == cid or (ns, cid) in awaited:
-                # A parent named by an earlier record: the import would write a
-                # child whose parent is not there yet.
-                raise reader.error(f"{where} comes after a child of it: parents must come first")
-            if pid is not None and (ns, pid) not in seen:
-                awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
-            keys(ns, cid)
-            seen.add((ns, cid))
-            body = _decode(reader, serde, rec.get("checkpoint"), where, max_payload_size)
-            if (
-                not isinstance(body, dict)
-                or body.get("id") != cid
-                or not isinstance(body.get("channel_versions"), dict)
-            ):
-                raise reader.error(
-                    f"{where}: the checkpoint is not a checkpoint with this id and channel_versions"
-                )
-            metadata = _decode(reader, serde, rec.get("metadata"), f"metadata of {where}", max_payload_size)
-            if not isinstance(metadata, dict):
-                raise reader.error(f"metadata of {where} is not a mapping")
-            raw_values = rec.get("channel_values")
-            if not isinstance(raw_values, dict):
-                raise reader.error(f"{where}: channel_values is not an object")
-            values = {}
-            for ch, payload in raw_values.items():
-                if ch not in body["channel_versions"]:
-                    # put() stores only versioned channels: it would drop this value.
-                    raise reader.error(f"{where}: channel {ch!r} has a value but no version")
-                values[ch] = _decode(reader, serde, payload, f"channel {ch!r} of {where}", max_payload_size)
-            if plan is not None:
-                plan.checkpoints += 1
-                if cid > plan.latest.get(ns, ""):
-                    plan.latest[ns] = cid
-            yield (
-                "checkpoint",
-                {
-                    "ns": ns,
-                    "id": cid,
-                    "parent": pid,
-                    "checkpoint": {**body, "channel_values": values},
-                    "metadata": metadata,
-                },
-            )
-        elif kind == "writes":
-            ns = _field(reader, rec, "checkpoint_ns", str)
-            cid = _field(reader, rec, "checkpoint_id", str)
-            task_id = _field(reader, rec, "task_id", str)
-            task_path = _field(reader, rec, "task_path", str)
-            run_id = _field(reader, rec, "run_id", str, optional=True)
-            where = f"writes of task {task_id!r} on checkpoint {cid!r}"
-            if (ns, cid) not in seen:
-                raise reader.error(f"{where}: the checkpoint is not before them in the file")
-            if (ns, cid, task_id) in tasks:
-                raise reader.error(f"{where} appear twice")
-            keys(ns, cid, task_id)
-            tasks.add((ns, cid, task_id))
-            entries = rec.get("writes")
-            if not isinstance(entries, list) or not entries:
-                raise reader.error(f"{where}: 'writes' is not a non-empty list")
-            rows: list[tuple[int, str, Any]] = []
-            for w in entries:
-                if not isinstance(w, dict):
-                    raise reader.error(f"{where}: a write is not an object")
-                idx = _field(reader, w, "idx", int)
-                channel = _field(reader, w, "channel", str)
-                value = _decode(
-                    reader, serde, w.get("value"), f"write {channel!r} of {where}", max_payload_size
-                )
-                rows.append((idx, channel, value))
-            calls = _put_writes_order(rows)
-            if calls is None:
-                raise reader.error(
-                    f"{where}: indexes {sorted(r[0] for r in rows)} with channels "
-                    f"{[r[1] for r in rows]} cannot come from put_writes"
-                )
-            n_writes += 1
-            if plan is not None:
-                plan.writes += 1
-            yield (
-                "writes",
-                {
-                    "ns": ns,
-                    "id": cid,
-                    "task_id": task_id,
-                    "task_path": task_path,
-                    "run_id": run_id,
-                    "writes": calls,
-                },
-            )
-        elif kind == "end":
-            if plan is not None and (
-                rec.get("checkpoints") != plan.checkpoints or rec.get("writes") != plan.writes
-            ):
-                raise reader.error(
-                    f"the end record counts {rec.get('checkpoints')!r} checkpoints and {rec.get('writes')!r} "
-                    f"write records, the file holds {plan.checkpoints} and {plan.writes}"
-                )
-            end = True
-        else:
-            raise reader.error(f"unknown record kind {kind!r}")
-    if not header:
-        raise ExportFileError("empty file: not an export; nothing was written")
-    if not end:
-        raise ExportFileError(
-            f"no end record after line {reader.lineno}: the file is truncated; nothing was written"
-        )
-    if plan is not None and not plan.checkpoints:
-        raise ExportFileError("the file holds no checkpoint; nothing was written")
-
-
-def _put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]] | None:
-    """The ``put_writes`` argument that stores exactly these ``(idx, channel, value)`` rows.
-
-    ``put_writes`` gives a regular write its position in the call and a
-    special one (error, interrupt, resume...) its fixed negative index, and
-    keeps the first of two writes with one index. So regular writes go to
-    their index, special ones fill the other positions, and a position left
-    over is filled with a repeat of a special write, which is then ignored.
-    ``None``: no call can store these rows.
-    """
-    regular: dict[int, tuple[str, Any]] = {}
-    special: list[tuple[str, Any]] = []
-    for idx, channel, value in rows:
-        fixed = WRITES_IDX_MAP.get(channel)
-        if fixed is not None:
-            if idx != fixed or any(ch == channel for ch, _ in special):
-                return None
-            special.append((channel, value))
-        elif idx < 0 or idx in regular:
-            return None
-        else:
-            regular[idx] = (channel, value)
-    size = max([len(rows), *(i + 1 for i in regular)])
-    out: list[tuple[str, Any] | None] = [regular.get(i) for i in range(size)]
-    fill = iter(special)
-    for i, slot in enumerate(out):
-        if slot is None:
-            nxt = next(fill, None)
-            if nxt is None:
-                if not special:
-                    return None
-                nxt = special[0]
-            out[i] = nxt
-    return [w for w in out if w is not None]
 
 
 def _seekable(fp: IO[str], stack: contextlib.ExitStack) -> IO[str]:

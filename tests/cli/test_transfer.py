@@ -259,6 +259,11 @@ def test_library_round_trip_is_exact(
     assert "+aes" not in text  # plaintext: no ciphertext in the file
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines[0]["format"] == FORMAT and lines[-1]["kind"] == "end"
+    # A value unchanged since the parent is in the file once: the 200 KB blob is
+    # written by the checkpoint that introduced it, later ones name their parent.
+    checkpoints = [r for r in lines if r["kind"] == "checkpoint"]
+    assert sum("blob" in r["channel_values"] for r in checkpoints) == 1
+    assert sum("blob" in r["same_as_parent"] for r in checkpoints) >= 3
     # Every special write kind this graph makes is carried with its fixed index.
     idx = {(w["channel"], w["idx"]) for r in lines if r["kind"] == "writes" for w in r["writes"]}
     assert ("__error__", WRITES_IDX_MAP["__error__"]) in idx and ("__interrupt__", -3) in idx
@@ -541,8 +546,22 @@ HOSTILE: dict[str, tuple[Callable[[list[dict[str, Any]]], Any], str]] = {
     "deep json": (lambda r: _lines(r[:1]) + "[" * 100_000 + "]" * 100_000 + "\n", "not JSON"),
     "namespace too long": (_mutate("checkpoint_ns", "n" * 1100), "too long"),
     "tombstone id": (_mutate("checkpoint_id", "\U0010ffffx"), "must not start with U+10FFFF"),
+    "lends nothing": (
+        lambda r: _same_as_parent(r, "no-such-channel"),
+        "is not the value of the same version",
+    ),
+    "lends a value": (lambda r: _same_as_parent(r, None), "is not the value of the same version"),
     "unknown kind": (lambda r: _lines([r[0], {"kind": "blob"}, *r[1:]]), "unknown record kind"),
 }
+
+
+def _same_as_parent(r: list[dict[str, Any]], channel: str | None) -> list[dict[str, Any]]:
+    """A child claiming its parent's value for a channel the parent lacks, or that it has itself."""
+    child = next(
+        x for x in r if x["kind"] == "checkpoint" and x["parent_checkpoint_id"] and x["channel_values"]
+    )
+    child["same_as_parent"] = [channel or next(iter(child["channel_values"]))]
+    return r
 
 
 def _first_with_values(r: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -25,6 +25,8 @@ __all__ = ["FORMAT", "ExportError", "ExportFileError", "TargetExistsError"]
 #: The format tag of the header line; a reader refuses any other.
 FORMAT: Final = "langgraph-dynamodb-export/1"
 
+_NO: Final = object()  # a version no channel has
+
 
 class ExportError(CheckpointStoreError):
     """A thread cannot be exported, or an import failed (the message says what was left)."""
@@ -49,6 +51,8 @@ class _Plan:
     checkpoints: int = 0
     writes: int = 0
     latest: dict[str, str] = dataclasses.field(default_factory=dict)  # ns -> highest checkpoint id
+    #: (ns, checkpoint id) -> how many children take values from it (``same_as_parent``).
+    lenders: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
 
 
 class _Reader:
@@ -136,6 +140,8 @@ def _records(
 
     seen: set[tuple[str, str]] = set()
     awaited: set[tuple[str, str]] = set()
+    # (ns, checkpoint id) -> channel -> version of each value it holds (ids only, not values).
+    held: dict[tuple[str, str], dict[str, Any]] = {}
     tasks: set[tuple[str, str, str]] = set()
     header = end = False
     n_writes = 0
@@ -192,10 +198,23 @@ def _records(
                     # put() stores only versioned channels: it would drop this value.
                     raise reader.error(f"{where}: channel {ch!r} has a value but no version")
                 values[ch] = _decode(reader, serde, payload, f"channel {ch!r} of {where}", max_payload_size)
+            same = rec.get("same_as_parent", [])
+            if not isinstance(same, list) or not all(isinstance(ch, str) for ch in same):
+                raise reader.error(f"{where}: same_as_parent is not a list of channel names")
+            lender = held.get((ns, pid)) if pid is not None else None
+            for ch in same:
+                if ch in values or lender is None or lender.get(ch) != body["channel_versions"].get(ch, _NO):
+                    raise reader.error(
+                        f"{where}: channel {ch!r} is not the value of the same version in its parent "
+                        f"{pid!r} earlier in the file"
+                    )
+            held[(ns, cid)] = {ch: body["channel_versions"][ch] for ch in (*values, *same)}
             if plan is not None:
                 plan.checkpoints += 1
                 if cid > plan.latest.get(ns, ""):
                     plan.latest[ns] = cid
+                if same and pid is not None:
+                    plan.lenders[(ns, pid)] = plan.lenders.get((ns, pid), 0) + 1
             yield (
                 "checkpoint",
                 {
@@ -203,6 +222,7 @@ def _records(
                     "id": cid,
                     "parent": pid,
                     "checkpoint": {**body, "channel_values": values},
+                    "same_as_parent": same,
                     "metadata": metadata,
                 },
             )

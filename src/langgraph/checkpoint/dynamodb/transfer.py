@@ -22,8 +22,11 @@ Format ``langgraph-dynamodb-export/1``, one JSON object per line:
 
 * ``{"kind": "header", "format": ..., "thread_id": ..., ...}`` first;
 * ``{"kind": "checkpoint", "checkpoint_ns", "checkpoint_id",
-  "parent_checkpoint_id", "checkpoint", "metadata", "channel_values"}``,
-  a checkpoint before any checkpoint naming it as parent;
+  "parent_checkpoint_id", "checkpoint", "metadata", "channel_values",
+  "same_as_parent"}``, a checkpoint before any checkpoint naming it as
+  parent; a value unchanged since the parent (same version, equal value) is
+  not repeated, its channel is listed in ``same_as_parent``, so the file
+  grows with what the store holds rather than with checkpoints x state;
 * ``{"kind": "writes", "checkpoint_ns", "checkpoint_id", "task_id",
   "task_path", "run_id", "writes": [{"idx", "channel", "value"}]}``, one per
   task, after its checkpoint;
@@ -203,6 +206,21 @@ def _parents_first(tuples: list[Any]) -> list[Any]:
     return out
 
 
+def _same_as_parent(t: Any, parent: Any) -> set[str]:
+    """Channels whose value in ``t`` is the parent's: same version, equal value."""
+    if parent is None:
+        return set()
+    mine, theirs = t.checkpoint.get("channel_values") or {}, parent.checkpoint.get("channel_values") or {}
+    versions, parent_versions = t.checkpoint["channel_versions"], parent.checkpoint["channel_versions"]
+    same = set()
+    for ch, value in mine.items():
+        # Equality too, not only the version: the file must say exactly what was stored.
+        with contextlib.suppress(Exception):
+            if ch in theirs and versions.get(ch) == parent_versions.get(ch) and bool(theirs[ch] == value):
+                same.add(ch)
+    return same
+
+
 def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
     """Write a thread, every namespace, as ``langgraph-dynamodb-export/1`` JSON Lines.
 
@@ -246,6 +264,10 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
     raw = _raw_writes(saver, thread_id)
     serde = _plain_serde(saver)
     ordered = _parents_first(tuples)
+    by_key = {
+        (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
+        for t in tuples
+    }
 
     def line(obj: Mapping[str, Any]) -> None:
         fp.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -270,17 +292,25 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
         where = f"checkpoint {cid!r} (namespace {ns!r})"
         body = {k: v for k, v in t.checkpoint.items() if k != "channel_values"}
         values = t.checkpoint.get("channel_values") or {}
+        # A value unchanged since the parent is written once, in the parent: the
+        # file grows with what the store holds, not with checkpoints x state.
+        pid = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        parent = by_key.get((ns, pid)) if pid else None
+        same = _same_as_parent(t, parent)
         line(
             {
                 "kind": "checkpoint",
                 "checkpoint_ns": ns,
                 "checkpoint_id": cid,
-                "parent_checkpoint_id": (t.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+                "parent_checkpoint_id": pid,
                 "checkpoint": _encode(serde, body, where),
                 "metadata": _encode(serde, t.metadata, f"metadata of {where}"),
                 "channel_values": {
-                    ch: _encode(serde, v, f"channel {ch!r} of {where}") for ch, v in values.items()
+                    ch: _encode(serde, v, f"channel {ch!r} of {where}")
+                    for ch, v in values.items()
+                    if ch not in same
                 },
+                "same_as_parent": sorted(same),
             }
         )
         pending = list(t.pending_writes or [])
@@ -407,7 +437,7 @@ def import_thread(
         src.seek(start)
         progress = _Progress()
         try:
-            _write(saver, target, _records(_Reader(src, max_line), serde, limit, None), progress)
+            _write(saver, target, _records(_Reader(src, max_line), serde, limit, None), plan, progress)
             _verify(saver, target, plan)
         except BaseException as exc:
             if not progress.started:
@@ -456,7 +486,11 @@ def _check_target(saver: Any, thread_id: str) -> None:
 
 
 def _write(
-    saver: Any, thread_id: str, records: Iterable[tuple[str, dict[str, Any]]], progress: _Progress
+    saver: Any,
+    thread_id: str,
+    records: Iterable[tuple[str, dict[str, Any]]],
+    plan: _Plan,
+    progress: _Progress,
 ) -> None:
     """Replay validated records through the public API, counting into ``progress``.
 
@@ -465,12 +499,26 @@ def _write(
     reference to where the parent put it, not a copy per checkpoint.
     """
     versions: dict[tuple[str, str], dict[str, Any]] = {}
+    # Values children take from their parent (``same_as_parent``), held only
+    # until the last such child is written: a chain holds one checkpoint's.
+    lent: dict[tuple[str, str], dict[str, Any]] = {}
     for kind, rec in records:
         progress.started = True
         ns, cid = rec["ns"], rec["id"]
         base = {"thread_id": thread_id, "checkpoint_ns": ns}
         if kind == "checkpoint":
             cp = rec["checkpoint"]
+            if rec["same_as_parent"]:
+                lender = lent[(ns, rec["parent"])]
+                cp["channel_values"] = {
+                    **{ch: lender[ch] for ch in rec["same_as_parent"]},
+                    **cp["channel_values"],
+                }
+                left = plan.lenders[(ns, rec["parent"])] = plan.lenders[(ns, rec["parent"])] - 1
+                if not left:
+                    del lent[(ns, rec["parent"])]
+            if plan.lenders.get((ns, cid)):
+                lent[(ns, cid)] = cp["channel_values"]
             parent = versions.get((ns, rec["parent"])) if rec["parent"] else None
             new = {ch: v for ch, v in cp["channel_versions"].items() if parent is None or parent.get(ch) != v}
             conf: dict[str, Any] = {**base}

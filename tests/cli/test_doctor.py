@@ -359,8 +359,31 @@ def test_rejected_credentials_stop_with_one_clear_failure(healthy: dict[str, str
     assert {c.status for c in report.checks[1:]} == {"SKIP"}
 
 
-def test_report_names_are_stable(healthy: dict[str, str]) -> None:
-    """Scripts key on check names: every check is reported once on a healthy store, in order."""
+def test_report_names_are_stable_and_the_cost_is_fixed(healthy: dict[str, str]) -> None:
+    """Scripts key on check names: every check once on a healthy store, in order; one request per action."""
+    sent: list[str] = []
     with DynamoDBSaver(**healthy) as saver:
+        for client in saver._clients.values():
+            service = client.meta.service_model.service_name
+            client.meta.events.register(
+                f"before-call.{service}.*",
+                lambda model, service=service, **_: sent.append(f"{service}:{model.name}"),
+            )
         names = [c.name for c in diagnose(saver).checks]
     assert names == ALL
+    assert sorted(sent) == sorted(
+        [
+            *(
+                f"dynamodb:{op}"
+                for op in ("DescribeTable", "DescribeTimeToLive", "GetItem", "Query", "BatchGetItem")
+            ),
+            *(
+                f"dynamodb:{op}"
+                for op in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
+            ),
+            *(
+                f"s3:{op}"
+                for op in ("HeadBucket", "PutObject", "GetObject", "ListObjectsV2", "DeleteObjects")
+            ),
+        ]
+    )

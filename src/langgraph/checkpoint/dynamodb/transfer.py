@@ -148,7 +148,7 @@ def _raw_writes(
         ns, kind, cid, task_id = schema.parse_sk(it[ATTR.SK]["S"])
         if kind != schema.WRITES_ITEM or task_id is None:
             continue
-        tid = it.get(ATTR.TASK_ID, {}).get("S", task_id)
+        tid = it.get(ATTR.TASK_ID, {}).get("S", "")  # as the saver reads it
         path = it.get(ATTR.TASK_PATH, {}).get("S", "")
         run_id = it.get(ATTR.RUN_ID, {}).get("S")
         rows = out.setdefault((ns, cid), [])

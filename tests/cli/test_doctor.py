@@ -119,6 +119,7 @@ def test_missing_table_fails_naming_it_and_the_fix(names: dict[str, str]) -> Non
     assert "setup()" in table["fix"] and "CheckpointStore" in table["fix"] and "--region" in table["fix"]
     got = statuses(report)
     assert {got[n] for n in ALL[1:8]} == {"SKIP"}
+    assert check(report, "ttl")["message"] == "not checked: no usable table"
     assert got["bucket"] == "WARN"  # none configured: advisory
     assert "s3 read/write" not in got
 
@@ -387,3 +388,27 @@ def test_report_names_are_stable_and_the_cost_is_fixed(healthy: dict[str, str]) 
             ),
         ]
     )
+
+
+def test_invalid_names_and_unexpected_errors_are_lines_not_tracebacks(healthy: dict[str, str]) -> None:
+    code, report, err = doctor("--table", healthy["table_name"], "--bucket", "Not_A_Bucket!")
+    assert code == cli.EXIT_ERROR and err == ""
+    bucket = check(report, "bucket")
+    assert bucket["status"] == "FAIL" and "Not_A_Bucket!" in bucket["message"] and "--bucket" in bucket["fix"]
+    assert "\n" not in bucket["message"]
+    with DynamoDBSaver(**healthy) as saver:
+        client = saver._clients["dynamodb"]
+
+        def invalid(model: Any, **_: Any) -> Any:
+            if model.name != "DescribeTable":
+                return None
+            return types.SimpleNamespace(status_code=400, headers={}), {
+                "Error": {"Code": "ValidationException", "Message": "1 validation error detected"},
+                "ResponseMetadata": {"HTTPStatusCode": 400},
+            }
+
+        client.meta.events.register("before-call.dynamodb.*", invalid)
+        result = diagnose(saver)
+    table = next(c for c in result.checks if c.name == "table")
+    assert table.status == "FAIL" and "ValidationException" in table.message and "--table" in table.fix
+    assert not result.ok

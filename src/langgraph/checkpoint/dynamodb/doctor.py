@@ -167,6 +167,12 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _describe(exc: BaseException) -> str:
+    """One line for an error nothing more specific was said about (botocore's are multi-line)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
 def diagnose(saver: Any) -> DoctorReport:
     """Check the saver's table, bucket and permissions against what the library needs.
 
@@ -287,7 +293,7 @@ class _Doctor:
             self.check_dynamodb_access()
         else:
             for name in ("ttl", "dynamodb read", "dynamodb write"):
-                self.add(name, "SKIP", "not checked: the table does not exist")
+                self.add(name, "SKIP", "not checked: no usable table")
         self.check_bucket()
 
     # ------------------------------------------------------------ table
@@ -313,7 +319,10 @@ class _Doctor:
                 for name in ("key schema", "indexes", "billing", "stream"):
                     self.add(name, "SKIP", "not checked: dynamodb:DescribeTable denied")
                 return None
-            raise
+            self.add("table", "FAIL", _describe(exc), "check --table (a DynamoDB table name) and --region")
+            for name in ("key schema", "indexes", "billing", "stream"):
+                self.add(name, "SKIP", "not checked: the table cannot be described")
+            return False
         status = desc.get("TableStatus", "?")
         if status == "ACTIVE":
             self.add("table", "OK", f"{self.table!r} is ACTIVE ({self.where()})")
@@ -427,8 +436,9 @@ class _Doctor:
             self.fatal("ttl", exc)
             if isinstance(exc, ClientError) and _code(exc) in _DENIED:
                 self.add("ttl", "WARN", "cannot check: dynamodb:DescribeTimeToLive denied")
-                return
-            raise
+            else:
+                self.add("ttl", "FAIL", _describe(exc))
+            return
         ttl = resp.get("TimeToLiveDescription", {})
         status = ttl.get("TimeToLiveStatus", "DISABLED")
         attr = ttl.get("AttributeName")
@@ -552,7 +562,7 @@ class _Doctor:
                 other.append(f"{action}: {code}: {exc}")
             except Exception as exc:
                 self.fatal(name, exc)
-                raise
+                other.append(f"{action}: {_describe(exc)}")
         actions = ", ".join(a for a, _ in calls)
         if denied:
             resource = (
@@ -595,7 +605,9 @@ class _Doctor:
         except Exception as exc:
             self.fatal("bucket", exc)
             if not isinstance(exc, ClientError):
-                raise
+                self.add("bucket", "FAIL", _describe(exc), "check --bucket (an S3 bucket name)")
+                self.add("s3 read/write", "SKIP", "not checked: the bucket is not reachable")
+                return
             code = _code(exc)
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             if code in ("404", "NoSuchBucket", "NotFound"):

@@ -776,3 +776,22 @@ def test_target_id_too_long_for_a_key_is_refused_before_writing(
     )
     assert code == cli.EXIT_USAGE and "DynamoDB allows 2048 bytes" in err and "nothing was written" in err
     assert items() == before
+
+
+def test_pruned_thread_round_trip(source: dict[str, Any]) -> None:
+    """A pruned thread's oldest checkpoints name parents that are gone: the file and the import keep that."""
+    src = source["plain"]
+    pruned = fresh("t")
+    buf = io.StringIO()
+    export_thread(src, source["threads"]["plain"], buf)
+    buf.seek(0)
+    import_thread(src, buf, thread_id=pruned)
+    src.prune([pruned], keep_last=1)
+    buf = io.StringIO()
+    export_thread(src, pruned, buf)
+    first = next(json.loads(line) for line in buf.getvalue().splitlines() if '"kind":"checkpoint"' in line)
+    assert first["parent_checkpoint_id"] and first["same_as_parent"] == []  # its parent was pruned
+    restored = fresh("t")
+    buf.seek(0)
+    import_thread(src, buf, thread_id=restored)
+    assert_same(src, pruned, src, restored)

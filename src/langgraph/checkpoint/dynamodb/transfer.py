@@ -37,17 +37,22 @@ Why JSON Lines: a record per checkpoint or task means an import holds one
 record in memory at a time (not the thread), a truncated file is detected
 by its missing ``end`` line, and line tools (``head``, ``grep``, ``jq -c``)
 work on it. Payloads are ``{"type", "b64"}`` pairs, the serializer's own
-typed form, so nothing is lost in a JSON round trip (tuples, bytes, sets,
-pydantic models stay what they were).
+typed form, so JSON changes nothing (bytes, sets, datetimes, pydantic
+models come back as the store would give them).
 
 An import validates the whole file before it writes anything: structure,
 order, sizes (``max_payload_size``) and that every payload decodes with the
 target saver's serializer (whose allowlist applies: a file can revive no
 more than a stored payload could). It refuses a target thread that already
-has checkpoints, writes in file order (parents first), checks that the
-latest checkpoint of every namespace reads back, and if anything fails
-after the first write it deletes the partial thread (which did not exist
-before) and says so.
+has checkpoints or was deleted (its tombstones would hide the same
+checkpoints written again), writes in file order (parents first), checks
+that the latest checkpoint of every namespace reads back, and if anything
+fails after the first write it deletes the partial thread (which did not
+exist before) and says so: import again under a new id.
+
+Sync savers only: the writes' task paths are read with the CLI's boto3
+helpers; an async application can export and import with a
+``DynamoDBSaver`` on the same table.
 """
 
 from __future__ import annotations

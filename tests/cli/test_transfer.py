@@ -795,3 +795,36 @@ def test_pruned_thread_round_trip(source: dict[str, Any]) -> None:
     buf.seek(0)
     import_thread(src, buf, thread_id=restored)
     assert_same(src, pruned, src, restored)
+
+
+def test_a_value_too_large_for_a_bucketless_store_is_refused_up_front(moto_endpoint: str) -> None:
+    """A user who forgot --bucket: refused before any write, so the id stays usable."""
+    from tests.support.harness import checkpoint_of
+
+    table, bucket = fresh("big"), fresh("big")
+    with make_saver(table, bucket) as src:
+        thread = fresh("t")
+        cp = checkpoint_of({"small": "x", "big": os.urandom(600_000)})  # incompressible
+        src.put(
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+            cp,
+            {"step": 0},
+            cp["channel_versions"],
+        )
+        buf = io.StringIO()
+        export_thread(src, thread, buf)
+    other = fresh("nob")
+    with make_saver(other, None) as dst:
+        buf.seek(0)
+        with pytest.raises(
+            ExportFileError, match=r"channel 'big' .* more than a DynamoDB item holds.*--bucket"
+        ):
+            import_thread(dst, buf)
+        assert partition(other, thread) == []
+    with make_saver(other, fresh("nob")) as dst:  # the same id, now with a bucket
+        buf.seek(0)
+        import_thread(dst, buf)
+        assert (
+            dst.get_tuple({"configurable": {"thread_id": thread}}).checkpoint["channel_values"]["big"]
+            == cp["channel_values"]["big"]
+        )

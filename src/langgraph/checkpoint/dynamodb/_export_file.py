@@ -122,14 +122,25 @@ def _records(
     max_payload_size: int,
     plan: _Plan | None,
     check_keys: Callable[[str, str, str], None] | None = None,
+    check_value: Callable[[str, Any], None] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Validate the file record by record and yield ``(kind, decoded record)``.
 
     With ``plan`` (pass one) it also checks order and uniqueness and records
     the totals; pass two reads the same, already validated, records.
-    ``check_keys(namespace, checkpoint id, task id)`` raises for keys the
-    target cannot store.
+    ``check_keys(namespace, checkpoint id, task id)`` and
+    ``check_value(where, value)`` raise ``ValueError`` for what the target
+    cannot store.
     """
+
+    def decode(payload: Any, where: str) -> Any:
+        value = _decode(reader, serde, payload, where, max_payload_size)
+        if check_value is not None:
+            try:
+                check_value(where, value)
+            except ValueError as exc:
+                raise reader.error(str(exc)) from None
+        return value
 
     def keys(ns: str, cid: str, task_id: str = "") -> None:
         if check_keys is not None:
@@ -177,7 +188,7 @@ def _records(
                 awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
             keys(ns, cid)
             seen.add((ns, cid))
-            body = _decode(reader, serde, rec.get("checkpoint"), where, max_payload_size)
+            body = decode(rec.get("checkpoint"), where)
             if (
                 not isinstance(body, dict)
                 or body.get("id") != cid
@@ -186,7 +197,7 @@ def _records(
                 raise reader.error(
                     f"{where}: the checkpoint is not a checkpoint with this id and channel_versions"
                 )
-            metadata = _decode(reader, serde, rec.get("metadata"), f"metadata of {where}", max_payload_size)
+            metadata = decode(rec.get("metadata"), f"metadata of {where}")
             if not isinstance(metadata, dict):
                 raise reader.error(f"metadata of {where} is not a mapping")
             raw_values = rec.get("channel_values")
@@ -197,7 +208,7 @@ def _records(
                 if ch not in body["channel_versions"]:
                     # put() stores only versioned channels: it would drop this value.
                     raise reader.error(f"{where}: channel {ch!r} has a value but no version")
-                values[ch] = _decode(reader, serde, payload, f"channel {ch!r} of {where}", max_payload_size)
+                values[ch] = decode(payload, f"channel {ch!r} of {where}")
             same = rec.get("same_as_parent", [])
             if not isinstance(same, list) or not all(isinstance(ch, str) for ch in same):
                 raise reader.error(f"{where}: same_as_parent is not a list of channel names")
@@ -248,9 +259,7 @@ def _records(
                     raise reader.error(f"{where}: a write is not an object")
                 idx = _field(reader, w, "idx", int)
                 channel = _field(reader, w, "channel", str)
-                value = _decode(
-                    reader, serde, w.get("value"), f"write {channel!r} of {where}", max_payload_size
-                )
+                value = decode(w.get("value"), f"write {channel!r} of {where}")
                 rows.append((idx, channel, value))
             calls = _put_writes_order(rows)
             if calls is None:

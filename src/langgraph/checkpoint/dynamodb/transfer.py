@@ -102,6 +102,9 @@ __all__ = [
 
 #: How far, in characters, one line may exceed its payloads' base64 size.
 _RECORD_OVERHEAD: Final = 1 << 20
+#: DynamoDB's item size limit (AWS's, not this library's): a value over it
+#: cannot be stored without a bucket, whatever else the item holds.
+_DYNAMODB_ITEM_LIMIT: Final = 400 * 1024
 #: An import spools a non-seekable input (stdin) to disk past this size.
 _SPOOL_MEMORY: Final = 8 << 20
 
@@ -435,7 +438,21 @@ def import_thread(
             if callable(check):
                 check(thread_id or plan.source_thread, ns, cid, task_id)
 
-        for _ in _records(_Reader(src, max_line), serde, limit, plan, check_keys):
+        def check_value(where: str, value: Any) -> None:
+            # Without a bucket, a value larger than a DynamoDB item can hold
+            # (400 KB, stored as the saver packs it) would fail half way.
+            if saver.bucket_name is None:
+                try:
+                    size = len(saver.codec.pack(serde.dumps_typed(value)))
+                except Exception as exc:
+                    raise ValueError(f"{where}: cannot serialize: {type(exc).__name__}: {exc}") from None
+                if size > _DYNAMODB_ITEM_LIMIT:
+                    raise ValueError(
+                        f"{where} is {size:,} bytes as stored, more than a DynamoDB item holds, and the "
+                        "saver has no bucket: import into a store with an S3 bucket (--bucket)"
+                    )
+
+        for _ in _records(_Reader(src, max_line), serde, limit, plan, check_keys, check_value):
             pass
         target = thread_id or plan.source_thread
         _check_target(saver, target)

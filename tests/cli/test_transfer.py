@@ -828,3 +828,17 @@ def test_a_value_too_large_for_a_bucketless_store_is_refused_up_front(moto_endpo
             dst.get_tuple({"configurable": {"thread_id": thread}}).checkpoint["channel_values"]["big"]
             == cp["channel_values"]["big"]
         )
+
+
+def test_failure_at_the_first_write_leaves_the_id_usable(source: dict[str, Any]) -> None:
+    buf = io.StringIO()
+    export_thread(source["plain"], source["threads"]["plain"], buf)
+    with make_saver(fresh("first"), fresh("first"), max_attempts=1) as dst:
+        _fail_after(dst, "PutItem", 1)
+        buf.seek(0)
+        with pytest.raises(ExportError, match=r"failed at its first write .*; nothing is left$"):
+            import_thread(dst, buf, thread_id="victim")
+    with make_saver(dst.table_name, dst.bucket_name) as again:
+        buf.seek(0)
+        import_thread(again, buf, thread_id="victim")  # no tombstone: the same id works
+        assert_same(source["plain"], source["threads"]["plain"], again, "victim")

@@ -584,6 +584,10 @@ def _undo(saver: Any, thread_id: str, written: int, exc: BaseException) -> Expor
             f"thread failed too ({type(cleanup).__name__}: {cleanup}): delete it "
             f"(langgraph-dynamodb delete {thread_id!r} --yes) before importing again"
         )
+    if not written:  # no checkpoint landed: no lineage to bury, the id stays usable
+        return ExportError(
+            f"import into thread {thread_id!r} failed at its first write ({what}); nothing is left"
+        )
     return ExportError(
         f"import into thread {thread_id!r} failed after {written} write(s) ({what}); "
         "the partial thread was deleted, nothing is left; import again under a new id (--thread): "

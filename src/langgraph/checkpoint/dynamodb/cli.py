@@ -2585,6 +2585,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("stats", "what the table and bucket hold: items, bytes, objects by kind", cmd_stats)
     _progress_option(p)
     p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
+
+    # doctor, export, import: in their own module (imported here, not at the top: it imports this one).
+    from langgraph.checkpoint.dynamodb import _cli_ops
+
+    _cli_ops.register(add)
     return parser
 
 

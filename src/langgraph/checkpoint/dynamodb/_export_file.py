@@ -1,0 +1,338 @@
+"""The ``langgraph-dynamodb-export/1`` file: its errors, and reading it record by record, validated.
+
+``transfer.import_thread`` reads a file twice through :func:`_records`: a
+first pass that validates everything and writes nothing, then a second that
+yields the same, already validated, records to write. Nothing here does I/O
+but reading the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, Any, Final
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+from langgraph.checkpoint.dynamodb._portable import PORTABLE_TYPES
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+
+__all__ = ["FORMAT", "ExportError", "ExportFileError", "TargetExistsError"]
+
+#: The format tag of the header line; a reader refuses any other.
+FORMAT: Final = "langgraph-dynamodb-export/1"
+
+_NO: Final = object()  # a version no channel has
+
+
+class ExportError(CheckpointStoreError):
+    """A thread cannot be exported, or an import failed (the message says what was left)."""
+
+
+class ExportFileError(ExportError, ValueError):
+    """The file is not a valid export: nothing was written.
+
+    The message names the line and what is wrong with it.
+    """
+
+
+class TargetExistsError(ExportError):
+    """The import target thread already has checkpoints: nothing was written."""
+
+
+@dataclasses.dataclass
+class _Plan:
+    """What pass one learned: enough to check order and the result, not the values."""
+
+    source_thread: str = ""
+    checkpoints: int = 0
+    writes: int = 0
+    latest: dict[str, str] = dataclasses.field(default_factory=dict)  # ns -> highest checkpoint id
+    #: (ns, checkpoint id) -> how many children take values from it (``same_as_parent``).
+    lenders: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+
+
+class _Reader:
+    """Lines of a file as records, each checked for size and JSON shape, naming the line."""
+
+    def __init__(self, fp: IO[str], max_line: int) -> None:
+        self.fp = fp
+        self.max_line = max_line
+        self.lineno = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        while True:
+            text = self.fp.readline(self.max_line + 1)
+            if not text:
+                return
+            self.lineno += 1
+            if len(text) > self.max_line:
+                raise self.error(f"longer than {self.max_line:,} characters (max_payload_size)")
+            if not text.strip():
+                continue
+            try:
+                rec = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                raise self.error(f"not JSON: {exc}") from None
+            if not isinstance(rec, dict):
+                raise self.error("not a JSON object")
+            yield rec
+
+    def error(self, message: str) -> ExportFileError:
+        return ExportFileError(f"line {self.lineno}: {message}; nothing was written")
+
+
+def _field(reader: _Reader, rec: Mapping[str, Any], name: str, kind: Any, *, optional: bool = False) -> Any:
+    value = rec.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise reader.error(f"field {name!r} is missing or not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _decode(reader: _Reader, serde: Any, payload: Any, where: str, max_payload_size: int) -> Any:
+    if not isinstance(payload, dict) or set(payload) != {"type", "b64"}:
+        raise reader.error(f"{where}: a payload must be {{'type': ..., 'b64': ...}}")
+    type_, b64 = payload["type"], payload["b64"]
+    if type_ not in PORTABLE_TYPES:
+        raise reader.error(
+            f"{where}: payload type {type_!r} is not portable ({', '.join(sorted(PORTABLE_TYPES))})"
+        )
+    if not isinstance(b64, str) or len(b64) > (max_payload_size + 2) // 3 * 4:
+        raise reader.error(
+            f"{where}: payload is not a string or is over max_payload_size ({max_payload_size:,} bytes)"
+        )
+    try:
+        data = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise reader.error(f"{where}: invalid base64: {exc}") from None
+    try:
+        return serde.loads_typed((type_, data))
+    except Exception as exc:
+        raise reader.error(f"{where}: cannot decode the payload: {type(exc).__name__}: {exc}") from None
+
+
+def _records(
+    reader: _Reader,
+    serde: Any,
+    max_payload_size: int,
+    plan: _Plan | None,
+    check_keys: Callable[[str, str, str], None] | None = None,
+    check_value: Callable[[str, Any], None] | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Validate the file record by record and yield ``(kind, decoded record)``.
+
+    With ``plan`` (pass one) it also checks order and uniqueness and records
+    the totals; pass two reads the same, already validated, records.
+    ``check_keys(namespace, checkpoint id, task id)`` and
+    ``check_value(where, value)`` raise ``ValueError`` for what the target
+    cannot store.
+    """
+
+    def decode(payload: Any, where: str) -> Any:
+        value = _decode(reader, serde, payload, where, max_payload_size)
+        if check_value is not None:
+            try:
+                check_value(where, value)
+            except ValueError as exc:
+                raise reader.error(str(exc)) from None
+        return value
+
+    def keys(ns: str, cid: str, task_id: str = "") -> None:
+        if check_keys is not None:
+            try:
+                check_keys(ns, cid, task_id)
+            except ValueError as exc:  # KeyTooLongError too
+                raise reader.error(f"checkpoint {cid!r}: {exc}") from None
+
+    seen: set[tuple[str, str]] = set()
+    awaited: set[tuple[str, str]] = set()
+    # (ns, checkpoint id) -> channel -> version of each value it holds (ids only, not values).
+    held: dict[tuple[str, str], dict[str, Any]] = {}
+    tasks: set[tuple[str, str, str]] = set()
+    header = end = False
+    n_writes = 0
+    for rec in reader:
+        if end:
+            raise reader.error("a record after the end record")
+        kind = rec.get("kind")
+        if not header:
+            if kind != "header" or rec.get("format") != FORMAT:
+                raise reader.error(
+                    f"not a {FORMAT} file (format {rec.get('format')!r}); "
+                    "export it with this version of langgraph-dynamodb"
+                )
+            header = True
+            thread = _field(reader, rec, "thread_id", str)
+            if plan is not None:
+                plan.source_thread = thread
+            continue
+        if kind == "checkpoint":
+            ns = _field(reader, rec, "checkpoint_ns", str)
+            cid = _field(reader, rec, "checkpoint_id", str)
+            pid = _field(reader, rec, "parent_checkpoint_id", str, optional=True)
+            if not cid:
+                raise reader.error("empty checkpoint_id")
+            where = f"checkpoint {cid!r}"
+            if (ns, cid) in seen:
+                raise reader.error(f"{where} (namespace {ns!r}) appears twice")
+            if pid == cid or (ns, cid) in awaited:
+                # A parent named by an earlier record: the import would write a
+                # child whose parent is not there yet.
+                raise reader.error(f"{where} comes after a child of it: parents must come first")
+            if pid is not None and (ns, pid) not in seen:
+                awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
+            keys(ns, cid)
+            seen.add((ns, cid))
+            body = decode(rec.get("checkpoint"), where)
+            if (
+                not isinstance(body, dict)
+                or body.get("id") != cid
+                or not isinstance(body.get("channel_versions"), dict)
+            ):
+                raise reader.error(
+                    f"{where}: the checkpoint is not a checkpoint with this id and channel_versions"
+                )
+            metadata = decode(rec.get("metadata"), f"metadata of {where}")
+            if not isinstance(metadata, dict):
+                raise reader.error(f"metadata of {where} is not a mapping")
+            raw_values = rec.get("channel_values")
+            if not isinstance(raw_values, dict):
+                raise reader.error(f"{where}: channel_values is not an object")
+            values = {}
+            for ch, payload in raw_values.items():
+                if ch not in body["channel_versions"]:
+                    # put() stores only versioned channels: it would drop this value.
+                    raise reader.error(f"{where}: channel {ch!r} has a value but no version")
+                values[ch] = decode(payload, f"channel {ch!r} of {where}")
+            same = rec.get("same_as_parent", [])
+            if not isinstance(same, list) or not all(isinstance(ch, str) for ch in same):
+                raise reader.error(f"{where}: same_as_parent is not a list of channel names")
+            lender = held.get((ns, pid)) if pid is not None else None
+            for ch in same:
+                if ch in values or lender is None or lender.get(ch) != body["channel_versions"].get(ch, _NO):
+                    raise reader.error(
+                        f"{where}: channel {ch!r} is not the value of the same version in its parent "
+                        f"{pid!r} earlier in the file"
+                    )
+            held[(ns, cid)] = {ch: body["channel_versions"][ch] for ch in (*values, *same)}
+            if plan is not None:
+                plan.checkpoints += 1
+                if cid > plan.latest.get(ns, ""):
+                    plan.latest[ns] = cid
+                if same and pid is not None:
+                    plan.lenders[(ns, pid)] = plan.lenders.get((ns, pid), 0) + 1
+            yield (
+                "checkpoint",
+                {
+                    "ns": ns,
+                    "id": cid,
+                    "parent": pid,
+                    "checkpoint": {**body, "channel_values": values},
+                    "same_as_parent": same,
+                    "metadata": metadata,
+                },
+            )
+        elif kind == "writes":
+            ns = _field(reader, rec, "checkpoint_ns", str)
+            cid = _field(reader, rec, "checkpoint_id", str)
+            task_id = _field(reader, rec, "task_id", str)
+            task_path = _field(reader, rec, "task_path", str)
+            run_id = _field(reader, rec, "run_id", str, optional=True)
+            where = f"writes of task {task_id!r} on checkpoint {cid!r}"
+            if (ns, cid) not in seen:
+                raise reader.error(f"{where}: the checkpoint is not before them in the file")
+            if (ns, cid, task_id) in tasks:
+                raise reader.error(f"{where} appear twice")
+            keys(ns, cid, task_id)
+            tasks.add((ns, cid, task_id))
+            entries = rec.get("writes")
+            if not isinstance(entries, list) or not entries:
+                raise reader.error(f"{where}: 'writes' is not a non-empty list")
+            rows: list[tuple[int, str, Any]] = []
+            for w in entries:
+                if not isinstance(w, dict):
+                    raise reader.error(f"{where}: a write is not an object")
+                idx = _field(reader, w, "idx", int)
+                channel = _field(reader, w, "channel", str)
+                value = decode(w.get("value"), f"write {channel!r} of {where}")
+                rows.append((idx, channel, value))
+            calls = _put_writes_order(rows)
+            if calls is None:
+                raise reader.error(
+                    f"{where}: indexes {sorted(r[0] for r in rows)} with channels "
+                    f"{[r[1] for r in rows]} cannot come from put_writes"
+                )
+            n_writes += 1
+            if plan is not None:
+                plan.writes += 1
+            yield (
+                "writes",
+                {
+                    "ns": ns,
+                    "id": cid,
+                    "task_id": task_id,
+                    "task_path": task_path,
+                    "run_id": run_id,
+                    "writes": calls,
+                },
+            )
+        elif kind == "end":
+            if plan is not None and (
+                rec.get("checkpoints") != plan.checkpoints or rec.get("writes") != plan.writes
+            ):
+                raise reader.error(
+                    f"the end record counts {rec.get('checkpoints')!r} checkpoints and {rec.get('writes')!r} "
+                    f"write records, the file holds {plan.checkpoints} and {plan.writes}"
+                )
+            end = True
+        else:
+            raise reader.error(f"unknown record kind {kind!r}")
+    if not header:
+        raise ExportFileError("empty file: not an export; nothing was written")
+    if not end:
+        raise ExportFileError(
+            f"no end record after line {reader.lineno}: the file is truncated; nothing was written"
+        )
+    if plan is not None and not plan.checkpoints:
+        raise ExportFileError("the file holds no checkpoint; nothing was written")
+
+
+def _put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]] | None:
+    """The ``put_writes`` argument that stores exactly these ``(idx, channel, value)`` rows.
+
+    ``put_writes`` gives a regular write its position in the call and a
+    special one (error, interrupt, resume...) its fixed negative index, and
+    keeps the first of two writes with one index. So regular writes go to
+    their index, special ones fill the other positions, and a position left
+    over is filled with a repeat of a special write, which is then ignored.
+    ``None``: no call can store these rows.
+    """
+    regular: dict[int, tuple[str, Any]] = {}
+    special: list[tuple[str, Any]] = []
+    for idx, channel, value in rows:
+        fixed = WRITES_IDX_MAP.get(channel)
+        if fixed is not None:
+            if idx != fixed or any(ch == channel for ch, _ in special):
+                return None
+            special.append((channel, value))
+        elif idx < 0 or idx in regular:
+            return None
+        else:
+            regular[idx] = (channel, value)
+    size = max([len(rows), *(i + 1 for i in regular)])
+    out: list[tuple[str, Any] | None] = [regular.get(i) for i in range(size)]
+    fill = iter(special)
+    for i, slot in enumerate(out):
+        if slot is None:
+            nxt = next(fill, None)
+            if nxt is None:
+                if not special:
+                    return None
+                nxt = special[0]
+            out[i] = nxt
+    return [w for w in out if w is not None]

@@ -1,0 +1,595 @@
+"""Export a thread to a portable JSON Lines file, and import it into any store.
+
+A migration and backup path: :func:`export_thread` writes every namespace's
+checkpoints (parents before children), their metadata, parent links and
+pending writes (task id, task path, index, run id) as JSON Lines;
+:func:`import_thread` loads such a file into another table, or into the same
+table under a new thread id, through the saver's public ``put`` and
+``put_writes``, so placement, tenants and TTL heads are the target saver's.
+The imported thread reads back exactly as the source did (``get_tuple`` and
+``list``: checkpoint ids, parents, metadata, channel values and versions,
+pending writes), including DeltaChannel threads, whose values live in the
+ancestors' writes that the file carries.
+
+The file holds the thread's state in **plaintext**, whatever the source's
+encryption: values are decoded with the source saver's serializer and
+re-encoded by the same serializer without its encryption layer
+(``{"type": "msgpack", "b64": ...}``), so a store with another key, or none,
+can import it. Protect the file like the data itself (``langgraph-dynamodb
+export -o FILE`` creates it readable by its owner only).
+
+Format ``langgraph-dynamodb-export/1``, one JSON object per line:
+
+* ``{"kind": "header", "format": ..., "thread_id": ..., ...}`` first;
+* ``{"kind": "checkpoint", "checkpoint_ns", "checkpoint_id",
+  "parent_checkpoint_id", "checkpoint", "metadata", "channel_values",
+  "same_as_parent"}``, a checkpoint before any checkpoint naming it as
+  parent; a value unchanged since the parent (same version, equal value) is
+  not repeated, its channel is listed in ``same_as_parent``, so the file
+  grows with what the store holds rather than with checkpoints x state;
+* ``{"kind": "writes", "checkpoint_ns", "checkpoint_id", "task_id",
+  "task_path", "run_id", "writes": [{"idx", "channel", "value"}]}``, one per
+  task, after its checkpoint;
+* ``{"kind": "end", "checkpoints": N, "writes": M}`` last: a truncated file
+  has none and is refused.
+
+Why JSON Lines: a record per checkpoint or task means an import holds one
+record in memory at a time (not the thread), a truncated file is detected
+by its missing ``end`` line, and line tools (``head``, ``grep``, ``jq -c``)
+work on it. Payloads are ``{"type", "b64"}`` pairs, the serializer's own
+typed form, so JSON changes nothing (bytes, sets, datetimes, pydantic
+models come back as the store would give them).
+
+An import validates the whole file before it writes anything: structure,
+order, sizes (``max_payload_size``) and that every payload decodes with the
+target saver's serializer (whose allowlist applies: a file can revive no
+more than a stored payload could). It refuses a target thread that already
+has checkpoints or was deleted (its tombstones would hide the same
+checkpoints written again), writes in file order (parents first), checks
+that the latest checkpoint of every namespace reads back, and if anything
+fails after the first write it deletes the partial thread (which did not
+exist before) and says so: import again under a new id.
+
+Sync savers only: the writes' task paths are read with the CLI's boto3
+helpers; an async application can export and import with a
+``DynamoDBSaver`` on the same table.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import datetime as dt
+import heapq
+import json
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import IO, Any, Final
+
+from langgraph.checkpoint.base import writes_sort_key
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._export_file import (
+    FORMAT,
+    ExportError,
+    ExportFileError,
+    TargetExistsError,
+    _Plan,
+    _Reader,
+    _records,
+)
+from langgraph.checkpoint.dynamodb._portable import (
+    PORTABLE_TYPES,
+    OpaqueExt,
+    OpaquePayload,
+    PortableSerializer,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+__all__ = [
+    "FORMAT",
+    "ExportError",
+    "ExportFileError",
+    "OpaqueExt",
+    "OpaquePayload",
+    "PortableSerializer",
+    "TargetExistsError",
+    "export_thread",
+    "import_thread",
+]
+
+#: How far, in characters, one line may exceed its payloads' base64 size.
+_RECORD_OVERHEAD: Final = 1 << 20
+#: DynamoDB's item size limit (AWS's, not this library's): a value over it
+#: cannot be stored without a bucket, whatever else the item holds.
+_DYNAMODB_ITEM_LIMIT: Final = 400 * 1024
+#: An import spools a non-seekable input (stdin) to disk past this size.
+_SPOOL_MEMORY: Final = 8 << 20
+
+
+def _plain_serde(saver: Any) -> Any:
+    """The saver's serializer without its encryption layer (what a file holds)."""
+    serde = saver.serde
+    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
+
+
+def _encode(serde: Any, value: Any, where: str) -> dict[str, str]:
+    try:
+        type_, data = serde.dumps_typed(value)
+    except Exception as exc:
+        raise ExportError(f"{where}: cannot serialize: {exc}") from exc
+    if type_ not in PORTABLE_TYPES:
+        raise ExportError(
+            f"{where}: serialized as {type_!r}, which an import could not read safely "
+            f"(portable types: {', '.join(sorted(PORTABLE_TYPES))})"
+        )
+    return {"type": type_, "b64": base64.b64encode(bytes(data)).decode("ascii")}
+
+
+# ================================================================ export
+
+
+def _raw_writes(
+    saver: Any, thread_id: str
+) -> dict[tuple[str, str], list[tuple[tuple[str, str, int], dict[str, Any]]]]:
+    """Task paths, indexes and run ids of a thread's writes, which ``get_tuple`` does not return.
+
+    Read from the writes items' keys and plain attributes only (never their
+    payloads: the values come decoded from the saver). Keyed by
+    ``(namespace, checkpoint id)``, each list in ``writes_sort_key`` order,
+    the order of ``CheckpointTuple.pending_writes``.
+    """
+    from langgraph.checkpoint.dynamodb import cli
+
+    out: dict[tuple[str, str], list[tuple[tuple[str, str, int], dict[str, Any]]]] = {}
+    items = cli._query(
+        saver,
+        KeyConditionExpression="#pk = :pk",
+        FilterExpression="#t = :w",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#t": ATTR.KIND},
+        ExpressionAttributeValues={":pk": {"S": cli._pk(saver, thread_id)}, ":w": {"S": schema.WRITES_ITEM}},
+        ConsistentRead=True,
+    )
+    for it in items:
+        ns, kind, cid, task_id = schema.parse_sk(it[ATTR.SK]["S"])
+        if kind != schema.WRITES_ITEM or task_id is None:
+            continue
+        tid = it.get(ATTR.TASK_ID, {}).get("S", "")  # as the saver reads it
+        path = it.get(ATTR.TASK_PATH, {}).get("S", "")
+        run_id = it.get(ATTR.RUN_ID, {}).get("S")
+        rows = out.setdefault((ns, cid), [])
+        for name, av in it.items():
+            idx = _write_idx(name)
+            if idx is None:
+                continue
+            channel = av["L"][0]["S"]
+            rows.append(
+                (
+                    writes_sort_key(path, tid, idx),
+                    {"task_id": tid, "task_path": path, "run_id": run_id, "idx": idx, "channel": channel},
+                )
+            )
+    for rows in out.values():
+        rows.sort(key=lambda r: r[0])
+    return out
+
+
+def _write_idx(name: str) -> int | None:
+    """The index of a ``w<idx>`` attribute of a writes item, ``None`` for other attributes."""
+    rest = name[len(ATTR.WRITE_PREFIX) :]
+    if not name.startswith(ATTR.WRITE_PREFIX) or not rest.lstrip("-").isdigit():
+        return None
+    return int(rest)
+
+
+def _parents_first(tuples: list[Any]) -> list[Any]:
+    """Checkpoints oldest id first, but never a child before its parent (same namespace)."""
+    key = {
+        id(t): (t.config["configurable"]["checkpoint_id"], t.config["configurable"]["checkpoint_ns"])
+        for t in tuples
+    }
+    by_key = {(k[1], k[0]): t for t, k in ((t, key[id(t)]) for t in tuples)}
+    children: dict[int, list[Any]] = {}
+    heap: list[tuple[str, str, int]] = []
+    index = {id(t): t for t in tuples}
+    for t in tuples:
+        cid, ns = key[id(t)]
+        pid = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        parent = by_key.get((ns, pid)) if pid else None
+        if parent is not None and parent is not t:
+            children.setdefault(id(parent), []).append(t)
+        else:
+            heapq.heappush(heap, (cid, ns, id(t)))
+    out: list[Any] = []
+    while heap:
+        _, _, ident = heapq.heappop(heap)
+        t = index[ident]
+        out.append(t)
+        for c in children.pop(ident, []):
+            heapq.heappush(heap, (*key[id(c)], id(c)))
+    if len(out) != len(tuples):  # a parent cycle: no order can put parents first
+        raise ExportError("the thread's parent links form a cycle; it cannot be exported in order")
+    return out
+
+
+def _same_as_parent(t: Any, parent: Any) -> set[str]:
+    """Channels whose value in ``t`` is the parent's: same version, equal value."""
+    if parent is None:
+        return set()
+    mine, theirs = t.checkpoint.get("channel_values") or {}, parent.checkpoint.get("channel_values") or {}
+    versions, parent_versions = t.checkpoint["channel_versions"], parent.checkpoint["channel_versions"]
+    same = set()
+    for ch, value in mine.items():
+        # Equality too, not only the version: the file must say exactly what was stored.
+        with contextlib.suppress(Exception):
+            if ch in theirs and versions.get(ch) == parent_versions.get(ch) and bool(theirs[ch] == value):
+                same.add(ch)
+    return same
+
+
+def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
+    """Write a thread, every namespace, as ``langgraph-dynamodb-export/1`` JSON Lines.
+
+    Values are decoded with the saver's serializer and written with the same
+    serializer minus encryption: the file holds plaintext state; protect it.
+    The thread should not be written to while it is exported (a change seen
+    half way raises ``ExportError``; export again). The whole thread is read
+    into memory first, as ``saver.list`` does.
+
+    Args:
+        saver: a sync ``DynamoDBSaver`` (its tenant, if any, is honoured).
+        thread_id: the thread to export.
+        fp: a text stream to write to.
+
+    Returns:
+        A summary: ``thread_id``, ``checkpoints``, ``writes`` (tasks' write
+        records), ``namespaces``.
+
+    Raises:
+        ExportError: the thread has no checkpoints, changed while being
+            read, or holds a value the serializer writes in a non-portable way.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        from langgraph.checkpoint.dynamodb.transfer import export_thread, import_thread
+
+        src = DynamoDBSaver(table_name="checkpoints", bucket_name="payloads")
+        with open("t-1.jsonl", "w", encoding="utf-8") as fp:
+            export_thread(src, "t-1", fp)
+        dst = DynamoDBSaver(table_name="checkpoints-eu", bucket_name="payloads-eu")
+        with open("t-1.jsonl", encoding="utf-8") as fp:
+            import_thread(dst, fp)  # or thread_id="t-1-copy" into the same table
+        ```
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ValueError("thread_id must be a non-empty string")
+    tuples = list(saver.list({"configurable": {"thread_id": thread_id}}))
+    if not tuples:
+        raise ExportError(f"thread {thread_id!r} has no checkpoints in table {saver.table_name!r}")
+    raw = _raw_writes(saver, thread_id)
+    serde = _plain_serde(saver)
+    ordered = _parents_first(tuples)
+    by_key = {
+        (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
+        for t in tuples
+    }
+
+    def line(obj: Mapping[str, Any]) -> None:
+        fp.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    line(
+        {
+            "kind": "header",
+            "format": FORMAT,
+            "thread_id": thread_id,
+            "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "source": {
+                "table": saver.table_name,
+                "tenant_prefix": getattr(saver, "tenant_prefix", "") or None,
+            },
+            "plaintext": True,
+        }
+    )
+    n_writes = 0
+    for t in ordered:
+        conf = t.config["configurable"]
+        ns, cid = conf["checkpoint_ns"], conf["checkpoint_id"]
+        where = f"checkpoint {cid!r} (namespace {ns!r})"
+        body = {k: v for k, v in t.checkpoint.items() if k != "channel_values"}
+        values = t.checkpoint.get("channel_values") or {}
+        # A value unchanged since the parent is written once, in the parent: the
+        # file grows with what the store holds, not with checkpoints x state.
+        pid = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        parent = by_key.get((ns, pid)) if pid else None
+        same = _same_as_parent(t, parent)
+        line(
+            {
+                "kind": "checkpoint",
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+                "parent_checkpoint_id": pid,
+                "checkpoint": _encode(serde, body, where),
+                "metadata": _encode(serde, t.metadata, f"metadata of {where}"),
+                "channel_values": {
+                    ch: _encode(serde, v, f"channel {ch!r} of {where}")
+                    for ch, v in values.items()
+                    if ch not in same
+                },
+                "same_as_parent": sorted(same),
+            }
+        )
+        pending = list(t.pending_writes or [])
+        rows = raw.get((ns, cid), [])
+        if len(rows) != len(pending) or any(
+            r["task_id"] != w[0] or r["channel"] != w[1] for (_, r), w in zip(rows, pending, strict=True)
+        ):
+            raise ExportError(
+                f"the writes of {where} changed while the thread was read; export it again "
+                "while nothing writes to it"
+            )
+        tasks: dict[str, dict[str, Any]] = {}
+        for (_, r), (task_id, channel, value) in zip(rows, pending, strict=True):
+            rec = tasks.setdefault(
+                task_id,
+                {
+                    "kind": "writes",
+                    "checkpoint_ns": ns,
+                    "checkpoint_id": cid,
+                    "task_id": task_id,
+                    "task_path": r["task_path"],
+                    "run_id": r["run_id"],
+                    "writes": [],
+                },
+            )
+            rec["writes"].append(
+                {
+                    "idx": r["idx"],
+                    "channel": channel,
+                    "value": _encode(serde, value, f"write {channel!r} of task {task_id!r} on {where}"),
+                }
+            )
+        for rec in tasks.values():
+            line(rec)
+        n_writes += len(tasks)
+    line({"kind": "end", "checkpoints": len(ordered), "writes": n_writes})
+    return {
+        "thread_id": thread_id,
+        "checkpoints": len(ordered),
+        "writes": n_writes,
+        "namespaces": len({t.config["configurable"]["checkpoint_ns"] for t in ordered}),
+    }
+
+
+# ================================================================ import
+
+
+def _seekable(fp: IO[str], stack: contextlib.ExitStack) -> IO[str]:
+    """``fp`` if it can be read twice, else a spooled copy (stdin, a pipe)."""
+    try:
+        if fp.seekable():
+            fp.tell()
+            return fp
+    except (OSError, ValueError, AttributeError):
+        pass
+    spool = stack.enter_context(
+        tempfile.SpooledTemporaryFile(max_size=_SPOOL_MEMORY, mode="w+", encoding="utf-8")  # noqa: SIM115  # closed by the caller's stack
+    )
+    while chunk := fp.read(1 << 20):
+        spool.write(chunk)
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
+
+
+def import_thread(
+    saver: Any, fp: IO[str], thread_id: str | None = None, *, max_payload_size: int | None = None
+) -> dict[str, Any]:
+    """Load a ``langgraph-dynamodb-export/1`` file into the saver's store, as a new thread.
+
+    Two passes over the file: the first validates everything (structure,
+    order, sizes, that every payload decodes with the saver's serializer) and
+    writes nothing; the second writes through ``saver.put`` and
+    ``saver.put_writes``, parents first. A target thread that already has
+    checkpoints is refused. If a write fails half way, the partial thread is
+    deleted (it did not exist before) and ``ExportError`` says so; if that
+    delete fails too, the message says to delete the thread.
+
+    Args:
+        saver: a sync ``DynamoDBSaver``; its serializer (and encryption),
+            tenant, thresholds and TTL apply to what is written.
+        fp: a text stream (a non-seekable one, such as stdin, is spooled).
+        thread_id: the thread to create; default the exported thread's id.
+        max_payload_size: largest payload accepted, in bytes (default the
+            saver's ``max_payload_size``); a line is refused past about
+            4/3 of it plus 1 MiB, before it is parsed.
+
+    Returns:
+        A summary: ``thread_id``, ``source_thread_id``, ``checkpoints``,
+        ``writes`` (tasks' write records), ``namespaces``.
+
+    Raises:
+        ExportFileError: the file is malformed; nothing was written.
+        TargetExistsError: the target thread has checkpoints; nothing was written.
+        ExportError: a write failed; the partial thread was removed (or the
+            message says how to remove it).
+
+    Example:
+        ```python
+        with open("t-1.jsonl", encoding="utf-8") as fp:
+            import_thread(saver, fp, thread_id="t-1-restored")
+        ```
+    """
+    limit = saver.max_payload_size if max_payload_size is None else max_payload_size
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {limit!r}")
+    if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
+        raise ValueError("thread_id must be a non-empty string or None")
+    serde = saver.serde
+    max_line = (limit + 2) // 3 * 4 + _RECORD_OVERHEAD
+    with contextlib.ExitStack() as stack:
+        src = _seekable(fp, stack)
+        start = src.tell()
+        plan = _Plan()
+        check = getattr(saver, "_check_keys", None)  # the savers' own key rules, before any write
+
+        def check_keys(ns: str, cid: str, task_id: str) -> None:
+            if callable(check):
+                check(thread_id or plan.source_thread, ns, cid, task_id)
+
+        def check_value(where: str, value: Any) -> None:
+            # Without a bucket, a value larger than a DynamoDB item can hold
+            # (400 KB, stored as the saver packs it) would fail half way.
+            if saver.bucket_name is None:
+                try:
+                    size = len(saver.codec.pack(serde.dumps_typed(value)))
+                except Exception as exc:
+                    raise ValueError(f"{where}: cannot serialize: {type(exc).__name__}: {exc}") from None
+                if size > _DYNAMODB_ITEM_LIMIT:
+                    raise ValueError(
+                        f"{where} is {size:,} bytes as stored, more than a DynamoDB item holds, and the "
+                        "saver has no bucket: import into a store with an S3 bucket (--bucket)"
+                    )
+
+        for _ in _records(_Reader(src, max_line), serde, limit, plan, check_keys, check_value):
+            pass
+        target = thread_id or plan.source_thread
+        _check_target(saver, target)
+        src.seek(start)
+        progress = _Progress()
+        try:
+            _write(saver, target, _records(_Reader(src, max_line), serde, limit, None), plan, progress)
+            _verify(saver, target, plan)
+        except BaseException as exc:
+            if not progress.started:
+                raise
+            failure = _undo(saver, target, progress.written, exc)
+            if not isinstance(exc, Exception):  # Ctrl-C: cleaned up, still an interrupt
+                raise
+            raise failure from exc
+    return {
+        "thread_id": target,
+        "source_thread_id": plan.source_thread,
+        "checkpoints": plan.checkpoints,
+        "writes": plan.writes,
+        "namespaces": len(plan.latest),
+    }
+
+
+@dataclasses.dataclass
+class _Progress:
+    started: bool = False  # a write was sent (it may have landed in part)
+    written: int = 0  # writes completed
+
+
+def _check_target(saver: Any, thread_id: str) -> None:
+    """Refuse a thread that has checkpoints, or tombstones (a thread deleted under this id).
+
+    Keys only (reading a value could need what this saver lacks). A deleted
+    thread's tombstones hide its lineages for good (a late write must never
+    bring them back), and the same checkpoints written again are exactly
+    such writes: they would be stored and never read.
+    """
+    from langgraph.checkpoint.dynamodb import cli
+
+    kinds = {schema.parse_sk(it[ATTR.SK]["S"])[1] for it in cli._partition(saver, thread_id, projection=True)}
+    if schema.CHECKPOINT_ITEM in kinds:
+        raise TargetExistsError(
+            f"thread {thread_id!r} already has checkpoints in table {saver.table_name!r}; import under a "
+            "new id (--thread) or delete it first (an import never merges two histories); nothing was written"
+        )
+    if schema.TOMBSTONE_ITEM in kinds:
+        raise TargetExistsError(
+            f"thread {thread_id!r} was deleted in table {saver.table_name!r}, and its tombstones hide "
+            "the checkpoints it had if they are written again; import under a new id (--thread); "
+            "nothing was written"
+        )
+
+
+def _write(
+    saver: Any,
+    thread_id: str,
+    records: Iterable[tuple[str, dict[str, Any]]],
+    plan: _Plan,
+    progress: _Progress,
+) -> None:
+    """Replay validated records through the public API, counting into ``progress``.
+
+    ``new_versions`` names the channels whose version differs from the
+    parent's, as LangGraph passes them: an unchanged large value is then a
+    reference to where the parent put it, not a copy per checkpoint.
+    """
+    versions: dict[tuple[str, str], dict[str, Any]] = {}
+    # Values children take from their parent (``same_as_parent``), held only
+    # until the last such child is written: a chain holds one checkpoint's.
+    lent: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind, rec in records:
+        progress.started = True
+        ns, cid = rec["ns"], rec["id"]
+        base = {"thread_id": thread_id, "checkpoint_ns": ns}
+        if kind == "checkpoint":
+            cp = rec["checkpoint"]
+            if rec["same_as_parent"]:
+                lender = lent[(ns, rec["parent"])]
+                cp["channel_values"] = {
+                    **{ch: lender[ch] for ch in rec["same_as_parent"]},
+                    **cp["channel_values"],
+                }
+                left = plan.lenders[(ns, rec["parent"])] = plan.lenders[(ns, rec["parent"])] - 1
+                if not left:
+                    del lent[(ns, rec["parent"])]
+            if plan.lenders.get((ns, cid)):
+                lent[(ns, cid)] = cp["channel_values"]
+            parent = versions.get((ns, rec["parent"])) if rec["parent"] else None
+            new = {ch: v for ch, v in cp["channel_versions"].items() if parent is None or parent.get(ch) != v}
+            conf: dict[str, Any] = {**base}
+            if rec["parent"]:
+                conf["checkpoint_id"] = rec["parent"]
+            parents = rec["metadata"].get("parents")
+            if ns and isinstance(parents, dict):
+                # LangGraph's map of enclosing graphs' checkpoints: the
+                # saver derives a subgraph checkpoint's lineage from it.
+                conf["checkpoint_map"] = {**parents, ns: cid}
+            saver.put({"configurable": conf}, cp, rec["metadata"], new)
+            versions[(ns, cid)] = dict(cp["channel_versions"])
+        else:
+            config: dict[str, Any] = {"configurable": {**base, "checkpoint_id": cid}}
+            if rec["run_id"]:
+                config["metadata"] = {"run_id": rec["run_id"]}
+            saver.put_writes(config, rec["writes"], rec["task_id"], rec["task_path"])
+        progress.written += 1
+
+
+def _verify(saver: Any, thread_id: str, plan: _Plan) -> None:
+    """The latest checkpoint of every namespace reads back (cheap: one get_tuple each)."""
+    for ns, cid in plan.latest.items():
+        got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        if got is None or got.config["configurable"]["checkpoint_id"] != cid:
+            raise ExportError(
+                f"namespace {ns!r}: the latest checkpoint does not read back as {cid!r} after the import "
+                f"(read {None if got is None else got.config['configurable']['checkpoint_id']!r}); a thread "
+                f"deleted earlier under the id {thread_id!r} can hide checkpoints whose parent is not in the "
+                "file: import under a new id"
+            )
+
+
+def _undo(saver: Any, thread_id: str, written: int, exc: BaseException) -> ExportError:
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    try:
+        saver.delete_thread(thread_id)
+    except Exception as cleanup:
+        return ExportError(
+            f"import into thread {thread_id!r} failed after {written} write(s) ({what}); removing the partial "
+            f"thread failed too ({type(cleanup).__name__}: {cleanup}): delete it "
+            f"(langgraph-dynamodb delete {thread_id!r} --yes) before importing again"
+        )
+    if not written:  # no checkpoint landed: no lineage to bury, the id stays usable
+        return ExportError(
+            f"import into thread {thread_id!r} failed at its first write ({what}); nothing is left"
+        )
+    return ExportError(
+        f"import into thread {thread_id!r} failed after {written} write(s) ({what}); "
+        "the partial thread was deleted, nothing is left; import again under a new id (--thread): "
+        "the deleted one keeps tombstones that would hide the same checkpoints"
+    )

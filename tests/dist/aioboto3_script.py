@@ -2,7 +2,7 @@
 
 Run by ``test_aioboto3.py`` with the interpreter of a venv holding aioboto3
 (and the old boto3/aiobotocore it pins) and this project, against the
-endpoint in ``AWS_ENDPOINT_URL``:
+endpoint in ``AWS_ENDPOINT_URL`` (credentials and region come from the session):
 
     python aioboto3_script.py TABLE BUCKET
 
@@ -50,7 +50,12 @@ async def _s3_keys(session: Any, bucket: str, thread_id: str) -> list[str]:
 
 
 async def main(table: str, bucket: str) -> dict[str, Any]:
-    session = aioboto3.Session()
+    # Credentials and region on the session only (the test gives the process
+    # none): a saver that ignored the session would fail to sign a request.
+    # Dummy values for the loopback moto server.
+    session = aioboto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
     out: dict[str, Any] = {
         "versions": {
             "aioboto3": aioboto3.__version__,

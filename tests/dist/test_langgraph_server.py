@@ -48,7 +48,7 @@ SERVER_REQUIREMENTS = [
 ]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-SLOW_GRAPH = '''
+SLOW_GRAPH = """
 import asyncio
 import operator
 from typing import Annotated, TypedDict
@@ -76,7 +76,7 @@ builder.add_node("wait", wait)
 builder.add_edge(START, "start")
 builder.add_edge("start", "wait")
 graph = builder.compile()
-'''
+"""
 
 
 def _free_port() -> int:
@@ -126,8 +126,14 @@ def server(
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [
-                str(server_venv / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
-                "--host", "127.0.0.1", "--port", str(_free_port()),
+                str(server_venv / "bin" / "langgraph"),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(_free_port()),
             ],
             cwd=app,
             env=env,
@@ -152,7 +158,8 @@ def server(
                 time.sleep(0.2)
         yield {"url": url, "log": log_path, "venv": server_venv, **names}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -195,8 +202,16 @@ def _s3_keys(bucket: str, thread_id: str) -> list[str]:
 
 def test_langgraph_dev_runs_on_our_checkpointer(server: dict[str, Any]) -> None:
     proc = subprocess.run(
-        [str(server["venv"] / "bin" / "python"), str(Path(__file__).with_name("server_driver.py")), server["url"]],
-        capture_output=True, text=True, timeout=300, env=clean_env(), check=False,
+        [
+            str(server["venv"] / "bin" / "python"),
+            str(Path(__file__).with_name("server_driver.py")),
+            server["url"],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(),
+        check=False,
     )
     log = _log(server["log"])
     assert proc.returncode == 0, f"{proc.stderr[-4000:]}\n--- server log ---\n{log[-6000:]}"
@@ -272,11 +287,18 @@ def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> N
     )
     proc = subprocess.run(
         [str(server_venv / "bin" / "python"), "-c", code, FACTORY_PATH],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
         # What `langgraph dev` sets before langgraph_api's config is imported.
         env=clean_env(
-            REDIS_URI="fake", DATABASE_URI=":memory:", MIGRATIONS_PATH="__inmem",
-            LANGGRAPH_RUNTIME_EDITION="inmem", LANGGRAPH_DYNAMODB_TABLE="unused",
+            REDIS_URI="fake",
+            DATABASE_URI=":memory:",
+            MIGRATIONS_PATH="__inmem",
+            LANGGRAPH_RUNTIME_EDITION="inmem",
+            LANGGRAPH_DYNAMODB_TABLE="unused",
         ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

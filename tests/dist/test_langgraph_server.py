@@ -101,7 +101,9 @@ def server(
 ) -> Iterator[dict[str, Any]]:
     """``langgraph dev`` in a copy of the shipped example; yields its URL, log file and names."""
     app = tmp_path / "app"
-    shutil.copytree(EXAMPLE, app)
+    # Not a developer's own .env or server state: .env values override the
+    # environment under `langgraph dev`, and could point the test at their table.
+    shutil.copytree(EXAMPLE, app, ignore=shutil.ignore_patterns(".env", ".langgraph_api", "__pycache__"))
     config = json.loads((app / "langgraph.json").read_text())
     assert config["checkpointer"] == {"path": FACTORY_PATH}  # the documented snippet, as shipped
     (app / "slow.py").write_text(SLOW_GRAPH)

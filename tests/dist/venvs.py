@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,13 +76,25 @@ def _run(cmd: Sequence[str], timeout: float, **kw: Any) -> subprocess.CompletedP
     return proc
 
 
-def _project_key() -> dict[str, Any]:
-    """What of ``pyproject.toml`` decides the venv's content: our dependency ranges."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {
-        "dependencies": project.get("dependencies", []),
-        "optional": project.get("optional-dependencies", {}),
-    }
+def _project_key() -> str:
+    """What of ``pyproject.toml`` decides the venv's content: our dependency lists.
+
+    The ``dependencies = [...]`` array of ``[project]`` and the whole
+    ``[project.optional-dependencies]`` table, as text (``tomllib`` is 3.11+):
+    a new classifier or pytest setting must not rebuild the venvs.
+    """
+    kept: list[str] = []
+    table, in_deps = "", False
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        if line.startswith("["):
+            table = line.strip()
+        elif table == "[project]" and line.startswith("dependencies"):
+            in_deps = True
+        if table == "[project.optional-dependencies]" or in_deps:
+            kept.append(line)
+        if in_deps and line.rstrip().endswith("]") and not line.lstrip().startswith("#"):
+            in_deps = False
+    return "\n".join(kept)
 
 
 def _source_hash() -> str:

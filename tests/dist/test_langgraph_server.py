@@ -28,8 +28,9 @@ from typing import Any
 
 import boto3
 import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, schema
 from tests.dist.venvs import cached_venv, clean_env
 
 pytestmark = [pytest.mark.dist, pytest.mark.timeout(1500)]
@@ -223,7 +224,21 @@ def test_langgraph_dev_runs_on_our_checkpointer(server: dict[str, Any]) -> None:
     # The server uses our saver, with every capability it looks for.
     assert "Using custom checkpointer: AsyncDynamoDBSaver" in log
     assert "kind=\"<class 'langgraph.checkpoint.dynamodb.aio.AsyncDynamoDBSaver'>\"" in log
-    assert "Custom checkpointer missing" not in log  # adelete_thread/_for_runs, acopy_thread, aprune
+    # What the server looks for, as it logs it; each recommended method is
+    # ours (the server degrades a feature for each one a saver lacks).
+    found = re.search(r"Required methods: ([\w, ]+)\.\s+Recommended methods: ([\w, ]+)\.", log)
+    assert found, log[:6000]
+    required, recommended = (set(g.split(", ")) for g in found.groups())
+    assert required == {"aget", "aget_tuple", "aput", "aput_writes", "alist"}, required
+    assert recommended == {"adelete_thread", "adelete_for_runs", "acopy_thread", "aprune"}, recommended
+    overridden = {
+        n
+        for n in required | recommended
+        if getattr(AsyncDynamoDBSaver, n) is not getattr(BaseCheckpointSaver, n)
+    }
+    # aget is BaseCheckpointSaver's wrapper over aget_tuple, for every saver.
+    assert overridden == (required | recommended) - {"aget"}, overridden
+    assert "Custom checkpointer missing" not in log
     assert "Failed to clean up custom checkpointer" not in log
     assert not re.findall(r"^\S+ \[(?:error|critical)", log, flags=re.M), log[-6000:]
 
@@ -272,6 +287,8 @@ def test_langgraph_dev_runs_on_our_checkpointer(server: dict[str, Any]) -> None:
 def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> None:
     """The documented path loads with the server's own loader; ``module:attr`` does not.
 
+    And the server's capability detection finds every recommended method on our saver.
+
     langgraph-cli's schema suggests ``"my_package.checkpointer:create_checkpointer"``;
     langgraph-api 0.16 splits such a path at its last dot. If a later server
     accepts it, this test says so, and the docs can offer both.
@@ -286,6 +303,10 @@ def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> N
         "    print('colon form loads')\n"
         "except Exception as e:\n"
         "    print('colon form fails:', type(e).__name__)\n"
+        "from dataclasses import asdict\n"
+        "from langgraph_api._checkpointer._adapter import CheckpointerCapabilities\n"
+        "from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver\n"
+        "print(json.dumps(asdict(CheckpointerCapabilities.from_type(AsyncDynamoDBSaver))))\n"
     )
     proc = subprocess.run(
         [str(server_venv / "bin" / "python"), "-c", code, FACTORY_PATH],
@@ -304,4 +325,14 @@ def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> N
         ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip().startswith("colon form fails:"), proc.stdout
+    colon, caps = proc.stdout.strip().splitlines()
+    assert colon.startswith("colon form fails:"), proc.stdout
+    # The server's own capability detection on our class (aget_iter is optional: the
+    # server falls back to aget_tuple, and does not log it as missing).
+    assert json.loads(caps) == {
+        "has_aget_iter": False,
+        "has_adelete_thread": True,
+        "has_adelete_for_runs": True,
+        "has_acopy_thread": True,
+        "has_aprune": True,
+    }

@@ -96,11 +96,8 @@ def server_venv() -> Iterator[Path]:
         yield venv
 
 
-@pytest.fixture
-def server(
-    server_venv: Path, moto_endpoint: str, names: dict[str, str], tmp_path: Path
-) -> Iterator[dict[str, Any]]:
-    """``langgraph dev`` in a copy of the shipped example; yields its URL, log file and names."""
+def _launch(venv: Path, tmp_path: Path, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """``langgraph dev`` in a copy of the shipped example, in its own process group."""
     app = tmp_path / "app"
     # Not a developer's own .env or server state: .env values override the
     # environment under `langgraph dev`, and could point the test at their table.
@@ -111,25 +108,22 @@ def server(
     config["graphs"]["slow"] = "./slow.py:graph"  # test-only: a run that stays in flight
     (app / "langgraph.json").write_text(json.dumps(config))
     log_path = tmp_path / "server.log"
-    env = clean_env(
-        AWS_ENDPOINT_URL=moto_endpoint,
+    full_env = clean_env(
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
         AWS_REGION="us-east-1",
-        LANGGRAPH_DYNAMODB_TABLE=names["table_name"],
-        LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"],
-        LANGGRAPH_DYNAMODB_SETUP="1",
         # Nothing leaves 127.0.0.1: no version check, analytics or tracing.
         LANGGRAPH_NO_VERSION_CHECK="true",
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGSMITH_TRACING="false",
         LANGCHAIN_TRACING_V2="false",
         NO_COLOR="1",
+        **env,
     )
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [
-                str(server_venv / "bin" / "langgraph"),
+                str(venv / "bin" / "langgraph"),
                 "dev",
                 "--no-browser",
                 "--no-reload",
@@ -139,11 +133,38 @@ def server(
                 str(_free_port()),
             ],
             cwd=app,
-            env=env,
+            env=full_env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stopped whole below
+            start_new_session=True,  # its own process group: stopped whole
         )
+    return proc, log_path
+
+
+def _stop(proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        pytest.fail(f"langgraph dev did not stop on SIGTERM:\n{_log(log_path)[-3000:]}")
+
+
+@pytest.fixture
+def server(
+    server_venv: Path, moto_endpoint: str, names: dict[str, str], tmp_path: Path
+) -> Iterator[dict[str, Any]]:
+    """``langgraph dev`` on a fresh table and bucket; yields its URL, log file and names."""
+    proc, log_path = _launch(
+        server_venv,
+        tmp_path,
+        AWS_ENDPOINT_URL=moto_endpoint,
+        LANGGRAPH_DYNAMODB_TABLE=names["table_name"],
+        LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"],
+        LANGGRAPH_DYNAMODB_SETUP="1",
+    )
     try:
         # The port it reports, not the one asked for: its "port in use" check
         # misfires on some machines and moves to another port.
@@ -161,14 +182,7 @@ def server(
                 time.sleep(0.2)
         yield {"url": url, "log": log_path, "venv": server_venv, **names}
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-            pytest.fail(f"langgraph dev did not stop on SIGTERM:\n{_log(log_path)[-3000:]}")
+        _stop(proc, log_path)
 
 
 def _items(table: str, thread_id: str) -> list[dict[str, Any]]:
@@ -282,6 +296,28 @@ def test_langgraph_dev_runs_on_our_checkpointer(server: dict[str, Any]) -> None:
     left = _kinds(_items(table, out["thread_id"]))
     assert not {schema.CHECKPOINT_ITEM, schema.WRITES_ITEM, schema.BLOB_ITEM} & set(left), left
     assert _s3_keys(bucket, out["thread_id"]) == []
+
+
+def test_langgraph_dev_stops_on_a_missing_table(
+    server_venv: Path, moto_endpoint: str, names: dict[str, str], tmp_path: Path
+) -> None:
+    """A misspelt table (and no LANGGRAPH_DYNAMODB_SETUP): the server does not start, and says why."""
+    proc, log_path = _launch(
+        server_venv,
+        tmp_path,
+        AWS_ENDPOINT_URL=moto_endpoint,
+        LANGGRAPH_DYNAMODB_TABLE=names["table_name"],
+        LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"],
+    )
+    try:
+        proc.wait(timeout=90)
+    finally:
+        _stop(proc, log_path)
+    log = _log(log_path)
+    assert proc.returncode != 0, log[-4000:]
+    assert "Application started up" not in log
+    assert "StoreNotFoundError" in log and names["table_name"] in log, log[-4000:]
+    assert names["table_name"] not in boto3.client("dynamodb").list_tables()["TableNames"]
 
 
 def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> None:

@@ -52,23 +52,33 @@ def _checkpoint(value: Any) -> Any:
     }
 
 
-def test_reads_the_environment_and_creates_nothing_by_default(
-    moto_endpoint: str, names: dict[str, str]
-) -> None:
+def test_a_missing_table_stops_start_up_and_is_not_created(moto_endpoint: str, names: dict[str, str]) -> None:
+    """Against AWS a misspelt table must stop the server with its name, not be created."""
+
+    async def run() -> None:
+        async with checkpointer(_env(names)):
+            pytest.fail("entered the factory on a table that does not exist")
+
+    with pytest.raises(StoreNotFoundError, match=names["table_name"]):
+        asyncio.run(run())
+    assert _exists(names) == (False, False)
+
+
+def test_reads_the_environment_and_closes_its_clients(moto_endpoint: str, names: dict[str, str]) -> None:
     async def run() -> AsyncDynamoDBSaver:
+        async with AsyncDynamoDBSaver(**names) as admin:
+            await admin.setup()  # as the CDK construct would have
         async with checkpointer(_env(names), s3_key_prefix="server/") as saver:
             assert isinstance(saver, AsyncDynamoDBSaver)
             assert (saver.table_name, saver.bucket_name) == (names["table_name"], names["bucket_name"])
             assert saver.s3_key_prefix == "server/"  # keyword options override the environment
             assert saver._clients["dynamodb"] is not None  # opened on entry
-            # Against AWS a misspelt table must fail loudly, not be created.
-            with pytest.raises(StoreNotFoundError, match=names["table_name"]):
-                await saver.aget_tuple(cfg(new_thread()))
+            stored = await saver.aput(cfg(new_thread()), _checkpoint(1), {}, {"a": "1"})
+            assert (await saver.aget_tuple(stored)) is not None
         return saver
 
     saver = asyncio.run(run())
     assert saver._clients["dynamodb"] is None  # closed when the server leaves the context
-    assert _exists(names) == (False, False)
 
 
 @pytest.mark.parametrize("flag", ["1", "true", " YES "])
@@ -100,10 +110,11 @@ def test_refuses_a_malformed_setup_flag(moto_endpoint: str, names: dict[str, str
 @pytest.mark.parametrize("flag", ["", "0", "false", "No"])
 def test_a_false_setup_flag_creates_nothing(moto_endpoint: str, names: dict[str, str], flag: str) -> None:
     async def run() -> None:
-        async with checkpointer(_env(names, **{ENV_SETUP: flag})) as saver:
-            assert saver.table_name == names["table_name"]
+        async with checkpointer(_env(names, **{ENV_SETUP: flag})):
+            pytest.fail("entered the factory on a table that does not exist")
 
-    asyncio.run(run())
+    with pytest.raises(StoreNotFoundError, match=names["table_name"]):
+        asyncio.run(run())
     assert _exists(names) == (False, False)
 
 

@@ -26,7 +26,9 @@ also works, for a factory of your own.
 and bucket come from the CDK construct, with their policies, alarms and
 maintenance functions, and a server must not quietly create bare ones under
 a misspelt name. Set it for a local endpoint (``langgraph-dynamodb local``)
-or a throwaway test table.
+or a throwaway test table. Without it, the factory reads the table once on
+entry, so a wrong name, region or endpoint stops the server at start-up with
+an error naming the table.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ __all__ = ["ENV_SETUP", "checkpointer"]
 
 #: ``1``/``true``/``yes``: the factory calls ``setup()`` (creates the table and bucket when missing).
 ENV_SETUP = "LANGGRAPH_DYNAMODB_SETUP"
+
+#: The thread id of the start-up read (never written).
+_PROBE_THREAD = "langgraph-dynamodb-server-start-up-check"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -79,6 +84,8 @@ async def checkpointer(
     Raises:
         ValueError: ``LANGGRAPH_DYNAMODB_TABLE`` is not set, or a variable is
             malformed (the message names it).
+        StoreNotFoundError: the table does not exist where the saver looked
+            (and ``LANGGRAPH_DYNAMODB_SETUP`` is off): the server does not start.
 
     Example:
         In ``langgraph.json`` (note the dot before ``checkpointer``)::
@@ -97,4 +104,8 @@ async def checkpointer(
     async with AsyncDynamoDBSaver.from_env(env, **options) as saver:
         if setup:
             await saver.setup()
+        # One read (a Query for a thread that does not exist) so that a wrong
+        # table name, region or endpoint stops the server at start-up with a
+        # StoreNotFoundError naming the table, instead of failing every run.
+        await saver.aget_tuple({"configurable": {"thread_id": _PROBE_THREAD, "checkpoint_ns": ""}})
         yield saver

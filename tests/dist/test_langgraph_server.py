@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "langgraph-server"
 #: What ``langgraph.json`` must say: a dotted path (see ``server.py`` for why not ``module:attr``).
 FACTORY_PATH = "langgraph.checkpoint.dynamodb.server.checkpointer"
-#: The versions measured (TOOLING-NOTES, 2026-11-30); the venv cache is keyed by them.
+#: Pinned (latest on 2026-11-30), so a run is reproducible; the venv cache is keyed by them.
 SERVER_REQUIREMENTS = [
     "langgraph-cli[inmem]==0.4.40",
     "langgraph-api==0.16.7",

@@ -1,4 +1,4 @@
-"""A checkpointer factory for the LangGraph API server (``langgraph dev``, ``langgraph up``).
+"""A checkpointer factory for the LangGraph API server (``langgraph dev`` and its images).
 
 The server takes a custom checkpointer from ``langgraph.json``: an import
 path to an async context manager that yields a ``BaseCheckpointSaver``. It
@@ -26,9 +26,9 @@ also works, for a factory of your own.
 and bucket come from the CDK construct, with their policies, alarms and
 maintenance functions, and a server must not quietly create bare ones under
 a misspelt name. Set it for a local endpoint (``langgraph-dynamodb local``)
-or a throwaway test table. Without it, the factory reads the table once on
-entry, so a wrong name, region or endpoint stops the server at start-up with
-an error naming the table.
+or a throwaway test table. Either way the factory then reads the table once,
+so a wrong name, region or endpoint stops the server at start-up with an
+error naming the table.
 """
 
 from __future__ import annotations

@@ -317,7 +317,8 @@ def test_langgraph_dev_stops_on_a_missing_table(
     assert proc.returncode != 0, log[-4000:]
     assert "Application started up" not in log
     assert "StoreNotFoundError" in log and names["table_name"] in log, log[-4000:]
-    assert names["table_name"] not in boto3.client("dynamodb").list_tables()["TableNames"]
+    with pytest.raises(boto3.client("dynamodb").exceptions.ResourceNotFoundException):
+        boto3.client("dynamodb").describe_table(TableName=names["table_name"])
 
 
 def test_langgraph_json_snippet_resolves(server_venv: Path, tmp_path: Path) -> None:

@@ -31,7 +31,12 @@ def _env(names: dict[str, str], **extra: str) -> dict[str, str]:
 
 
 def _exists(names: dict[str, str]) -> tuple[bool, bool]:
-    table = names["table_name"] in boto3.client("dynamodb").list_tables()["TableNames"]
+    # describe_table, not list_tables: a page of the session's tables may not hold this one.
+    try:
+        boto3.client("dynamodb").describe_table(TableName=names["table_name"])
+        table = True
+    except ClientError:
+        table = False
     try:
         boto3.client("s3").head_bucket(Bucket=names["bucket_name"])
         bucket = True

@@ -313,7 +313,9 @@ def load_section(res: dict[str, Any]) -> list[str]:
         f"{p['repeats']} calls for the calls that can repeat (reads, `put`) and single calls otherwise. "
         "`copy_thread` copies the thread to a new one, `prune` (`keep_latest`) prunes that copy, `delete_thread` "
         "deletes the original. A series is *flat* when every value is within 10% of the smallest, otherwise "
-        "classified by its log-log slope between the two largest N (0.75-1.25: linear).",
+        "classified by its log-log slope between the two largest sizes (0.75-1.25: linear); `copy_thread`, `prune` "
+        "and `delete_thread` are classified against the items they copy or delete (a prune of a one-checkpoint "
+        "thread deletes nothing), the others against N.",
         "",
     ]
     rows = []

@@ -112,6 +112,43 @@ def measure_codecs(
     return out
 
 
+def dependency_cost(repeats: int = 3) -> dict[str, Any] | None:
+    """What the ``zstandard`` package costs: installed size, and its import after the saver's.
+
+    The import is timed in fresh interpreters that first import the saver
+    (whose own import does not pull zstandard in: the codec imports it on
+    first use), so it is the increment a Lambda cold start would pay.
+    """
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("zstandard")
+    except PackageNotFoundError:
+        return None
+    installed = sum((f.size or 0) for f in dist.files or [])
+    probe = (
+        "import sys, time\n"
+        "from langgraph.checkpoint.dynamodb import DynamoDBSaver\n"
+        "pulled = 'zstandard' in sys.modules\n"
+        "t = time.perf_counter()\n"
+        "import zstandard\n"
+        "print(time.perf_counter() - t, pulled)\n"
+    )
+    times, pulled = [], False
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        seconds, flag = out.stdout.split()
+        times.append(float(seconds))
+        pulled = pulled or flag == "True"
+    return {
+        "version": dist.version,
+        "installed_bytes": installed,
+        "import_s_median": sorted(times)[len(times) // 2],
+        "imported_by_the_saver": pulled,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the measurement as JSON."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.codecs", description=__doc__.split("\n\n")[0])
@@ -119,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the JSON result here")
     args = ap.parse_args(argv)
     res = measure_codecs(repeats=args.repeats)
+    res["zstandard"] = dependency_cost()
     for wl, w in res["workloads"].items():
         print(f"{wl}: {w['payloads']} payloads, {w['serialized_bytes'] / 1e6:.1f} MB serialized")
         for r in w["candidates"]:

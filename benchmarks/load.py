@@ -5,8 +5,8 @@ orchestrator, against the same moto server subprocess) drives our
 ``AsyncDynamoDBSaver`` through its public API only, in two parts:
 
 * **Throughput.** ``threads`` threads (1,000) are handed out to ``workers``
-  (32) concurrent asyncio workers. Each thread gets two agent turns as
-  LangGraph makes them (``aget_tuple``, ``aput`` of the input checkpoint,
+  (32) concurrent asyncio workers. Each thread gets an agent turn as
+  LangGraph makes it (``aget_tuple``, ``aput`` of the input checkpoint,
   ``aput_writes``, ``aput`` of the loop checkpoint) and one ``alist``.
   Reported: operations per second, and p50/p99 latency per operation.
 * **Growth.** For each size N (1, 10, 100, 1,000 checkpoints) one thread is
@@ -60,7 +60,7 @@ class LoadParams:
 
     threads: int = 1000
     workers: int = 32
-    turns: int = 2
+    turns: int = 1
     sizes: tuple[int, ...] = (1, 10, 100, 1000)
     repeats: int = 5
 
@@ -166,6 +166,10 @@ class _Thread:
         await self.saver.aput_writes(
             self.config, [("messages", [user_message(self.step)])], f"task-{self.step}"
         )
+
+
+def _progress(text: str) -> None:
+    print(f"[benchmarks.load] {text}", file=sys.stderr, flush=True)
 
 
 def _counts(delta: Snapshot) -> dict[str, Any]:
@@ -309,8 +313,10 @@ async def _one_size(
 async def _growth(saver: Any, meter: Meter, p: LoadParams, prefix: str) -> dict[str, Any]:
     series: dict[str, list[dict[str, Any]]] = {op: [] for op in EXPECTED}
     for n in p.sizes:
+        t0 = time.perf_counter()
         for op, point in (await _one_size(saver, meter, p, f"{prefix}-g{n}", n)).items():
             series[op].append(point)
+        _progress(f"growth: N={n} measured in {time.perf_counter() - t0:.1f} s")
     growth: dict[str, Any] = {}
     for op, points in series.items():
         # Linear means linear in what the call deletes or copies (a prune of a
@@ -350,6 +356,7 @@ async def _run(table: str, bucket: str, p: LoadParams, latency: LatencyModel | N
         t0 = time.perf_counter()
         throughput = await _throughput(saver, meter, p, prefix)
         t1 = time.perf_counter()
+        _progress(f"throughput: {p.threads} threads in {t1 - t0:.1f} s")
         growth = await _growth(saver, meter, p, prefix)
         t2 = time.perf_counter()
     return {

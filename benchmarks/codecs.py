@@ -34,7 +34,7 @@ CANDIDATES: list[tuple[str, str, int | None]] = [
     ("zstd 1", "zstd", 1),
     ("zstd 3", "zstd", 3),
     ("zstd 9", "zstd", 9),
-    ("auto: zstd 9 up to 64 KiB, 3 above", "auto", None),
+    ("auto: zlib 6 under 3 KiB, zstd 9 to 64 KiB, zstd 3 above", "auto", None),
 ]
 
 

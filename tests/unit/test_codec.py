@@ -109,19 +109,26 @@ def test_payloads_of_older_writers_stay_readable(blob: str, reader: str) -> None
 def test_auto_takes_zstd_when_present_and_any_reader_decodes_it() -> None:
     codec = PayloadCodec("auto")
     assert codec.compression == "zstd"  # zstandard is in the dev environment
-    packed = codec.pack(("msgpack", TEXT))
+    packed = codec.pack(("msgpack", TEXT))  # 6 KB: above auto's zlib-only size
     assert packed[1] == ord("s")
     assert PayloadCodec("zlib").unpack(packed) == ("msgpack", TEXT)
 
 
 def test_levels_follow_the_payload_size() -> None:
-    """Small payloads (DynamoDB items: bytes are write units) get zstd 9, large ones (S3) zstd 3."""
+    """Small payloads (DynamoDB items: bytes are write units) get zstd 9, large ones (S3) zstd 3,
+    and the smallest zlib 6 (a zstd frame header costs more than zstd saves there)."""
     from langgraph.checkpoint.dynamodb.codec import SMALL_PAYLOAD
 
     auto = PayloadCodec("auto")
-    assert auto.level_for(SMALL_PAYLOAD) == 9 and auto.level_for(SMALL_PAYLOAD + 1) == 3
-    assert PayloadCodec("zlib").level_for(10**8) == 6  # measured: lower zlib levels do not pay
-    assert PayloadCodec("zstd", level=1).level_for(10) == 1  # an explicit level wins
+    assert auto.codec_for(SMALL_PAYLOAD) == ("zstd", 9) and auto.codec_for(SMALL_PAYLOAD + 1) == ("zstd", 3)
+    assert auto.codec_for(3 * 1024 - 1) == ("zlib", 6) and auto.codec_for(3 * 1024) == ("zstd", 9)
+    assert PayloadCodec("zlib").codec_for(10**8) == ("zlib", 6)  # measured: lower zlib levels do not pay
+    assert PayloadCodec("zstd", level=1).codec_for(10) == ("zstd", 1)  # an explicit level wins
+    assert PayloadCodec("zstd").codec_for(10) == ("zstd", 9)  # explicit zstd stays zstd
+    # Each payload records its own codec, so a mixed writer is read back by anyone.
+    small, large = auto.pack(("json", TEXT[:2000])), auto.pack(("json", TEXT * 20))
+    assert (small[1], large[1]) == (ord("z"), ord("s"))
+    assert PayloadCodec.unpack(large) == ("json", TEXT * 20)
 
 
 def test_auto_keeps_small_payloads_no_larger_than_zlib() -> None:

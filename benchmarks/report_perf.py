@@ -148,6 +148,8 @@ def codec_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
 def codec_section(res: dict[str, Any]) -> list[str]:
     """Target 1: the codec measurement and the end-to-end effect on ``big`` and ``chat``."""
     codecs = res.get("codecs")
+    if not codecs and not any(_runs(res, wl, "ours-auto") for wl in ("big", "chat")):
+        return []
     out = ["## Codec choice (issue 16, target 1)", ""]
     if codecs:
         out += [

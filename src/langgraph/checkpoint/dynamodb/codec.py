@@ -103,18 +103,21 @@ class PayloadCodec:
         if compression not in ("none", "zlib", "zstd", "auto"):
             raise ValueError(f"compression must be 'none', 'zlib', 'zstd' or 'auto', got {compression!r}")
         auto = compression == "auto"
-        if auto:
-            compression = "zstd" if zstd_available() else "zlib"
-        elif compression == "zstd" and not zstd_available():
+        resolved: Literal["none", "zlib", "zstd"]
+        if compression == "auto":
+            resolved = "zstd" if zstd_available() else "zlib"
+        else:
+            resolved = compression
+        if compression == "zstd" and not zstd_available():
             raise ImportError(
                 "compression='zstd' needs Python 3.14+ or the zstandard package: "
                 "pip install 'langgraph-checkpoint-dynamodb-s3[zstd]'"
             )
-        self.compression: Literal["none", "zlib", "zstd"] = compression
+        self.compression = resolved
         self.min_size = min_size
         self.level = level
         #: ``"auto"`` with zstd chooses the codec per payload too (see ``codec_for``).
-        self._adaptive = compression == "zstd" and level is None and auto
+        self._adaptive = resolved == "zstd" and level is None and auto
 
     def pack(self, typed: tuple[str, bytes]) -> bytes:
         type_name, data = typed

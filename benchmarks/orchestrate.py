@@ -7,13 +7,16 @@
    credentials and no AWS config files;
 2. creates ``.venv-ref`` on first use (``benchmarks/requirements-ref.txt``,
    pinned), the reference saver's own virtualenv;
-3. for every workload and repetition, for each saver (alternating which
+3. runs the codec measurement (``benchmarks.codecs``) and the load benchmark
+   (``benchmarks.load``: 1,000 threads, 32 async workers, and cost against
+   thread size; ours only; ``--quick`` for smoke-test sizes);
+4. for every workload and repetition, for each saver (alternating which
    goes first): creates a fresh table and bucket (ours with
    ``DynamoDBSaver.setup()``, the reference's with string keys ``PK``/``SK``,
    on-demand), runs ``python -m benchmarks.runner`` with that saver's
    interpreter, then drops the table and bucket;
-4. runs the cold-start probe in fresh interpreters;
-5. writes ``benchmarks/results.json`` and regenerates ``docs/benchmarks.md``
+5. runs the cold-start probe in fresh interpreters;
+6. writes ``benchmarks/results.json`` and regenerates ``docs/benchmarks.md``
    and ``docs/img/*.png`` from it (``--report-only`` does just this step).
 """
 
@@ -61,8 +64,15 @@ PLAN: dict[str, int] = {
     "async": 2,
 }
 COLD_STARTS = 3
+#: Parts that run once, ours only, after the workloads: the codec measurement
+#: (``benchmarks.codecs``, no AWS calls) and the load benchmark
+#: (``benchmarks.load``, against the same moto server).
+SINGLE: tuple[str, ...] = ("codecs", "load")
 #: Extra sides, once each: the reference with its checkpoint compression on.
+#: ``ours-auto``: ours with ``compression="auto"`` (issue 16 target 1), run
+#: as many times as the other sides where the codec matters.
 EXTRA_SIDES: dict[str, list[str]] = {"chat": ["ref-gz"], "big": ["ref-gz"]}
+CODEC_SIDES: dict[str, list[str]] = {"chat": ["ours-auto"], "big": ["ours-auto"]}
 
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -205,6 +215,17 @@ def drop_storage(name: str) -> None:
 # ---------------------------------------------------------------- runs
 
 
+def side_env(side: str) -> dict[str, str]:
+    """The subprocess environment of one side.
+
+    Ours gets this checkout's ``src`` first on the path: the virtualenv may
+    hold an editable install of another checkout (a git worktree shares the
+    main checkout's ``.venv``), and the numbers must be this tree's.
+    """
+    path = [str(ROOT)] if is_reference(side) else [str(ROOT / "src"), str(ROOT)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def run_one(
     python: str, side: str, workload: str, params: Params, *, verify: bool, latency: bool = True
 ) -> dict[str, Any]:
@@ -234,7 +255,7 @@ def run_one(
     ]
     if verify:
         cmd.append("--verify")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = side_env(side)
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -259,7 +280,7 @@ def run_cold_start(python: str, side: str) -> dict[str, Any]:
         proc = subprocess.run(
             [python, "-m", "benchmarks.coldstart", "--side", side, "--table", name, "--bucket", name],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env=side_env(side),
             capture_output=True,
             text=True,
             timeout=120,
@@ -282,23 +303,61 @@ def _strip(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def run_single(part: str, *, quick: bool = False) -> dict[str, Any]:
+    """Run ``codecs`` or ``load`` (ours only) in a subprocess; return its JSON result."""
+    name = f"bench-{part}-{uuid.uuid4().hex[:8]}"
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = Path(fh.name)
+    cmd = [sys.executable, "-m", f"benchmarks.{part}", "--out", str(out)]
+    if part == "load":
+        create_storage("ours", name)
+        cmd += ["--table", name, "--bucket", name] + (["--quick"] if quick else [])
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=side_env("ours"), capture_output=True, text=True, timeout=1800)
+        # benchmarks.load exits 1 when a growth is not as expected: still a result to report.
+        if not out.exists() or not out.read_text().strip():
+            raise RuntimeError(f"{part} failed:\n{proc.stderr[-4000:]}")
+        result: dict[str, Any] = json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+        if part == "load":
+            drop_storage(name)
+    return result
+
+
 def run_all(
-    *, workloads: list[str], reps: dict[str, int], params: Params, ref_python: str, sides: list[str]
+    *,
+    workloads: list[str],
+    reps: dict[str, int],
+    params: Params,
+    ref_python: str,
+    sides: list[str],
+    quick: bool = False,
 ) -> dict[str, Any]:
     """Run the plan against a fresh moto server and return everything measured."""
-    pythons = {"ours": sys.executable, "ref": ref_python, "ref-gz": ref_python}
+    pythons = {"ours": sys.executable, "ours-auto": sys.executable, "ref": ref_python, "ref-gz": ref_python}
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     cold: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
+    single: dict[str, Any] = {}
     started = time.perf_counter()
     load_start = os.getloadavg()
     os.environ.update(AWS_ENV)
     with moto_server() as endpoint:
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         try:
-            for workload in workloads:
+            for workload in [w for w in workloads if w in SINGLE]:
+                t0 = time.perf_counter()
+                single[workload] = run_single(workload, quick=quick)
+                log.info("%-6s ours   once: %6.1f s (total %5.0f s)", workload, time.perf_counter() - t0,
+                         time.perf_counter() - started)
+            for workload in [w for w in workloads if w not in SINGLE]:
                 runs[workload] = {s: [] for s in sides}
+                extra = CODEC_SIDES.get(workload, []) if "ours" in sides else []
+                for side in extra:
+                    runs[workload][side] = []
                 for rep in range(reps.get(workload, 1)):
-                    order = sides if rep % 2 == 0 else list(reversed(sides))
+                    these = [*sides, *extra]
+                    order = these if rep % 2 == 0 else list(reversed(these))
                     for side in order:
                         t0 = time.perf_counter()
                         result = run_one(pythons[side], side, workload, params, verify=rep == 0)
@@ -334,17 +393,20 @@ def run_all(
         },
         "moto": version("moto"),
         "params": params_to_dict(params),
-        "reps": {w: reps.get(w, 1) for w in workloads},
+        "reps": {w: reps.get(w, 1) for w in workloads if w not in SINGLE},
         "ref_requirements": REF_REQUIREMENTS.read_text(),
         "runs": runs,
         "coldstart": cold,
+        **single,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line of ``python -m benchmarks``."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workloads", default=",".join(PLAN), help="comma-separated subset of " + ",".join(PLAN))
+    every = [*PLAN, *SINGLE]
+    ap.add_argument("--workloads", default=",".join(every), help="comma-separated subset of " + ",".join(every))
+    ap.add_argument("--quick", action="store_true", help="the load benchmark at smoke-test sizes")
     ap.add_argument(
         "--reps", type=int, default=None, help="repetitions for every workload (default: per PLAN)"
     )
@@ -358,13 +420,18 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not args.report_only:
         workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        unknown = set(workloads) - set(PLAN)
+        unknown = set(workloads) - set(every)
         if unknown:
             ap.error(f"unknown workloads: {sorted(unknown)}")
-        reps = {w: (args.reps if args.reps is not None else PLAN[w]) for w in workloads}
+        reps = {w: (args.reps if args.reps is not None else PLAN[w]) for w in workloads if w in PLAN}
         ref_python = str(ensure_ref_venv(args.ref_python))
         results = run_all(
-            workloads=workloads, reps=reps, params=Params(), ref_python=ref_python, sides=["ours", "ref"]
+            workloads=workloads,
+            reps=reps,
+            params=Params(),
+            ref_python=ref_python,
+            sides=["ours", "ref"],
+            quick=args.quick,
         )
         results["command"] = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
         args.results.write_text(json.dumps(results, indent=1, default=str) + "\n")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import report_perf
 from langgraph.checkpoint.dynamodb._core import LATEST_PAGE
 
 __all__ = ["PRICES", "write_report"]
@@ -22,15 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"
 
-#: Public list prices used for the cost estimate (assumptions, see the report).
-PRICES = {
-    "wru_per_million": 1.25,
-    "rru_per_million": 0.25,
-    "ddb_gb_month": 0.25,
-    "s3_put_per_1000": 0.005,
-    "s3_get_per_1000": 0.0004,
-    "s3_gb_month": 0.023,
-}
+#: Prices of the cost model (dated, in one table): see ``benchmarks.report_perf``.
+PRICES = report_perf.PRICES
 GIB = 1024**3
 
 SIDES = ("ours", "ref")
@@ -228,95 +222,6 @@ def _ops_table(res: dict[str, Any], workload: str, phases: list[str]) -> str:
     ops = sorted(set(counts["ours"]) | set(counts["ref"]))
     rows = [[f"`{op}`", fmt_int(counts["ours"].get(op, 0)), fmt_int(counts["ref"].get(op, 0))] for op in ops]
     return _table(["operation", "ours", "reference"], rows)
-
-
-def _cost(p: dict[str, Any] | None, extra: Iterable[dict[str, Any] | None] = ()) -> dict[str, float] | None:
-    """Monthly cost of one thread that does ``p`` (+ ``extra`` phases) once and keeps its data."""
-    if p is None:
-        return None
-    phases = [p, *[e for e in extra if e is not None]]
-    wru = sum(x["wcu"] + x["gsi_wcu"] for x in phases)
-    rru = sum(x["rcu"] for x in phases)
-    put_tier = sum(
-        n for x in phases for op, n in x["requests"].items() if op.removeprefix("s3:") in S3_PUT_TIER
-    )
-    get_tier = sum(
-        n
-        for x in phases
-        for op, n in x["requests"].items()
-        if op.startswith("s3:") and op.removeprefix("s3:") not in S3_PUT_TIER | S3_FREE
-    )
-    st = p["storage"]
-    return {
-        "writes": wru * PRICES["wru_per_million"] / 1e6,
-        "reads": rru * PRICES["rru_per_million"] / 1e6,
-        "s3_requests": put_tier * PRICES["s3_put_per_1000"] / 1000
-        + get_tier * PRICES["s3_get_per_1000"] / 1000,
-        "ddb_storage": (st["ddb_bytes"] + st["gsi_bytes"]) / GIB * PRICES["ddb_gb_month"],
-        "s3_storage": st["s3_bytes"] / GIB * PRICES["s3_gb_month"],
-    }
-
-
-def _cost_section(res: dict[str, Any], generated: str) -> str:
-    lines = [
-        "## Monthly cost per 1,000 active threads",
-        "",
-        "Assumption: an active thread runs the workload once in the month (its turns and one `get_state`) "
-        "and keeps everything it stored for the whole month. Costs scale linearly with the number of threads "
-        "and runs. Computed from the measured units of the first repetition.",
-        "",
-        f"**Prices assumed** (us-east-1 list prices as given in the benchmark brief, not re-checked against "
-        f"AWS; assumption dated {generated[:10]}): DynamoDB on-demand ${PRICES['wru_per_million']} per million "
-        f"write request units, ${PRICES['rru_per_million']} per million read request units, "
-        f"${PRICES['ddb_gb_month']}/GB-month storage (item size + 100 bytes per item and per GSI entry); "
-        f"S3 Standard ${PRICES['s3_put_per_1000']} per 1,000 PUT/COPY/LIST, ${PRICES['s3_get_per_1000']} per "
-        f"1,000 GET/HEAD, ${PRICES['s3_gb_month']}/GB-month; deletes free. Data transfer, PITR, backups, "
-        "streams and the free tier are left out.",
-        "",
-    ]
-    rows: list[list[str]] = []
-    for workload, label in (
-        ("chat", "50-turn chat"),
-        ("delta", "50-turn chat, DeltaChannel"),
-        ("big", "chat growing past 1 MB"),
-    ):
-        for side in SIDES:
-            run = _first(res, workload, side)
-            c = _cost(_phase(run, "turns"), [_phase(run, "get_state")])
-            if c is None:
-                continue
-            note = ""
-            if run and run.get("stopped"):
-                note = f" (only {(_phase(run, 'turns') or {}).get('turns_done')} turns: {run['stopped']})"
-            total = sum(c.values())
-            rows.append(
-                [
-                    label + note,
-                    NAMES[side],
-                    fmt_usd(1000 * c["writes"]),
-                    fmt_usd(1000 * c["reads"]),
-                    fmt_usd(1000 * c["s3_requests"]),
-                    fmt_usd(1000 * c["ddb_storage"]),
-                    fmt_usd(1000 * c["s3_storage"]),
-                    f"**{fmt_usd(1000 * total)}**",
-                ]
-            )
-    lines.append(
-        _table(
-            [
-                "workload",
-                "saver",
-                "DynamoDB writes",
-                "DynamoDB reads",
-                "S3 requests",
-                "DynamoDB storage",
-                "S3 storage",
-                "total",
-            ],
-            rows,
-        )
-    )
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------- targets
@@ -815,7 +720,7 @@ def _headline(res: dict[str, Any]) -> str:
 
 def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[Path]:
     """Write ``doc`` (``docs/benchmarks.md``) and the plots in ``img``; return the paths written."""
-    written = _plots(res, img)
+    written = _plots(res, img) + report_perf.load_plots(res, img)
     generated = res.get("generated", dt.datetime.now(dt.timezone.utc).isoformat())
     params = res.get("params", {})
     targets, verdicts = _targets(res)
@@ -848,9 +753,17 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         targets,
         "",
     ]
+    perf = report_perf.perf_targets(res)
+    if perf:
+        md += [
+            "Issue 16 (performance), targets 1, 5 and 6:",
+            "",
+            _table(["target", "verdict", "measured"], perf),
+            "",
+        ]
     md += _observations(res)
     md += _workload_sections(res)
-    md += ["", _cost_section(res, generated), ""]
+    md += ["", *report_perf.codec_section(res), *report_perf.load_section(res), *report_perf.cost_model_section(res)]
     md += _method(res, params)
     md += ["", "## Plots", ""]
     for name in ("storage_per_turn.png", "requests_per_turn.png", "bytes_written_per_turn.png"):
@@ -1188,7 +1101,8 @@ def _method(res: dict[str, Any], params: dict[str, Any]) -> list[str]:
         "gets a fresh table and bucket (ours created by `DynamoDBSaver.setup()`: table with the two GSIs and the "
         "stream; the reference's: string keys `PK`/`SK`, on-demand, which it expects and does not create), "
         "dropped afterwards. Both savers use their default settings (ours: zlib, `inline_threshold` 4 KB, "
-        "`s3_threshold` 64 KB; reference: compression off, S3 offload above 350 KB).",
+        "`s3_threshold` 64 KB; reference: compression off, S3 offload above 350 KB). `chat` and `big` also run ours "
+        'with `compression="auto"` as many times (issue 16 target 1, the codec section).',
         "- **Same code.** `python -m benchmarks.runner` runs one workload for one saver; the orchestrator starts "
         "it with `.venv/bin/python` for ours and `.venv-ref/bin/python` for the reference (with `PYTHONPATH` at "
         "the repository), so both run the same graphs, inputs and fake replies. Repetitions alternate which "

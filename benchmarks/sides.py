@@ -4,7 +4,9 @@
   ``AsyncDynamoDBSaver`` (aiobotocore), with their default settings. The
   meter is attached to the clients the saver created itself
   (``saver._clients``), so the measured configuration (retries, pool
-  size) is the one users get.
+  size) is the one users get. ``ours-auto`` is the same with
+  ``compression="auto"`` (zstd by size where the interpreter has it), to
+  measure the codec choice against the default in the same run.
 * ``ref``: ``langgraph_checkpoint_aws.DynamoDBSaver`` with
   ``s3_offload_config``, default settings (checkpoint compression off);
   ``ref-gz`` is the same with ``enable_checkpoint_compression=True``, to
@@ -26,17 +28,23 @@ from typing import Any
 
 from benchmarks.counting import Meter
 
-__all__ = ["REGION", "is_reference", "open_async_saver", "open_sync_saver", "saver_version"]
+__all__ = ["OURS", "REGION", "is_reference", "open_async_saver", "open_sync_saver", "saver_version"]
 
 REGION = "us-east-1"
+#: Our saver's sides: the defaults, and the codec under evaluation.
+OURS = ("ours", "ours-auto")
+
+
+def _options(side: str) -> dict[str, Any]:
+    return {"compression": "auto"} if side == "ours-auto" else {}
 
 
 def open_sync_saver(side: str, table: str, bucket: str, meter: Meter) -> tuple[Any, Any]:
     """Build the sync saver of ``side`` and meter its clients; returns ``(saver, close)``."""
-    if side == "ours":
+    if side in OURS:
         from langgraph.checkpoint.dynamodb import DynamoDBSaver
 
-        saver = DynamoDBSaver(table_name=table, bucket_name=bucket, region_name=REGION)
+        saver = DynamoDBSaver(table_name=table, bucket_name=bucket, region_name=REGION, **_options(side))
         for client in saver._clients.values():
             if client is not None:
                 meter.attach(client)
@@ -59,10 +67,12 @@ def open_sync_saver(side: str, table: str, bucket: str, meter: Meter) -> tuple[A
 @contextlib.asynccontextmanager
 async def open_async_saver(side: str, table: str, bucket: str, meter: Meter) -> AsyncIterator[Any]:
     """The saver ``ainvoke`` uses: ours is ``AsyncDynamoDBSaver``, the reference its only class."""
-    if side == "ours":
+    if side in OURS:
         from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
 
-        async with AsyncDynamoDBSaver(table_name=table, bucket_name=bucket, region_name=REGION) as saver:
+        async with AsyncDynamoDBSaver(
+            table_name=table, bucket_name=bucket, region_name=REGION, **_options(side)
+        ) as saver:
             for client in saver._clients.values():
                 if client is not None:
                     meter.attach(client)
@@ -79,7 +89,7 @@ def saver_version(side: str) -> str:
     """Installed distribution version of the saver under test."""
     from importlib.metadata import version
 
-    return version("langgraph-checkpoint-dynamodb-s3" if side == "ours" else "langgraph-checkpoint-aws")
+    return version("langgraph-checkpoint-aws" if is_reference(side) else "langgraph-checkpoint-dynamodb-s3")
 
 
 def is_reference(side: str) -> bool:

@@ -86,3 +86,142 @@ def test_table_definition_is_the_single_source() -> None:
     assert {g["IndexName"] for g in d["GlobalSecondaryIndexes"]} == {schema.RUN_INDEX_NAME, schema.THREADS_INDEX_NAME}
     assert d["StreamSpecification"]["StreamViewType"] == "KEYS_ONLY"
     assert schema.ttl_specification() == {"Enabled": True, "AttributeName": "ttl"}
+
+
+# ------------------------------------------------- codec choice (issue 16)
+
+# Packed by the codec before "auto" and size-adaptive levels existed (zlib 6,
+# zstd 3): a reader must keep decoding what older writers stored.
+_OLD_DATA = b'{"k": "' + b"abc" * 300 + b'"}'
+_OLD_ZLIB = "AXoEanNvbnicq1bKVrJSUEpMSh5Fo2gUDSBSqgUA+RBa3Q=="
+_OLD_ZSTD = "AXMEanNvbii1L/1gjQKdAABgeyJrIjogImFiYyJ9AQB+rRwS"
+
+
+@pytest.mark.parametrize("blob", [_OLD_ZLIB, _OLD_ZSTD])
+@pytest.mark.parametrize("reader", ["none", "zlib", "zstd", "auto"])
+def test_payloads_of_older_writers_stay_readable(blob: str, reader: str) -> None:
+    import base64
+
+    packed = base64.b64decode(blob)
+    assert PayloadCodec(reader).unpack(packed, max_size=len(_OLD_DATA)) == ("json", _OLD_DATA)  # type: ignore[arg-type]
+
+
+def test_auto_takes_zstd_when_present_and_any_reader_decodes_it() -> None:
+    codec = PayloadCodec("auto")
+    assert codec.compression == "zstd"  # zstandard is in the dev environment
+    packed = codec.pack(("msgpack", TEXT))  # 6 KB: above auto's zlib-only size
+    assert packed[1] == ord("s")
+    assert PayloadCodec("zlib").unpack(packed) == ("msgpack", TEXT)
+
+
+def test_levels_follow_the_payload_size() -> None:
+    """Small payloads (DynamoDB items: bytes are write units) get zstd 9, large ones (S3) zstd 3,
+    and the smallest zlib 6 (a zstd frame header costs more than zstd saves there)."""
+    from langgraph.checkpoint.dynamodb.codec import SMALL_PAYLOAD
+
+    auto = PayloadCodec("auto")
+    assert auto.codec_for(SMALL_PAYLOAD) == ("zstd", 9) and auto.codec_for(SMALL_PAYLOAD + 1) == ("zstd", 3)
+    assert auto.codec_for(3 * 1024 - 1) == ("zlib", 6) and auto.codec_for(3 * 1024) == ("zstd", 9)
+    assert PayloadCodec("zlib").codec_for(10**8) == ("zlib", 6)  # measured: lower zlib levels do not pay
+    assert PayloadCodec("zstd", level=1).codec_for(10) == ("zstd", 1)  # an explicit level wins
+    assert PayloadCodec("zstd").codec_for(10) == ("zstd", 9)  # explicit zstd stays zstd
+    # Each payload records its own codec, so a mixed writer is read back by anyone.
+    small, large = auto.pack(("json", TEXT[:2000])), auto.pack(("json", TEXT * 20))
+    assert (small[1], large[1]) == (ord("z"), ord("s"))
+    assert PayloadCodec.unpack(large) == ("json", TEXT * 20)
+
+
+def test_auto_keeps_small_payloads_no_larger_than_zlib() -> None:
+    """Chat-like text under 64 KiB: ``auto`` must not cost more bytes (write units) than zlib 6."""
+    rng = __import__("random").Random(7)
+    words = ["the", "agent", "stores", "state", "for", "each", "thread", "so", "it", "can", "resume"]
+    text = " ".join(rng.choice(words) + str(rng.randint(0, 99)) for _ in range(6000)).encode()[:40_000]
+    auto = PayloadCodec("auto").pack(("json", text))
+    zlib6 = PayloadCodec("zlib").pack(("json", text))
+    assert len(auto) <= len(zlib6)
+
+
+def test_without_zstd_auto_falls_back_and_zstd_payloads_say_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langgraph.checkpoint.dynamodb import codec as codec_module
+
+    zstd_packed = PayloadCodec("zstd").pack(("json", TEXT))
+    monkeypatch.setattr(codec_module, "_ZSTD_MODULE", [None])
+    assert not codec_module.zstd_available()
+    auto = PayloadCodec("auto")
+    assert auto.compression == "zlib" and auto.pack(("json", TEXT))[1] == ord("z")
+    with pytest.raises(ImportError, match="zstandard"):
+        PayloadCodec("zstd")
+    with pytest.raises(CorruptPayloadError, match="zstandard"):
+        PayloadCodec.unpack(zstd_packed)
+
+
+class _StdlibZstd:
+    """The documented API of Python 3.14's ``compression.zstd`` (what the codec uses of it),
+    built on ``zstandard``: ``compress(data, level=)`` and a ``ZstdDecompressor`` whose
+    ``decompress(data, max_length)`` returns at most ``max_length`` bytes and keeps the rest."""
+
+    __name__ = "compression.zstd"
+
+    @staticmethod
+    def compress(data: bytes, level: int = 3) -> bytes:
+        import zstandard
+
+        return bytes(zstandard.ZstdCompressor(level=level).compress(data))
+
+    class ZstdDecompressor:
+        def __init__(self) -> None:
+            self.eof = False
+            self.needs_input = True
+            self._reader: object = None
+            self.calls = 0
+
+        def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+            import zstandard
+
+            if data:
+                # Only what the data really expands to, whatever the frame declares.
+                self._reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=False)
+            assert self._reader is not None
+            want = max_length if max_length >= 0 else 1 << 40
+            out = self._reader.read(want)  # type: ignore[attr-defined]
+            if len(out) < want:
+                # Drained: a complete frame ends here; a truncated one leaves eof unset.
+                self.eof = self._complete
+                self.needs_input = not self.eof
+            else:
+                self.needs_input = False
+            return bytes(out)
+
+        _complete = True
+
+
+def test_standard_library_zstd_is_used_when_present_and_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Python 3.14+ the codec uses ``compression.zstd`` (here a stand-in with its API)."""
+    import zstandard
+
+    from langgraph.checkpoint.dynamodb import codec as codec_module
+
+    fake = _StdlibZstd()
+    monkeypatch.setattr(codec_module, "_ZSTD_MODULE", [fake])
+    monkeypatch.setattr(codec_module, "_CHUNK", 1000)  # several steps per payload
+    codec = PayloadCodec("auto")
+    assert codec.compression == "zstd"
+    packed = codec.pack(("json", TEXT))
+    assert packed[1] == ord("s")
+    # Written through the stand-in, read by zstandard and the other way round.
+    assert zstandard.ZstdDecompressor().stream_reader(packed[7:]).read() == TEXT
+    assert PayloadCodec.unpack(packed, max_size=len(TEXT)) == ("json", TEXT)
+    # A bomb stops one byte past the limit, never expanded further.
+    bomb = b"\x01s\x04json" + zstandard.ZstdCompressor().compress(b"0" * 10_000_000)
+    from langgraph.checkpoint.dynamodb import PayloadLimitError
+
+    with pytest.raises(PayloadLimitError):
+        PayloadCodec.unpack(bomb, max_size=5000)
+    # A truncated frame is corrupt, not a short payload.
+    monkeypatch.setattr(_StdlibZstd.ZstdDecompressor, "_complete", False)
+    with pytest.raises(CorruptPayloadError, match="truncated"):
+        PayloadCodec.unpack(packed[:-4])

@@ -235,15 +235,22 @@ def test_orphan_sweep_respects_grace_and_references(store: dict[str, Any], monke
     assert referenced
     s3 = boto3.client("s3")
     prefix = schema.s3_thread_prefix("checkpoints/", thread)
+    # S3 stamps objects with real time (to the second, at worst), so the
+    # sweeper's "now" is pinned around those stamps rather than read while
+    # the machine may be slow: the test decides nothing by how fast it runs.
+    began = time.time()
+    now = [began]
+    monkeypatch.setattr(clock, "now", lambda: now[0])
     s3.put_object(Bucket=bucket, Key=prefix + "_/c/x/w/t/0.orphan-old", Body=b"lost")
     gone = new_thread()  # a thread whose items are gone but whose object remains
     s3.put_object(Bucket=bucket, Key=schema.s3_thread_prefix("checkpoints/", gone) + "_/v/x/1", Body=b"lost")
-    # S3 stamps objects with real time, so the grace period here is real too.
+    old_stamped_by = time.time()
     monkeypatch.setenv("ORPHAN_GRACE_HOURS", str(2 / 3600))
-    young = handler("orphan_sweeper")({"source": "aws.events"}, None)
+    young = handler("orphan_sweeper")({"source": "aws.events"}, None)  # now = began: nothing is 2 s old
     assert young["s3_objects_deleted"] == 0 and young["complete"]  # all younger than the grace
     time.sleep(3)
-    s3.put_object(Bucket=bucket, Key=prefix + "_/c/x/w/t/1.orphan-young", Body=b"new")
+    s3.put_object(Bucket=bucket, Key=prefix + "_/c/x/w/t/1.orphan-young", Body=b"new")  # stamped >= old + 2 s
+    now[0] = old_stamped_by + 3  # cutoff (now - grace) = old + 1 s: past the old orphans, before the young one
     out = handler("orphan_sweeper")({"source": "aws.events"}, None)
     left = set(s3_objects(bucket))
     assert out["s3_objects_deleted"] == 2

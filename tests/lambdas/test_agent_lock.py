@@ -372,12 +372,16 @@ def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) ->
         bound = lease.bind()
         assert type(bound).__name__ == "LeaseBoundDynamoDBSaver" and isinstance(bound, DynamoDBSaver)
         assert bound._clients is saver._clients
+        # One driver, so one pool: the copy's concurrent calls run on the saver's.
+        assert bound._driver is saver._driver
         calls = [ddb("describe_table", TableName=saver.table_name)] * 2
-        assert len(bound._gather(Gather(calls))) == 2
-        assert saver._pool is not None and bound._pool is None
+        assert len(bound._driver.gather(Gather(calls))) == 2
+        pool = saver._driver._pool
+        assert pool is not None
         rebound = lease.bind(bound)
         assert type(rebound) is type(bound)
-        bound.close()  # closing a copy leaves the saver's clients open
+        bound.close()  # closing a copy leaves the saver's clients (and pool) open
+        assert saver._driver._pool is pool
         saver._clients["dynamodb"].describe_table(TableName=saver.table_name)
     with pytest.raises(LeaseLostError):
         lease.bind()  # released: nothing to bind to

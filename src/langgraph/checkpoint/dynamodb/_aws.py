@@ -1,9 +1,8 @@
 """What the sync and async drivers share at the AWS boundary: errors and endpoints.
 
 * :func:`translate_errors` wraps an operation (see ``_ops``) so that an AWS
-  error escaping it names the table or bucket and says what to do. Both
-  drivers wrap every operation with it, in one place each (``_iter``); the
-  core's own handling of AWS errors inside an operation is unaffected, since
+  error escaping it names the table or bucket and says what to do. The
+  savers' drivers (``_driver``) wrap every operation with it; the core's own handling of AWS errors inside an operation is unaffected, since
   only what the operation lets escape is translated.
 * :func:`fail_fast_on_local_endpoint` stops botocore from retrying for
   tens of seconds against a loopback endpoint nobody listens on (a stopped
@@ -102,7 +101,7 @@ def fail_fast_on_local_endpoint(client: Any) -> None:
 
 
 def _where(saver: Any) -> str:
-    meta = getattr(saver._clients.get("dynamodb"), "meta", None)
+    meta = getattr(saver.clients.get("dynamodb"), "meta", None)
     if meta is None:
         return ""
     return f" (region {meta.region_name}, endpoint {meta.endpoint_url})"

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -23,7 +23,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver
+from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
@@ -38,25 +39,6 @@ from langgraph.checkpoint.dynamodb.saver import client_config
 __all__ = ["AsyncDynamoDBSaver"]
 
 R = TypeVar("R")
-
-
-async def _read_up_to(stream: Any, budget: int) -> bytes:
-    """A body, whole (``budget < 0``) or its first ``budget`` bytes.
-
-    aiohttp's ``read(n)`` returns what has arrived, up to ``n`` bytes: a
-    bounded read loops until it has ``budget`` bytes or the body ends.
-    """
-    if budget < 0:
-        return cast(bytes, await stream.read())
-    parts: list[bytes] = []
-    got = 0
-    while got < budget:
-        chunk = await stream.read(budget - got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -137,7 +119,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._semaphore_size = max_concurrency
+        self._driver = AsyncDriver(self, max_concurrency=max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
@@ -154,7 +136,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     # ------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> AsyncDynamoDBSaver:
-        await self._ensure_clients()
+        await self.ensure_clients()
         return self
 
     async def __aexit__(
@@ -174,7 +156,19 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             self._owned_names = set()
             await stack.aclose()
 
-    async def _ensure_clients(self) -> None:
+    async def ensure_clients(self) -> None:
+        """Open the clients this saver was not given (the driver calls it on first use).
+
+        Binds the saver to the running event loop (the sync methods run
+        coroutines there). Idempotent; entering the saver calls it.
+
+        Example:
+            ```python
+            saver = AsyncDynamoDBSaver(table_name="checkpoints")
+            await saver.ensure_clients()
+            saver.clients["dynamodb"]  # the aiobotocore client it opened
+            ```
+        """
         if self._bound_loop is None:
             self._bound_loop = asyncio.get_running_loop()
         need = [
@@ -213,70 +207,13 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     # --------------------------------------------------------------- driver
 
-    async def _call(self, call: Call) -> Any:
-        client = self._clients[call.service]
-        if client is None:
-            await self._ensure_clients()
-            client = self._clients[call.service]
-            if client is None:
-                raise RuntimeError(f"no {call.service} client configured")
-        resp = await getattr(client, call.method)(**call.kwargs)
-        if call.method == "get_object":
-            async with resp["Body"] as stream:
-                # Leaving the block releases the connection, read or not.
-                body = await _read_up_to(stream, body_budget(call, resp))
-            resp = {**resp, "Body": checked_body(call, body)}
-        return resp
-
-    async def _gather(self, req: Gather) -> list[Any]:
-        sem = asyncio.Semaphore(self._semaphore_size)
-
-        async def one(call: Call) -> Any:
-            async with sem:
-                return await self._call(call)
-
-        return list(
-            await asyncio.gather(*(one(c) for c in req.calls), return_exceptions=req.return_exceptions)
-        )
-
-    async def _step(self, req: Any) -> Any:
-        if isinstance(req, Call):
-            return await self._call(req)
-        if isinstance(req, Gather):
-            return await self._gather(req)
-        if isinstance(req, Sleep):
-            await asyncio.sleep(req.seconds)
-            return None
-        raise TypeError(f"unexpected request {req!r}")
-
-    async def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
-        op = translate_errors(op, self)
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration:
-                return
-            resp, exc = None, None
-            if isinstance(req, Emit):
-                yield req.value
-                continue
-            try:
-                resp = await self._step(req)
-            except Exception as e:
-                exc = e
+    def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
+        """Drive an operation, yielding what it emits."""
+        return self._driver.iter(op)
 
     async def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        out: list[R] = []
-
-        def capture() -> Op[None]:
-            out.append((yield from op))
-
-        async for value in self._iter(capture()):
-            raise TypeError(f"operation emitted {value!r}; use _iter")
-        return out[0]
+        return await self._driver.run(op)
 
     async def setup(self) -> None:
         """Create the table (and bucket, if named) when missing. Idempotent."""

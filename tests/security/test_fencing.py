@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
-from langgraph.checkpoint.dynamodb._core import _item_size
+from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security import _workers
@@ -228,7 +228,7 @@ def test_bound_saver_refuses_other_threads_and_keeps_the_writes_own_conditions(s
 
 def _wcu(item: dict[str, Any] | None) -> int:
     """Write units of one plain write of ``item`` (1 per started KB; DynamoDB's rule)."""
-    return max(1, math.ceil(_item_size(item or {}) / 1024))
+    return max(1, math.ceil(item_size(item or {}) / 1024))
 
 
 def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
@@ -278,14 +278,14 @@ def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> Non
     assert plain["put"] == ["PutItem"] and plain["put_writes"] == ["UpdateItem"]
     assert fenced["put"] == ["TransactWriteItems"] and fenced["put_writes"] == ["TransactWriteItems"]
     for kind in ("put_item", "writes_item"):
-        assert abs(_item_size(plain[kind]) - _item_size(fenced[kind])) < 64  # same sizes compared
+        assert abs(item_size(plain[kind]) - item_size(fenced[kind])) < 64  # same sizes compared
     check = 2 * _wcu(lock_item)
     print(
-        f"\nlock item {_item_size(lock_item or {})} B; "
-        f"put: checkpoint item {_item_size(plain['put_item'] or {})} B, "
+        f"\nlock item {item_size(lock_item or {})} B; "
+        f"put: checkpoint item {item_size(plain['put_item'] or {})} B, "
         f"plain 1 request {_wcu(plain['put_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['put_item']) + check} WCU; "
-        f"put_writes: writes item {_item_size(plain['writes_item'] or {})} B, "
+        f"put_writes: writes item {item_size(plain['writes_item'] or {})} B, "
         f"plain 1 request {_wcu(plain['writes_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['writes_item']) + check} WCU"
     )

@@ -13,9 +13,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb._core import Item, _code, _root_of
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
+from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy, SweepReport
@@ -104,7 +105,7 @@ class LifecycleSaver(ExtendedSaver):
                 **kwargs,
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             self._head_until[thread_id] = need
             return
@@ -141,10 +142,10 @@ class LifecycleSaver(ExtendedSaver):
         # Reaping is a delete: lineages it removes entirely are buried first,
         # so a run still in flight on one cannot bring it back. A lineage with
         # a checkpoint written after the cutoff came back to life: not buried.
-        kept_roots = {_root_of(thread.checkpoints[key], key[1]) for key in keep}
+        kept_roots = {_items.root_of(thread.checkpoints[key], key[1]) for key in keep}
         buried: dict[str, set[str]] = {}
         for (ns, cid), it in thread.checkpoints.items():
-            if (ns, cid) not in keep and (root := _root_of(it, cid)) not in kept_roots:
+            if (ns, cid) not in keep and (root := _items.root_of(it, cid)) not in kept_roots:
                 buried.setdefault(ns, set()).add(root)
         if buried:
             head_stale = any(m[ATTR.SK]["S"] == schema.HEAD_SK for m in stale_meta)
@@ -169,7 +170,7 @@ class LifecycleSaver(ExtendedSaver):
             resp = yield s3("list_objects_v2", **kwargs)
             keys = [o["Key"] for o in resp.get("Contents", []) if o["LastModified"].timestamp() <= cutoff]
             if keys:
-                yield from self._delete_s3_keys(keys)
+                yield from _requests.delete_s3_keys(self.bucket_name, keys)
                 deleted += len(keys)
             if not resp.get("IsTruncated"):
                 return deleted
@@ -265,7 +266,7 @@ class LifecycleSaver(ExtendedSaver):
                 ExpressionAttributeValues={":old": {"S": old}, ":empty": {"S": ""}},
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True
@@ -421,7 +422,7 @@ class LifecycleSaver(ExtendedSaver):
                 referenced = saver._referenced_s3_keys(thread)
                 doomed = [o["Key"] for o in old if o["Key"] not in referenced]
                 if doomed:
-                    yield from self._delete_s3_keys(doomed)
+                    yield from _requests.delete_s3_keys(self.bucket_name, doomed)
                     report.s3_objects_deleted += len(doomed)
                     report.bytes_freed += sum(o.get("Size", 0) for o in old if o["Key"] in set(doomed))
             if not new_cursor:

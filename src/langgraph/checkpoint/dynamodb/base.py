@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from langgraph.checkpoint.dynamodb._core import _item_size as _item_size  # sizes for tools
 from langgraph.checkpoint.dynamodb._extended import PruneResult
+from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb._lifecycle import LifecycleSaver
 
 __all__ = ["BaseDynamoDBSaver", "PruneResult"]
+
+# The CLI sizes items with this name; it moves to ``_items.item_size`` there.
+_item_size = item_size
 
 
 class BaseDynamoDBSaver(LifecycleSaver):

@@ -389,3 +389,20 @@ def test_short_lived_sync_driver_leaves_no_thread_behind() -> None:
     kept.run(op())
     assert threading.active_count() > before  # a saver's driver keeps its pool...
     kept.close()  # ...until closed
+
+
+def test_savers_expose_their_clients_read_only_and_live() -> None:
+    """``saver.clients`` (what the lock and tools use) follows the saver and cannot be changed."""
+    from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
+
+    ddb_client = fake("sync")
+    saver = DynamoDBSaver(table_name="t", dynamodb_client=ddb_client)
+    assert saver.clients["dynamodb"] is ddb_client and saver.clients["s3"] is None
+    with pytest.raises(TypeError):
+        saver.clients["dynamodb"] = None  # type: ignore[index]
+    opened = fake("async")
+    asaver = AsyncDynamoDBSaver(table_name="t", bucket_name="b", s3_client=fake("async"))
+    view = asaver.clients
+    assert view["dynamodb"] is None  # opened on first use
+    asaver._clients["dynamodb"] = opened  # what ensure_clients does
+    assert view["dynamodb"] is opened

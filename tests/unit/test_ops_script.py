@@ -8,6 +8,7 @@ every test runs on both.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -297,3 +298,66 @@ def test_other_client_errors_escape_unchanged(mode: str) -> None:
         call(saver, "put_writes", stored, [("a", 1)], "task")
     assert not isinstance(info.value, StoreNotFoundError)
     assert info.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+
+
+# ------------------------------------------------- lifecycle, both savers
+
+
+def _ttl_removal(
+    pk: str, sk: str = schema.HEAD_SK, principal: str = "dynamodb.amazonaws.com"
+) -> dict[str, Any]:
+    return {
+        "eventName": "REMOVE",
+        "userIdentity": {"type": "Service", "principalId": principal},
+        "dynamodb": {"Keys": {ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, "ApproximateCreationDateTime": 1000.0},
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reap_expired_stream_reaps_each_expired_head_once(mode: str) -> None:
+    """Only TTL removals of heads count, each thread once, whatever the saver."""
+    saver, script = scripted_saver(mode)
+    event = {
+        "Records": [
+            _ttl_removal("t1"),
+            _ttl_removal("t1"),  # a redelivered record
+            _ttl_removal("t2", sk=schema.checkpoint_sk("", "x")),  # not a head
+            _ttl_removal("t3", principal="someone"),  # a user's delete, not the TTL service
+        ]
+    }
+    report = call(saver, "reap_expired_stream", event)
+    assert report.threads_scanned == 1
+    reads = [c.kwargs["ExpressionAttributeValues"][":pk"]["S"] for c in script.calls("query")]
+    assert set(reads) == {"t1"}
+
+
+def test_the_async_saver_has_a_sync_twin_of_every_async_operation() -> None:
+    """LangGraph may call the sync methods from worker threads; none may be missing."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
+
+    missing = []
+    for name, fn in vars(AsyncDynamoDBSaver).items():
+        # aclose closes async clients: it has no sync meaning.
+        if name.startswith("a") and name != "aclose" and asyncio.iscoroutinefunction(fn):
+            twin = getattr(AsyncDynamoDBSaver, name[1:], None)
+            if twin is None or twin is getattr(BaseCheckpointSaver, name[1:], None):
+                missing.append(name[1:])
+    assert missing == []
+
+
+def test_sync_twins_run_on_the_savers_loop_from_another_thread() -> None:
+    saver, script = scripted_saver("async")
+
+    async def main() -> Any:
+        await saver.ensure_clients()  # binds the saver to this loop
+        report = await asyncio.to_thread(saver.reap_expired_stream, {"Records": [_ttl_removal("t1")]})
+        pruned = await asyncio.to_thread(saver.reap_thread, "t1", expired_before=1000.0)
+        with pytest.raises(asyncio.InvalidStateError, match="different thread"):
+            saver.purge_expired()  # from the loop's own thread: refused, not deadlocked
+        return report, pruned
+
+    report, pruned = asyncio.run(main())
+    assert report.threads_scanned == 1 and pruned.threads == 1
+    assert script.calls("query")

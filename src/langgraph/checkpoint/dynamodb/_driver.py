@@ -82,6 +82,18 @@ def _capture(op: Op[R], out: list[R]) -> Op[None]:
     out.append((yield from op))
 
 
+#: What :func:`_advance` returns when the operation has finished.
+_DONE: Any = object()
+
+
+def _advance(op: Op[Any], resp: Any, exc: BaseException | None) -> Any:
+    """The operation's next request, given the last response or error (``_DONE`` at its end)."""
+    try:
+        return op.throw(exc) if exc is not None else op.send(resp)
+    except StopIteration:
+        return _DONE
+
+
 def _emitted(value: Any) -> TypeError:
     return TypeError(f"operation emitted {value!r}; drive it with iter(), not run()")
 
@@ -243,14 +255,8 @@ class SyncDriver(_Driver[ClientHolder]):
 
     def iter(self, op: Op[Any]) -> Iterator[Any]:
         """Drive an operation, yielding what it emits (a streaming operation such as ``list``)."""
-        op = self._wrap(op)
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration:
-                return
+        op, resp, exc = self._wrap(op), None, None
+        while (req := _advance(op, resp, exc)) is not _DONE:
             resp, exc = None, None
             if isinstance(req, Emit):
                 yield req.value
@@ -335,14 +341,8 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
 
     async def iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits (a streaming operation such as ``alist``)."""
-        op = self._wrap(op)
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration:
-                return
+        op, resp, exc = self._wrap(op), None, None
+        while (req := _advance(op, resp, exc)) is not _DONE:
             resp, exc = None, None
             if isinstance(req, Emit):
                 yield req.value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -19,7 +19,12 @@ from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, 
 from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
-from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy, SweepReport
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PrunePolicy,
+    SweepReport,
+    dedupe,
+    expired_threads_from_stream,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["LifecycleSaver"]
@@ -175,6 +180,11 @@ class LifecycleSaver(ExtendedSaver):
             if not resp.get("IsTruncated"):
                 return deleted
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+
+    def _op_reap_stream(self, event: Mapping[str, Any]) -> Op[SweepReport]:
+        """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
+        found = dedupe(expired_threads_from_stream(event))
+        return (yield from self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
 
     def _op_reap_partitions(self, expired: Iterable[tuple[str, float]]) -> Op[SweepReport]:
         """Reap threads by partition key (from TTL stream records)."""

@@ -7,10 +7,10 @@ boto3), so one loop can serve many threads at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -31,14 +31,38 @@ from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
-    dedupe,
-    expired_threads_from_stream,
 )
 from langgraph.checkpoint.dynamodb.saver import client_config
 
 __all__ = ["AsyncDynamoDBSaver"]
 
 R = TypeVar("R")
+_S = TypeVar("_S", bound="AsyncDynamoDBSaver")
+_P = ParamSpec("_P")
+
+
+def _blocking(
+    async_method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[_S, _P], R]:
+    """The sync twin of an async method (``aput`` -> ``put``), typed as it is.
+
+    It runs the coroutine on the saver's event loop from another thread, as
+    the Postgres saver allows (see ``AsyncDynamoDBSaver._sync``). The async
+    method is looked up by name at call time, so a subclass's override counts.
+    """
+    async_name = async_method.__name__
+
+    def method(self: _S, *args: _P.args, **kwargs: _P.kwargs) -> R:
+        return cast(R, self._sync(getattr(self, async_name)(*args, **kwargs)))
+
+    method.__wrapped__ = async_method  # type: ignore[attr-defined]  # help() and inspect show its parameters
+    method.__name__ = async_name[1:]
+    method.__qualname__ = f"AsyncDynamoDBSaver.{async_name[1:]}"
+    method.__doc__ = (
+        f"Sync :meth:`{async_name}`, from a thread other than the saver's event loop.\n\n"
+        f"Example:\n    >>> saver.{async_name[1:]}(...)  # doctest: +SKIP\n"
+    )
+    return method
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -267,6 +291,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if (loop is not None and self._loop is loop) or self._loop is None:
+            coro.close()  # never run: close it rather than leave it to warn "never awaited"
         if loop is not None and self._loop is loop:
             raise asyncio.InvalidStateError(
                 "Synchronous calls to AsyncDynamoDBSaver are only allowed from a different "
@@ -284,9 +310,6 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     def _loop(self) -> asyncio.AbstractEventLoop | None:
         return self._bound_loop
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._sync(self.aget_tuple(config))  # type: ignore[no-any-return]
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -299,27 +322,6 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
         return iter(self._sync(collect()))
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self._sync(self.aput(config, checkpoint, metadata, new_versions))  # type: ignore[no-any-return]
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._sync(self.aput_writes(config, writes, task_id, task_path))
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._sync(self.adelete_thread(thread_id))
 
     # ------------------------------------------------ extended capabilities
 
@@ -351,34 +353,13 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         return await self._run(self._op_delete_for_runs(run_ids))
 
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._sync(self.aget_delta_channel_history(config=config, channels=channels))  # type: ignore[no-any-return]
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._sync(self.acopy_thread(source_thread_id, target_thread_id))
-
-    def prune(  # type: ignore[override]  # adds keep_last, returns a report
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> PruneResult:
-        return self._sync(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))  # type: ignore[no-any-return]
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
-        return self._sync(self.adelete_for_runs(run_ids))  # type: ignore[no-any-return]
-
     # ------------------------------------------------------------ lifecycle
 
     async def areap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
         return await self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
 
     async def areap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
-        found = dedupe(expired_threads_from_stream(event))
-        return await self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+        return await self._run(self._op_reap_stream(event))
 
     async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
         return await self._run(self._op_purge_expired(deadline=deadline))
@@ -394,3 +375,21 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         return await self._run(
             self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
         )
+
+    # ---------------------------------- sync twins of the async operations
+    # Each runs its async twin on the saver's loop (see ``_sync``).
+
+    get_tuple = _blocking(aget_tuple)
+    put = _blocking(aput)
+    put_writes = _blocking(aput_writes)
+    delete_thread = _blocking(adelete_thread)
+    get_delta_channel_history = _blocking(aget_delta_channel_history)
+    copy_thread = _blocking(acopy_thread)
+    migrate_tenant_thread = _blocking(amigrate_tenant_thread)
+    prune = _blocking(aprune)  # type: ignore[arg-type]  # adds keep_last, returns a report (as aprune)
+    delete_for_runs = _blocking(adelete_for_runs)  # type: ignore[arg-type]  # returns a report (as adelete_for_runs)
+    reap_thread = _blocking(areap_thread)
+    reap_expired_stream = _blocking(areap_expired_stream)
+    purge_expired = _blocking(apurge_expired)
+    run_pruner = _blocking(arun_pruner)
+    sweep_orphans = _blocking(asweep_orphans)

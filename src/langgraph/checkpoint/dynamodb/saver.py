@@ -27,8 +27,6 @@ from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
-    dedupe,
-    expired_threads_from_stream,
 )
 
 __all__ = ["DynamoDBSaver", "client_config"]
@@ -323,8 +321,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def reap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
         """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
-        found = dedupe(expired_threads_from_stream(event))
-        return self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+        return self._run(self._op_reap_stream(event))
 
     def purge_expired(self, *, deadline: float | None = None) -> SweepReport:
         """Reap every expired thread found in the threads index (no stream needed)."""

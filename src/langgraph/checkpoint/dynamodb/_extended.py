@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._core import CoreSaver
-from langgraph.checkpoint.dynamodb._items import CheckpointRecord, Item, Ref
+from langgraph.checkpoint.dynamodb._items import CheckpointRecord, Item, Ref, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, MissingPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -58,46 +58,6 @@ class PruneResult:
     def add(self, other: PruneResult) -> None:
         for f in self.__dataclass_fields__:
             setattr(self, f, getattr(self, f) + getattr(other, f))
-
-
-@dataclass
-class _Thread:
-    """All items of one thread, grouped by namespace."""
-
-    thread_id: str
-    checkpoints: dict[tuple[str, str], Item] = field(default_factory=dict)
-    writes: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
-    blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
-    meta: list[Item] = field(default_factory=list)
-    tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
-
-    @classmethod
-    def from_items(cls, thread_id: str, items: Iterable[Item]) -> _Thread:
-        t = cls(thread_id)
-        for it in items:
-            ns, kind, cid, _ = _items.parse_sk(it)
-            if kind == schema.CHECKPOINT_ITEM:
-                t.checkpoints[(ns, cid)] = it
-            elif kind == schema.WRITES_ITEM:
-                t.writes.setdefault((ns, cid), []).append(it)
-            elif kind == schema.BLOB_ITEM:
-                t.blobs[it[ATTR.SK]["S"]] = it
-            elif kind == schema.TOMBSTONE_ITEM:
-                t.tombstones[ns] = it
-            else:
-                t.meta.append(it)
-        return t
-
-    def dead(self) -> set[tuple[str, str]]:
-        """Checkpoints of lineages a tombstone lists (late writes after a delete)."""
-        if not self.tombstones:
-            return set()
-        # Thread-wide, as in list without a namespace (see _core._group_all).
-        roots = {r for it in self.tombstones.values() for r in _items.tomb_roots(it) or ()}
-        return {key for key, it in self.checkpoints.items() if _items.is_dead(it, roots)}
-
-    def namespaces(self) -> set[str]:
-        return {ns for ns, _ in self.checkpoints}
 
 
 def keep_set(
@@ -367,7 +327,7 @@ class ExtendedSaver(CoreSaver):
 
     # ------------------------------------------------------- thread items
 
-    def _load_thread(self, thread_id: str) -> Op[_Thread]:
+    def _load_thread(self, thread_id: str) -> Op[ThreadItems]:
         items = yield from _requests.query_all(
             TableName=self.table_name,
             KeyConditionExpression="#pk = :pk",
@@ -375,7 +335,7 @@ class ExtendedSaver(CoreSaver):
             ExpressionAttributeValues={":pk": {"S": self._pk(thread_id)}},
             ConsistentRead=True,
         )
-        return _Thread.from_items(thread_id, items)
+        return ThreadItems.from_items(thread_id, items)
 
     def _delete_items(self, items: Iterable[Item]) -> Op[None]:
         yield from _requests.ordered_deletes(self.table_name, items)
@@ -607,7 +567,7 @@ class ExtendedSaver(CoreSaver):
 
     def _delete_unkept(
         self,
-        thread: _Thread,
+        thread: ThreadItems,
         keep: set[tuple[str, str]],
         res: PruneResult,
         *,
@@ -658,7 +618,9 @@ class ExtendedSaver(CoreSaver):
             yield from _requests.delete_s3_keys(self.bucket_name, s3_doomed)
             res.s3_objects_deleted += len(s3_doomed)
 
-    def _rehome_held_values(self, thread: _Thread, keep: set[tuple[str, str]], res: PruneResult) -> Op[None]:
+    def _rehome_held_values(
+        self, thread: ThreadItems, keep: set[tuple[str, str]], res: PruneResult
+    ) -> Op[None]:
         """Move values that doomed checkpoints hold for kept ones out of them.
 
         A kept checkpoint may reference a value held by the checkpoint that

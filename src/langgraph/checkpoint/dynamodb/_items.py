@@ -4,13 +4,14 @@ Rule: this module holds the pure functions over DynamoDB items (attribute
 values as the low-level client returns them) that more than one operation
 needs: sort-key parsing, typed attribute access that reports a malformed
 item as corrupt, format checks, item sizes, lineage roots and tombstones,
-and grouping items into checkpoint records. No requests, no saver state.
+and grouping items into checkpoint records or whole threads (``ThreadItems``).
+No requests, no saver state.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -225,3 +226,43 @@ def group_all(thread_id: str, items: list[Item]) -> list[CheckpointRecord]:
     for key, rec in records.items():
         rec.writes = writes.get(key, [])
     return [rec for rec in records.values() if not is_dead(rec.item, dead)]
+
+
+@dataclass
+class ThreadItems:
+    """All items of one thread, grouped by namespace."""
+
+    thread_id: str
+    checkpoints: dict[tuple[str, str], Item] = field(default_factory=dict)
+    writes: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
+    blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
+    meta: list[Item] = field(default_factory=list)
+    tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
+
+    @classmethod
+    def from_items(cls, thread_id: str, items: Iterable[Item]) -> ThreadItems:
+        t = cls(thread_id)
+        for it in items:
+            ns, kind, cid, _ = parse_sk(it)
+            if kind == schema.CHECKPOINT_ITEM:
+                t.checkpoints[(ns, cid)] = it
+            elif kind == schema.WRITES_ITEM:
+                t.writes.setdefault((ns, cid), []).append(it)
+            elif kind == schema.BLOB_ITEM:
+                t.blobs[it[ATTR.SK]["S"]] = it
+            elif kind == schema.TOMBSTONE_ITEM:
+                t.tombstones[ns] = it
+            else:
+                t.meta.append(it)
+        return t
+
+    def dead(self) -> set[tuple[str, str]]:
+        """Checkpoints of lineages a tombstone lists (late writes after a delete)."""
+        if not self.tombstones:
+            return set()
+        # Thread-wide, as in list without a namespace (see group_all).
+        roots = {r for it in self.tombstones.values() for r in tomb_roots(it) or ()}
+        return {key for key, it in self.checkpoints.items() if is_dead(it, roots)}
+
+    def namespaces(self) -> set[str]:
+        return {ns for ns, _ in self.checkpoints}

@@ -15,8 +15,8 @@ from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
-from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
-from langgraph.checkpoint.dynamodb._items import Item
+from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult
+from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.lifecycle import (
@@ -440,7 +440,7 @@ class LifecycleSaver(ExtendedSaver):
                 break
         return report
 
-    def _referenced_s3_keys(self, thread: _Thread) -> set[str]:
+    def _referenced_s3_keys(self, thread: ThreadItems) -> set[str]:
         out: set[str] = set()
         for it in thread.checkpoints.values():
             out |= self._item_refs(thread.thread_id, it)[0]
@@ -463,6 +463,6 @@ def uuid6_epoch(checkpoint_id: str) -> float | None:
     return (ts - _UUID_EPOCH_100NS) / 1e7
 
 
-def _last_activity(thread: _Thread) -> float | None:
+def _last_activity(thread: ThreadItems) -> float | None:
     times = [t for _, cid in thread.checkpoints if (t := uuid6_epoch(cid)) is not None]
     return max(times) if times else None

@@ -189,7 +189,7 @@ def test_done_record_of_a_lost_lease_is_refused(saver: DynamoDBSaver) -> None:
     def work() -> str:
         # Another owner takes the thread over (as after our lease ran out):
         # rewrite the lock item as the new holder's.
-        saver._clients["dynamodb"].update_item(
+        saver.clients["dynamodb"].update_item(
             TableName=saver.table_name,
             Key={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": schema.LOCK_SK}},
             UpdateExpression="SET #o = :o ADD #fen :one",
@@ -232,7 +232,7 @@ def _wcu(item: dict[str, Any] | None) -> int:
 
 
 def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
-    resp = saver._clients["dynamodb"].get_item(
+    resp = saver.clients["dynamodb"].get_item(
         TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
     )
     return resp.get("Item")  # type: ignore[no-any-return]
@@ -240,7 +240,7 @@ def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
 
 def _measure(saver: DynamoDBSaver, thread_id: str, writer: Any) -> dict[str, Any]:
     """Requests sent by one put and one put_writes through ``writer``, and the items they wrote."""
-    client = saver._clients["dynamodb"]
+    client = saver.clients["dynamodb"]
     seen: list[str] = []
 
     def after(model: Any, **_: Any) -> None:

@@ -16,7 +16,7 @@ def test_sync_saver_with_injected_clients_and_session(moto_endpoint: str, names:
     saver = DynamoDBSaver(**names, dynamodb_client=ddb, s3_client=s3)
     saver.setup()
     saver.setup()  # idempotent
-    assert saver._clients["dynamodb"] is ddb and saver._clients["s3"] is s3
+    assert saver.clients["dynamodb"] is ddb and saver.clients["s3"] is s3
     stored = saver.put(cfg(new_thread()), {"v": 1, "id": "1", "ts": "", "channel_values": {"a": 1}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}, {}, {"a": "1"})  # type: ignore[typeddict-item]
     saver.close()  # injected clients stay usable
     assert ddb.describe_table(TableName=names["table_name"])["Table"]["TableStatus"] == "ACTIVE"
@@ -37,7 +37,7 @@ def test_async_saver_with_injected_clients_and_session(moto_endpoint: str, names
             assert (await ddb.describe_table(TableName=names["table_name"]))["Table"]["TableStatus"] == "ACTIVE"
         async with AsyncDynamoDBSaver(table_name=names["table_name"], session=session) as other:
             assert (await other.aget_tuple(stored)).checkpoint["channel_values"] == {"a": 2}
-            assert other._clients["dynamodb"] is not None
-        assert other._clients["dynamodb"] is None  # closed on exit
+            assert other.clients["dynamodb"] is not None
+        assert other.clients["dynamodb"] is None  # closed on exit
 
     asyncio.run(run())

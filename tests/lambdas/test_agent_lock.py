@@ -40,7 +40,7 @@ def _thread() -> str:
 
 
 def _item(saver: DynamoDBSaver, thread_id: str, sk: str) -> dict[str, Any] | None:
-    resp = saver._clients["dynamodb"].get_item(
+    resp = saver.clients["dynamodb"].get_item(
         TableName=saver.table_name,
         Key={ATTR.PK: {"S": schema.partition_key(thread_id)}, ATTR.SK: {"S": sk}},
         ConsistentRead=True,
@@ -332,7 +332,7 @@ def test_tenant_prefixed_saver_keeps_meta_items_in_the_tenant_partition(
 
 
 def _item_at(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
-    resp = saver._clients["dynamodb"].get_item(
+    resp = saver.clients["dynamodb"].get_item(
         TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
     )
     return resp.get("Item")  # type: ignore[no-any-return]
@@ -342,7 +342,7 @@ def test_lock_items_of_earlier_versions_are_watched_by_owner_and_expiry(saver: D
     """No ``rvn``/``ld`` (written before record versions): watched for ``lx - la``, then taken over."""
     t = _thread()
     now_ms = int(time.time() * 1000)
-    saver._clients["dynamodb"].put_item(
+    saver.clients["dynamodb"].put_item(
         TableName=saver.table_name,
         Item={
             ATTR.PK: {"S": schema.partition_key(t)},
@@ -372,13 +372,17 @@ def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) ->
         bound = lease.bind()
         assert type(bound).__name__ == "LeaseBoundDynamoDBSaver" and isinstance(bound, DynamoDBSaver)
         assert bound._clients is saver._clients
+        # One driver, so one pool: the copy's concurrent calls run on the saver's.
+        assert bound._driver is saver._driver
         calls = [ddb("describe_table", TableName=saver.table_name)] * 2
-        assert len(bound._gather(Gather(calls))) == 2
-        assert saver._pool is not None and bound._pool is None
+        assert len(bound._driver.gather(Gather(calls))) == 2
+        pool = saver._driver._pool
+        assert pool is not None
         rebound = lease.bind(bound)
         assert type(rebound) is type(bound)
-        bound.close()  # closing a copy leaves the saver's clients open
-        saver._clients["dynamodb"].describe_table(TableName=saver.table_name)
+        bound.close()  # closing a copy leaves the saver's clients (and pool) open
+        assert saver._driver._pool is pool
+        saver.clients["dynamodb"].describe_table(TableName=saver.table_name)
     with pytest.raises(LeaseLostError):
         lease.bind()  # released: nothing to bind to
 

@@ -88,7 +88,7 @@ def _attach_killer(saver: Any, n: int | None) -> None:
     if not n:
         return
     hook = _kill_after(n)
-    for client in saver._clients.values():
+    for client in saver.clients.values():
         if client is not None:
             client.meta.events.register("after-call", hook)
 

@@ -216,7 +216,7 @@ class _InFlight:
         self.now = 0
         self.max = 0
         self.total = 0
-        orig = saver._call
+        orig = saver._driver.call
 
         async def counted(call: Any) -> Any:
             self.now += 1
@@ -227,7 +227,7 @@ class _InFlight:
             finally:
                 self.now -= 1
 
-        saver._call = counted
+        saver._driver.call = counted
 
 
 class _Ticker:
@@ -328,9 +328,9 @@ def test_blocking_driver_is_detected(moto_endpoint: str, names: dict[str, str]) 
             sync_saver = DynamoDBSaver(**names)
 
             async def blocking_call(call: Any) -> Any:  # what a naive driver would do
-                return sync_saver._call(call)
+                return sync_saver._driver.call(call)
 
-            saver._call = blocking_call
+            saver._driver.call = blocking_call
             inflight = _InFlight(saver)
             cps = [{**empty_checkpoint(), "id": str(uuid6())} for _ in range(20)]
             await _burst(saver, [saver.aput(cfg(new_thread()), cp, {}, {}) for cp in cps])

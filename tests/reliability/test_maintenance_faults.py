@@ -246,7 +246,7 @@ def test_every_interruption_point_leaves_readable_checkpoints_unchanged(
         before = _snapshot(setup, thread)
         source_items = _raw(setup, thread)
         flaky = DynamoDBSaver(**names, **KW, **session_kw(), max_attempts=0)
-        pred = _kth_batch_write(k, torn, setup._clients["dynamodb"], names["table_name"])
+        pred = _kth_batch_write(k, torn, setup.clients["dynamodb"], names["table_name"])
         inj = FaultInjector(0, kinds=(), fail_when=pred).attach_saver(flaky)
         what = f"{op}, BatchWriteItem {k + 1}/{n} {'torn' if torn else 'failed'}"
         with pytest.raises(Exception, match="InternalServerError"):

@@ -64,7 +64,7 @@ class TenantGrant:
         return client
 
     def attach_saver(self, saver: Any) -> Any:
-        for client in saver._clients.values():
+        for client in saver.clients.values():
             if client is not None:
                 self.attach(client)
         return saver

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
-from langgraph.checkpoint.dynamodb._core import _item_size
+from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security import _workers
@@ -189,7 +189,7 @@ def test_done_record_of_a_lost_lease_is_refused(saver: DynamoDBSaver) -> None:
     def work() -> str:
         # Another owner takes the thread over (as after our lease ran out):
         # rewrite the lock item as the new holder's.
-        saver._clients["dynamodb"].update_item(
+        saver.clients["dynamodb"].update_item(
             TableName=saver.table_name,
             Key={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": schema.LOCK_SK}},
             UpdateExpression="SET #o = :o ADD #fen :one",
@@ -228,11 +228,11 @@ def test_bound_saver_refuses_other_threads_and_keeps_the_writes_own_conditions(s
 
 def _wcu(item: dict[str, Any] | None) -> int:
     """Write units of one plain write of ``item`` (1 per started KB; DynamoDB's rule)."""
-    return max(1, math.ceil(_item_size(item or {}) / 1024))
+    return max(1, math.ceil(item_size(item or {}) / 1024))
 
 
 def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
-    resp = saver._clients["dynamodb"].get_item(
+    resp = saver.clients["dynamodb"].get_item(
         TableName=saver.table_name, Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}}, ConsistentRead=True
     )
     return resp.get("Item")  # type: ignore[no-any-return]
@@ -240,7 +240,7 @@ def _get(saver: DynamoDBSaver, pk: str, sk: str) -> dict[str, Any] | None:
 
 def _measure(saver: DynamoDBSaver, thread_id: str, writer: Any) -> dict[str, Any]:
     """Requests sent by one put and one put_writes through ``writer``, and the items they wrote."""
-    client = saver._clients["dynamodb"]
+    client = saver.clients["dynamodb"]
     seen: list[str] = []
 
     def after(model: Any, **_: Any) -> None:
@@ -278,14 +278,14 @@ def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> Non
     assert plain["put"] == ["PutItem"] and plain["put_writes"] == ["UpdateItem"]
     assert fenced["put"] == ["TransactWriteItems"] and fenced["put_writes"] == ["TransactWriteItems"]
     for kind in ("put_item", "writes_item"):
-        assert abs(_item_size(plain[kind]) - _item_size(fenced[kind])) < 64  # same sizes compared
+        assert abs(item_size(plain[kind]) - item_size(fenced[kind])) < 64  # same sizes compared
     check = 2 * _wcu(lock_item)
     print(
-        f"\nlock item {_item_size(lock_item or {})} B; "
-        f"put: checkpoint item {_item_size(plain['put_item'] or {})} B, "
+        f"\nlock item {item_size(lock_item or {})} B; "
+        f"put: checkpoint item {item_size(plain['put_item'] or {})} B, "
         f"plain 1 request {_wcu(plain['put_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['put_item']) + check} WCU; "
-        f"put_writes: writes item {_item_size(plain['writes_item'] or {})} B, "
+        f"put_writes: writes item {item_size(plain['writes_item'] or {})} B, "
         f"plain 1 request {_wcu(plain['writes_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['writes_item']) + check} WCU"
     )

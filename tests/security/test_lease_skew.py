@@ -185,7 +185,7 @@ def test_items_carry_a_record_version_that_every_heartbeat_changes(saver: Dynamo
     lease.acquire()
 
     def rvn() -> Any:
-        item = saver._clients["dynamodb"].get_item(
+        item = saver.clients["dynamodb"].get_item(
             TableName=saver.table_name,
             Key={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": schema.LOCK_SK}},
             ConsistentRead=True,

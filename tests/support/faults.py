@@ -206,7 +206,7 @@ class FaultInjector:
         before attaching.
         """
         is_async = type(saver).__name__.startswith("Async")
-        clients = [c for c in saver._clients.values() if c is not None]
+        clients = [c for c in saver.clients.values() if c is not None]
         if not clients:
             raise RuntimeError("saver has no clients yet (enter the async saver first)")
         for client in clients:

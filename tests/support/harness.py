@@ -107,7 +107,7 @@ class Harness:
         return DynamoDBSaver(**kw)
 
     def attach_counter(self, saver: Any) -> None:
-        for client in saver._clients.values():
+        for client in saver.clients.values():
             if client is not None:
                 self.counter.attach(client)
 

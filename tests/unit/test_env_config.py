@@ -52,8 +52,8 @@ def test_sync_saver_with_only_one_region_variable(
     """botocore reads only AWS_DEFAULT_REGION: with AWS_REGION alone it raised NoRegionError."""
     monkeypatch.setenv(var, "eu-central-1")
     with DynamoDBSaver(table_name="t", bucket_name="b") as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-central-1"
-        assert saver._clients["s3"].meta.region_name == "eu-central-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-central-1"
+        assert saver.clients["s3"].meta.region_name == "eu-central-1"
 
 
 @pytest.mark.parametrize("var", ["AWS_REGION", "AWS_DEFAULT_REGION"])
@@ -64,16 +64,16 @@ async def test_async_saver_with_only_one_region_variable(
 
     monkeypatch.setenv(var, "eu-central-1")
     async with AsyncDynamoDBSaver(table_name="t", bucket_name="b") as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-central-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-central-1"
 
 
 def test_explicit_region_wins(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     with DynamoDBSaver(table_name="t") as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
     with DynamoDBSaver(table_name="t", region_name="ap-south-1") as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "ap-south-1"
+        assert saver.clients["dynamodb"].meta.region_name == "ap-south-1"
 
 
 def test_from_env_sync(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,7 +85,7 @@ def test_from_env_sync(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Non
     with saver:
         assert (saver.table_name, saver.bucket_name, saver.s3_key_prefix) == ("ckpt", "payloads", "p/")
         assert saver.tenant_prefix == "acme" and saver.ttl == 3600
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
 async def test_from_env_async(no_aws_env: None) -> None:
@@ -94,7 +94,7 @@ async def test_from_env_async(no_aws_env: None) -> None:
     saver = AsyncDynamoDBSaver.from_env({**CANONICAL, "AWS_REGION": "eu-west-1"})
     async with saver:
         assert (saver.table_name, saver.bucket_name, saver.ttl) == ("ckpt", "payloads", 3600)
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
 def test_from_env_needs_a_table() -> None:
@@ -119,7 +119,7 @@ def test_store_config_passes_region_and_tenant(no_aws_env: None) -> None:
     saver: Any = cfg.saver()
     with saver:
         assert saver.tenant_prefix == "acme"
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
 def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,7 +130,7 @@ def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch)
     args = cli.build_parser().parse_args(["threads", "--table", "t"])
     saver = cli._make_saver(args)
     with saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-north-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-north-1"
 
 
 def test_local_prints_the_canonical_names() -> None:
@@ -152,9 +152,9 @@ def test_a_sessions_own_region_is_not_overridden(no_aws_env: None, monkeypatch: 
 
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session(region_name="sa-east-1")) as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "sa-east-1"
+        assert saver.clients["dynamodb"].meta.region_name == "sa-east-1"
     with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session()) as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
 async def test_async_session_region_is_not_overridden(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,9 +166,9 @@ async def test_async_session_region_is_not_overridden(no_aws_env: None, monkeypa
     session = get_session()
     session.set_config_variable("region", "sa-east-1")
     async with AsyncDynamoDBSaver(table_name="t", session=session) as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "sa-east-1"
+        assert saver.clients["dynamodb"].meta.region_name == "sa-east-1"
     async with AsyncDynamoDBSaver(table_name="t", session=get_session()) as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
 def test_aws_region_outranks_default_region_read_by_a_session(
@@ -179,4 +179,4 @@ def test_aws_region_outranks_default_region_read_by_a_session(
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
     with DynamoDBSaver(table_name="t", boto3_session=boto3.session.Session()) as saver:
-        assert saver._clients["dynamodb"].meta.region_name == "eu-west-1"
+        assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"

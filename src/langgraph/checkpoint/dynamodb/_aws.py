@@ -1,9 +1,8 @@
 """What the sync and async drivers share at the AWS boundary: errors and endpoints.
 
 * :func:`translate_errors` wraps an operation (see ``_ops``) so that an AWS
-  error escaping it names the table or bucket and says what to do. Both
-  drivers wrap every operation with it, in one place each (``_iter``); the
-  core's own handling of AWS errors inside an operation is unaffected, since
+  error escaping it names the table or bucket and says what to do. The
+  savers' drivers (``_driver``) wrap every operation with it; the core's own handling of AWS errors inside an operation is unaffected, since
   only what the operation lets escape is translated.
 * :func:`fail_fast_on_local_endpoint` stops botocore from retrying for
   tens of seconds against a loopback endpoint nobody listens on (a stopped
@@ -24,7 +23,13 @@ from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE, region_from_env
 from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
 
-__all__ = ["client_region", "fail_fast_on_local_endpoint", "is_local_endpoint", "translate_errors"]
+__all__ = [
+    "client_region",
+    "error_code",
+    "fail_fast_on_local_endpoint",
+    "is_local_endpoint",
+    "translate_errors",
+]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
 
@@ -48,6 +53,11 @@ def client_region(explicit: str | None, session: Any = None) -> str | None:
         if configured and configured != os.environ.get("AWS_DEFAULT_REGION"):
             return None  # the session's own region applies
     return region_from_env(None)
+
+
+def error_code(exc: ClientError) -> str:
+    """The AWS error code of a client error (``""`` if it has none)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def is_local_endpoint(url: str | None) -> bool:
@@ -102,7 +112,7 @@ def fail_fast_on_local_endpoint(client: Any) -> None:
 
 
 def _where(saver: Any) -> str:
-    meta = getattr(saver._clients.get("dynamodb"), "meta", None)
+    meta = getattr(saver.clients.get("dynamodb"), "meta", None)
     if meta is None:
         return ""
     return f" (region {meta.region_name}, endpoint {meta.endpoint_url})"

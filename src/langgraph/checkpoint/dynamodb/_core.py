@@ -8,12 +8,10 @@ and retry of unprocessed batch items all live here, once.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import random
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Self, cast
 
 from botocore.exceptions import ClientError
@@ -32,7 +30,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.dynamodb import clock, schema
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._items import ITEM_BUDGET, AttributeValue, CheckpointRecord, Item, Ref
 from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import (
@@ -40,22 +40,12 @@ from langgraph.checkpoint.dynamodb.errors import (
     KeyTooLongError,
     MissingPayloadError,
     PayloadTooLargeError,
-    UnsupportedFormatError,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from langgraph.checkpoint.dynamodb.serde import default_serde
 
 __all__ = ["CoreSaver"]
 
-AttributeValue = dict[str, Any]
-Item = dict[str, AttributeValue]
-
-#: DynamoDB's item limit is 400 KB (names + values). Keep a margin for the
-#: attributes we add and for the size estimate being an estimate.
-ITEM_BUDGET = 380 * 1024
-#: Items per BatchWriteItem / keys per BatchGetItem (DynamoDB limits).
-BATCH_WRITE_MAX = 25
-BATCH_GET_MAX = 100
 #: Items in the first Query page when looking for the latest checkpoint: the
 #: latest checkpoint plus the writes items of its tasks normally fit. Read
 #: units are paid per item read, so the page is small; more pages (of
@@ -78,34 +68,6 @@ PLACEMENT_CACHE_MAX = 4096
 
 def _uuid6ish() -> str:
     return uuid.uuid4().hex
-
-
-@dataclass(frozen=True, slots=True)
-class _Ref:
-    """A payload stored outside the item being read.
-
-    An S3 object, a blob item, or (``item``) the checkpoint item that
-    introduced a channel version and holds it inline.
-    """
-
-    kind: Literal["s3", "blob", "item"]
-    key: str  # S3 key, or the item's sort key
-    pk: str = ""  # partition key of a blob or checkpoint item
-    channel: str = ""  # for ``item``: the channel whose value it holds
-    #: Where else to look when this place is empty: a value stored under
-    #: other thresholds, or moved out of a pruned checkpoint (re-homed).
-    alt: _Ref | None = None
-
-
-@dataclass(slots=True)
-class _CheckpointRecord:
-    """A checkpoint item and its writes items, not yet decoded."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    item: Item
-    writes: list[Item] = field(default_factory=list)
 
 
 class CoreSaver(BaseCheckpointSaver[str]):
@@ -352,13 +314,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
         random suffix, see ``_write_to_s3``). ``None``: this attribute of
         this kind of item never holds a pointer.
         """
-        ns, kind, cid, task_id = _parse_sk(item)
+        ns, kind, cid, task_id = _items.parse_sk(item)
         base = f"{self._s3_base(thread_id, ns)}c/{_q(cid)}/"
         if kind == schema.CHECKPOINT_ITEM and attr == ATTR.BODY:
             return f"{base}body", True
         if kind == schema.CHECKPOINT_ITEM and attr == ATTR.METADATA:
             return f"{base}metadata", True
-        if kind == schema.WRITES_ITEM and _is_write_attr(attr):
+        if kind == schema.WRITES_ITEM and _items.is_write_attr(attr):
             return f"{base}w/{_q(task_id or '')}/{attr[len(ATTR.WRITE_PREFIX) :]}.", False
         return None
 
@@ -373,7 +335,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         ``_own_s3_key`` derives.
         """
         av = item[attr]
-        stored = (av["L"][1] if _is_write_attr(attr) else av)["M"]["s3"]["S"]
+        stored = (av["L"][1] if _items.is_write_attr(attr) else av)["M"]["s3"]["S"]
         own = self._own_s3_key(thread_id, item, attr)
         if own is not None:
             key, exact = own
@@ -420,12 +382,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
         try:
             yield ddb("describe_table", TableName=self.table_name)
         except ClientError as exc:
-            if _code(exc) != "ResourceNotFoundException":
+            if error_code(exc) != "ResourceNotFoundException":
                 raise
             try:
                 yield ddb("create_table", **schema.table_definition(self.table_name))
             except ClientError as exc2:  # created concurrently by another process
-                if _code(exc2) != "ResourceInUseException":
+                if error_code(exc2) != "ResourceInUseException":
                     raise
         for _ in range(120):
             desc = yield ddb("describe_table", TableName=self.table_name)
@@ -444,12 +406,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
         try:
             yield s3("head_bucket", Bucket=self.bucket_name)
         except ClientError as exc:
-            if _code(exc) not in ("404", "NoSuchBucket", "NotFound"):
+            if error_code(exc) not in ("404", "NoSuchBucket", "NotFound"):
                 raise
             try:
                 yield s3("create_bucket", Bucket=self.bucket_name)
             except ClientError as exc2:
-                if _code(exc2) not in ("BucketAlreadyOwnedByYou",):
+                if error_code(exc2) not in ("BucketAlreadyOwnedByYou",):
                     raise
 
     # ------------------------------------------------------------------ put
@@ -570,12 +532,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
         # An item over the limit: move the largest values it holds out, to
         # S3 or (no bucket) to their own blob items.
         dest: Location = "s3" if self.bucket_name is not None else "blob"
-        while _item_size(item) > ITEM_BUDGET:
+        while _items.item_size(item) > ITEM_BUDGET:
             channel = max(movable, key=movable.__getitem__) if movable else ""
             if not channel or (dest == "blob" and movable[channel] > ITEM_BUDGET):
                 raise PayloadTooLargeError(
                     f"checkpoint {cid!r} does not fit in a DynamoDB item "
-                    f"(~{_item_size(item)} bytes) and no bucket_name is configured; "
+                    f"(~{_items.item_size(item)} bytes) and no bucket_name is configured; "
                     "nothing was written"
                 )
             del movable[channel]
@@ -660,7 +622,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 ConsistentRead=True,
             )
             parent = resp.get("Item")
-            root = schema.ORPHAN_ROOT if parent is None else _root_of(parent, parent_id)
+            root = schema.ORPHAN_ROOT if parent is None else _items.root_of(parent, parent_id)
         self._note_root(thread_id, ns, cid, root)
         return root
 
@@ -750,39 +712,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if uploads:
             yield Gather(uploads)
         if blob_items:
-            yield from self._batch_write([{"PutRequest": {"Item": it}} for it in blob_items])
-
-    def _batch_write(self, requests: list[dict[str, Any]], *, in_order: bool = False) -> Op[None]:
-        """BatchWriteItem in chunks of 25, resubmitting unprocessed items with backoff.
-
-        Chunks go concurrently, unless ``in_order``: then each chunk is done
-        (unprocessed items included) before the next starts, so a failure
-        leaves a prefix of ``requests`` applied, never a scattered subset
-        (the maintenance operations rely on this; see ``_ordered_deletes``).
-        """
-        if in_order:
-            for i in range(0, len(requests), BATCH_WRITE_MAX):
-                yield from self._batch_write(requests[i : i + BATCH_WRITE_MAX])
-            return
-        pending = [requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)]
-        attempt = 0
-        while pending:
-            responses = yield Gather(
-                [ddb("batch_write_item", RequestItems={self.table_name: chunk}) for chunk in pending]
+            yield from _requests.batch_write(
+                self.table_name, [{"PutRequest": {"Item": it}} for it in blob_items]
             )
-            leftover: list[dict[str, Any]] = []
-            for resp in responses:
-                leftover.extend(resp.get("UnprocessedItems", {}).get(self.table_name, []))
-            if not leftover:
-                return
-            attempt += 1
-            if attempt > 12:
-                raise RuntimeError(
-                    f"{len(leftover)} items stayed unprocessed after {attempt} BatchWriteItem "
-                    "attempts (table throttled?)"
-                )
-            yield Sleep(_backoff(attempt))
-            pending = [leftover[i : i + BATCH_WRITE_MAX] for i in range(0, len(leftover), BATCH_WRITE_MAX)]
 
     # ----------------------------------------------------------- put_writes
 
@@ -902,8 +834,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
     def _op_get_tuple(self, config: RunnableConfig) -> Op[CheckpointTuple | None]:
         thread_id, ns, cid = self._ids(config)
         pk = self._pk(thread_id)
-        record: _CheckpointRecord | None = None
-        nearby: list[_CheckpointRecord] = []
+        record: CheckpointRecord | None = None
+        nearby: list[CheckpointRecord] = []
         if cid is not None:
             query: dict[str, Any] = dict(
                 TableName=self.table_name,
@@ -921,9 +853,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
             first, head = yield Gather([ddb("query", **query), self._dead_roots_call(thread_id)])
             items = list(first.get("Items", []))
             if "LastEvaluatedKey" in first:
-                items += yield from self._query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
-            record = _group(thread_id, items, only=cid)
-            if record is not None and _is_dead(record.item, _head_roots(head.get("Item"))):
+                items += yield from _requests.query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
+            record = _items.group(thread_id, items, only=cid)
+            if record is not None and _items.is_dead(record.item, _items.head_roots(head.get("Item"))):
                 record = None
         else:
             # Newest first: the first checkpoint item is the latest; its
@@ -945,21 +877,21 @@ class CoreSaver(BaseCheckpointSaver[str]):
             while record is None:
                 resp = yield ddb("query", **kwargs)
                 for it in resp.get("Items", []):
-                    _check_format(it)
-                    item_ns, kind, item_cid, _ = _parse_sk(it)
+                    _items.check_format(it)
+                    item_ns, kind, item_cid, _ = _items.parse_sk(it)
                     if kind == schema.TOMBSTONE_ITEM:
                         # Sorts first: known before any checkpoint is considered.
-                        dead = _tomb_roots(it)
-                    elif kind == schema.CHECKPOINT_ITEM and _is_dead(it, dead):
+                        dead = _items.tomb_roots(it)
+                    elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, dead):
                         continue  # a late write on a deleted lineage
                     elif kind == schema.WRITES_ITEM:
                         writes.setdefault(item_cid, []).append(it)
                     elif kind == schema.CHECKPOINT_ITEM and record is None:
-                        record = _CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
+                        record = CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
                     elif kind == schema.CHECKPOINT_ITEM:
                         # Older checkpoints on the same page (read anyway): one
                         # may hold a value the latest references.
-                        nearby.append(_CheckpointRecord(thread_id, item_ns, item_cid, it))
+                        nearby.append(CheckpointRecord(thread_id, item_ns, item_cid, it))
                 if record is None:
                     if "LastEvaluatedKey" not in resp:
                         break
@@ -967,12 +899,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     kwargs["Limit"] = LATEST_PAGE_MORE
         if record is None:
             return None
-        if _expired_stamp(record.item):
+        if _items.expired_stamp(record.item):
             alive = yield from self._thread_alive(thread_id)
             if not alive:
                 return None
         elif self.touch_on_read:
-            yield from self._on_activity(thread_id, root=_root_of(record.item, record.checkpoint_id))
+            yield from self._on_activity(thread_id, root=_items.root_of(record.item, record.checkpoint_id))
         tuples = yield from self._decode_records([record], local=nearby)
         return tuples[0]
 
@@ -1006,36 +938,26 @@ class CoreSaver(BaseCheckpointSaver[str]):
             return False
         return int(head[ATTR.TTL]["N"]) >= int(clock.now())
 
-    def _query_all(self, **kwargs: Any) -> Op[list[Item]]:
-        kwargs.setdefault("TableName", self.table_name)
-        items: list[Item] = []
-        while True:
-            resp = yield ddb("query", **kwargs)
-            items.extend(resp.get("Items", []))
-            if "LastEvaluatedKey" not in resp:
-                return items
-            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-
     # --------------------------------------------------------------- decode
 
-    def _collect_refs(self, record: _CheckpointRecord, *, values: bool = True) -> list[_Ref]:
+    def _collect_refs(self, record: CheckpointRecord, *, values: bool = True) -> list[Ref]:
         pk = self._pk(record.thread_id)
-        refs: list[_Ref] = []
+        refs: list[Ref] = []
         for attr in (ATTR.BODY, ATTR.METADATA):
             av = record.item.get(attr)
             if av is not None and "M" in av:
-                refs.append(_Ref("s3", self._s3_pointer(record.thread_id, record.item, attr)))
+                refs.append(Ref("s3", self._s3_pointer(record.thread_id, record.item, attr)))
         if values:
             for channel, av in record.item.get(ATTR.VALUES, {}).get("M", {}).items():
                 if "M" in av:
                     refs.append(self._value_ref_target(record, pk, channel, av))
             for w in record.writes:
                 for name, av in w.items():
-                    if _is_write_attr(name) and "M" in av["L"][1]:
-                        refs.append(_Ref("s3", self._s3_pointer(record.thread_id, w, name)))
+                    if _items.is_write_attr(name) and "M" in av["L"][1]:
+                        refs.append(Ref("s3", self._s3_pointer(record.thread_id, w, name)))
         return refs
 
-    def _value_ref_target(self, record: _CheckpointRecord, pk: str, channel: str, av: AttributeValue) -> _Ref:
+    def _value_ref_target(self, record: CheckpointRecord, pk: str, channel: str, av: AttributeValue) -> Ref:
         """Where a value reference points, with the places to try after it.
 
         A value may have moved since the reference was written: thresholds
@@ -1045,43 +967,43 @@ class CoreSaver(BaseCheckpointSaver[str]):
         ref = av["M"]
         version = ref["v"]["S"]
         ns = record.checkpoint_ns
-        s3_ref = _Ref("s3", self._value_s3_key(record.thread_id, ns, channel, version))
+        s3_ref = Ref("s3", self._value_s3_key(record.thread_id, ns, channel, version))
         loc = ref["l"]["S"]
         if loc == "s3":
-            return _Ref("s3", s3_ref.key, alt=_Ref("blob", schema.blob_sk(ns, channel, version), pk=pk))
-        blob_ref = _Ref(
+            return Ref("s3", s3_ref.key, alt=Ref("blob", schema.blob_sk(ns, channel, version), pk=pk))
+        blob_ref = Ref(
             "blob", schema.blob_sk(ns, channel, version), pk=pk, alt=s3_ref if self.bucket_name else None
         )
         if loc == "blob":
             return blob_ref
         if loc == "c":
-            return _Ref("item", schema.checkpoint_sk(ns, ref["c"]["S"]), pk=pk, channel=channel, alt=blob_ref)
+            return Ref("item", schema.checkpoint_sk(ns, ref["c"]["S"]), pk=pk, channel=channel, alt=blob_ref)
         raise CorruptPayloadError(
             f"channel {channel!r} of checkpoint {record.checkpoint_id!r} (thread {record.thread_id!r}): "
             f"unknown value location {loc!r}"
         )
 
-    def _fetch(self, refs: Iterable[_Ref], local: Iterable[_CheckpointRecord] = ()) -> Op[dict[_Ref, bytes]]:
+    def _fetch(self, refs: Iterable[Ref], local: Iterable[CheckpointRecord] = ()) -> Op[dict[Ref, bytes]]:
         """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave.
 
         ``local``: checkpoint records already read (a ``list`` page, a delta
         chain), consulted before fetching a value a checkpoint item holds.
         A place found empty is followed by its ``alt`` in a second wave.
         """
-        out: dict[_Ref, bytes] = {}
+        out: dict[Ref, bytes] = {}
         held = {(r.item[ATTR.PK]["S"], r.item[ATTR.SK]["S"]): r.item for r in local}
         # place to try -> the refs asked for (two holders of one version
         # share the blob item and S3 object they fall back to)
-        pending: dict[_Ref, list[_Ref]] = {}
+        pending: dict[Ref, list[Ref]] = {}
         for ref in dict.fromkeys(refs):
             if ref.kind == "item" and (ref.pk, ref.key) in held:
-                packed = _held_value(held[(ref.pk, ref.key)], ref.channel)
+                packed = _items.held_value(held[(ref.pk, ref.key)], ref.channel)
                 if packed is not None:
                     out[ref] = packed
                     continue
             pending.setdefault(ref, []).append(ref)
         while pending:
-            found: dict[_Ref, bytes] = {}
+            found: dict[Ref, bytes] = {}
             missing = yield from self._fetch_wave(list(pending), found)
             for place, data in found.items():
                 for wanted in pending[place]:
@@ -1102,7 +1024,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 pending.setdefault(place.alt, []).append(wanted)
         return out
 
-    def _fetch_wave(self, refs: list[_Ref], out: dict[_Ref, bytes]) -> Op[list[_Ref]]:
+    def _fetch_wave(self, refs: list[Ref], out: dict[Ref, bytes]) -> Op[list[Ref]]:
         s3_refs = [r for r in refs if r.kind == "s3"]
         item_refs = [r for r in refs if r.kind != "s3"]
         if s3_refs and self.bucket_name is None:
@@ -1123,11 +1045,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
         ]
         # One key per item, however many refs read it (a checkpoint item may
         # hold several channels' values); BatchGetItem refuses duplicates.
-        by_key: dict[tuple[str, str], list[_Ref]] = {}
+        by_key: dict[tuple[str, str], list[Ref]] = {}
         for r in item_refs:
             by_key.setdefault((r.pk, r.key), []).append(r)
         keys = [{ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}} for pk, sk in by_key]
-        chunks = [keys[i : i + BATCH_GET_MAX] for i in range(0, len(keys), BATCH_GET_MAX)]
+        chunks = [keys[i : i + _requests.BATCH_GET_MAX] for i in range(0, len(keys), _requests.BATCH_GET_MAX)]
         calls += [
             ddb(
                 "batch_get_item",
@@ -1136,11 +1058,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             for chunk in chunks
         ]
         responses = yield Gather(calls, return_exceptions=True)
-        missing: list[_Ref] = []
+        missing: list[Ref] = []
         unprocessed: list[dict[str, Any]] = []
         for ref, resp in zip(s3_refs, responses[: len(s3_refs)], strict=True):
             if isinstance(resp, BaseException):
-                if isinstance(resp, ClientError) and _code(resp) in ("NoSuchKey", "404"):
+                if isinstance(resp, ClientError) and error_code(resp) in ("NoSuchKey", "404"):
                     missing.append(ref)
                     continue
                 raise resp
@@ -1148,12 +1070,12 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
         def take(resp: dict[str, Any]) -> None:
             for it in resp.get("Responses", {}).get(self.table_name, []):
-                _check_format(it)
+                _items.check_format(it)
                 for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
                     if r.kind == "blob":
-                        out[r] = _blob_bytes(it)
+                        out[r] = _items.blob_bytes(it)
                     else:
-                        packed = _held_value(it, r.channel)
+                        packed = _items.held_value(it, r.channel)
                         if packed is not None:
                             out[r] = packed
             unprocessed.extend(resp.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", []))
@@ -1167,8 +1089,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
             attempt += 1
             if attempt > 12:
                 raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
-            yield Sleep(_backoff(attempt))
-            batch, unprocessed = unprocessed[:BATCH_GET_MAX], unprocessed[BATCH_GET_MAX:]
+            yield Sleep(_requests.backoff(attempt))
+            batch, unprocessed = (
+                unprocessed[: _requests.BATCH_GET_MAX],
+                unprocessed[_requests.BATCH_GET_MAX :],
+            )
             take(
                 (
                     yield ddb(
@@ -1180,16 +1105,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
         missing.extend(r for r in item_refs if r not in out)
         return missing
 
-    def _payload(self, av: AttributeValue, fetched: Mapping[_Ref, bytes], where: str) -> bytes:
+    def _payload(self, av: AttributeValue, fetched: Mapping[Ref, bytes], where: str) -> bytes:
         if "B" in av:
             return cast(bytes, av["B"])
         if "M" in av and "s3" in av["M"]:
-            return fetched[_Ref("s3", av["M"]["s3"]["S"])]
+            return fetched[Ref("s3", av["M"]["s3"]["S"])]
         raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
 
-    def _decode_metadata(
-        self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]
-    ) -> CheckpointMetadata:
+    def _decode_metadata(self, record: CheckpointRecord, fetched: Mapping[Ref, bytes]) -> CheckpointMetadata:
         where = f"metadata of checkpoint {record.checkpoint_id!r}"
         av = record.item.get(ATTR.METADATA)
         if av is None:
@@ -1201,25 +1124,25 @@ class CoreSaver(BaseCheckpointSaver[str]):
 
     def _decode_records(
         self,
-        records: list[_CheckpointRecord],
+        records: list[CheckpointRecord],
         metadata: Mapping[int, CheckpointMetadata] | None = None,
-        local: Iterable[_CheckpointRecord] = (),
+        local: Iterable[CheckpointRecord] = (),
     ) -> Op[list[CheckpointTuple]]:
-        refs: list[_Ref] = []
+        refs: list[Ref] = []
         for r in records:
-            with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+            with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
                 refs.extend(self._collect_refs(r))
         fetched = yield from self._fetch(refs, local=[*records, *local])
         out = []
         for r in records:
-            with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+            with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
                 out.append(self._to_tuple(r, fetched, (metadata or {}).get(id(r))))
         return out
 
     def _to_tuple(
         self,
-        record: _CheckpointRecord,
-        fetched: Mapping[_Ref, bytes],
+        record: CheckpointRecord,
+        fetched: Mapping[Ref, bytes],
         metadata: CheckpointMetadata | None = None,
     ) -> CheckpointTuple:
         item = record.item
@@ -1235,7 +1158,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
             raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
         channel_values: dict[str, Any] = {}
         versions = checkpoint.get("channel_versions") or {}
-        for channel, av in _map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
+        for channel, av in _items.map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
             where = f"channel {channel!r} of checkpoint {cid!r}"
             placement: Placement
             if "B" in av:
@@ -1252,7 +1175,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 )
             channel_values[channel] = self._unpack(packed, where)
         checkpoint["channel_values"] = channel_values
-        self._note_root(record.thread_id, record.checkpoint_ns, cid, _root_of(item, cid))
+        self._note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))
         if metadata is None:
             metadata = self._decode_metadata(record, fetched)
         counters = metadata.get("counters_since_delta_snapshot")
@@ -1261,7 +1184,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
                 self._depth_hints.clear()
             self._depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
         pending = self._decode_writes(record, fetched)
-        parent = _str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
+        parent = _items.str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
         conf = {
             "thread_id": record.thread_id,
             "checkpoint_ns": record.checkpoint_ns,
@@ -1274,13 +1197,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
             pending_writes=pending,
         )
 
-    def _decode_writes(self, record: _CheckpointRecord, fetched: Mapping[_Ref, bytes]) -> list[PendingWrite]:
+    def _decode_writes(self, record: CheckpointRecord, fetched: Mapping[Ref, bytes]) -> list[PendingWrite]:
         rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
         for w in record.writes:
             task_id = w.get(ATTR.TASK_ID, {}).get("S", "")
             task_path = w.get(ATTR.TASK_PATH, {}).get("S", "")
             for name, av in w.items():
-                if not _is_write_attr(name):
+                if not _items.is_write_attr(name):
                     continue
                 idx = int(name[len(ATTR.WRITE_PREFIX) :])
                 channel = av["L"][0]["S"]
@@ -1325,13 +1248,14 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if ns is None:
             # All namespaces of the thread: one item collection, read and
             # merged newest first (an administrative path, not a hot one).
-            items = yield from self._query_all(
+            items = yield from _requests.query_all(
+                TableName=self.table_name,
                 KeyConditionExpression="#pk = :pk",
                 ExpressionAttributeNames={"#pk": ATTR.PK},
                 ExpressionAttributeValues={":pk": {"S": pk}},
                 ConsistentRead=True,
             )
-            records = _group_all(thread_id, items)
+            records = _items.group_all(thread_id, items)
             records.sort(key=lambda r: r.checkpoint_id, reverse=True)
             yield from self._emit_records(records, cid=cid, filter=filter, before_id=before_id, limit=limit)
             return
@@ -1340,7 +1264,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if cid is not None or before_id:
             # This key range does not reach the tombstone: the head's dead roots.
             head = yield self._dead_roots_call(thread_id)
-            dead = _head_roots(head.get("Item"))
+            dead = _items.head_roots(head.get("Item"))
         if cid is not None:
             cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
             values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
@@ -1368,16 +1292,16 @@ class CoreSaver(BaseCheckpointSaver[str]):
         writes: dict[str, list[Item]] = {}
         while True:
             resp = yield ddb("query", **kwargs)
-            page: list[_CheckpointRecord] = []
+            page: list[CheckpointRecord] = []
             for it in resp.get("Items", []):
-                _check_format(it)
-                item_ns, kind, item_cid, _ = _parse_sk(it)
+                _items.check_format(it)
+                item_ns, kind, item_cid, _ = _items.parse_sk(it)
                 if kind == schema.TOMBSTONE_ITEM:
-                    dead = _tomb_roots(it)  # sorts first in this descending Query
+                    dead = _items.tomb_roots(it)  # sorts first in this descending Query
                 elif kind == schema.WRITES_ITEM:
                     writes.setdefault(item_cid, []).append(it)
-                elif kind == schema.CHECKPOINT_ITEM and not _is_dead(it, dead):
-                    page.append(_CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+                elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
+                    page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
             emitted = yield from self._emit_records(
                 page, cid=cid, filter=filter, before_id=before_id, limit=remaining
             )
@@ -1404,17 +1328,17 @@ class CoreSaver(BaseCheckpointSaver[str]):
         by_thread: dict[str, list[Item]] = {}
         for it in items:
             by_thread.setdefault(it[ATTR.PK]["S"], []).append(it)
-        records: list[_CheckpointRecord] = []
+        records: list[CheckpointRecord] = []
         for pk, its in by_thread.items():
             thread_id = self._thread_from_pk(pk)
             if thread_id is not None:
-                records.extend(_group_all(thread_id, its))
+                records.extend(_items.group_all(thread_id, its))
         records.sort(key=lambda r: r.checkpoint_id, reverse=True)
         yield from self._emit_records(records, cid=None, filter=filter, before_id=before_id, limit=limit)
 
     def _emit_records(
         self,
-        records: list[_CheckpointRecord],
+        records: list[CheckpointRecord],
         *,
         cid: str | None,
         filter: Mapping[str, Any] | None,
@@ -1433,7 +1357,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         ]
         # A thread past its idle TTL is gone as a whole, even before the
         # reaper deletes it (checked only when a stamp says it may be).
-        for thread_id in {r.thread_id for r in selected if _expired_stamp(r.item)}:
+        for thread_id in {r.thread_id for r in selected if _items.expired_stamp(r.item)}:
             alive = yield from self._thread_alive(thread_id)
             if not alive:
                 selected = [r for r in selected if r.thread_id != thread_id]
@@ -1441,7 +1365,7 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if filter:
             md_refs = []
             for r in selected:
-                with _malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+                with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
                     md_refs.extend(self._collect_refs(r, values=False))
             fetched_md = yield from self._fetch(md_refs)
             matched = []
@@ -1468,7 +1392,8 @@ class CoreSaver(BaseCheckpointSaver[str]):
         if not isinstance(thread_id, str) or not thread_id:
             raise ValueError("thread_id must be a non-empty string")
         pk = self._pk(thread_id)
-        items = yield from self._query_all(
+        items = yield from _requests.query_all(
+            TableName=self.table_name,
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#rt": ATTR.ROOT, "#dr": ATTR.DEAD},
             ExpressionAttributeValues={":pk": {"S": pk}},
@@ -1488,13 +1413,13 @@ class CoreSaver(BaseCheckpointSaver[str]):
         tombstones: list[Item] = []
         doomed: list[Item] = []
         for it in items:
-            ns, kind, cid, _ = _parse_sk(it)
+            ns, kind, cid, _ = _items.parse_sk(it)
             if kind == schema.TOMBSTONE_ITEM:
                 tombstones.append(it)
                 continue
             doomed.append(it)
             if kind == schema.CHECKPOINT_ITEM:
-                rt = _str_attr(it, ATTR.ROOT, f"checkpoint {cid!r} of thread {thread_id!r}")
+                rt = _items.str_attr(it, ATTR.ROOT, f"checkpoint {cid!r} of thread {thread_id!r}")
                 if rt is None:
                     legacy.setdefault(ns, []).append(cid)
                 else:
@@ -1506,9 +1431,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
             # The retired head stays: it refuses the dead lineages (see _on_activity).
             doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
         # Items first: once they are gone nothing points to the S3 objects.
-        yield from self._ordered_deletes(doomed)
+        yield from _requests.ordered_deletes(self.table_name, doomed)
         if self.bucket_name is not None:
-            yield from self._delete_s3_prefix(self._s3_thread(thread_id))
+            yield from _requests.delete_s3_prefix(self.bucket_name, self._s3_thread(thread_id))
 
     def _bury(
         self, thread_id: str, roots: Mapping[str, set[str]], tombstones: Sequence[Item], *, retire_head: bool
@@ -1575,9 +1500,11 @@ class CoreSaver(BaseCheckpointSaver[str]):
         forget: list[Call] = []
         stale_roots: set[str] = set()
         for tomb in tombstones:
-            old = [e for e in _dead_entries(tomb) if _entry_time(e) < now - schema.FINALITY_WINDOW]
+            old = [
+                e for e in _items.dead_entries(tomb) if _items.entry_time(e) < now - schema.FINALITY_WINDOW
+            ]
             if old:
-                stale_roots.update(_entry_root(e) for e in old)
+                stale_roots.update(_items.entry_root(e) for e in old)
                 forget.append(
                     ddb(
                         "update_item",
@@ -1589,10 +1516,10 @@ class CoreSaver(BaseCheckpointSaver[str]):
                     )
                 )
         live_entries = {
-            _entry_root(e)
+            _items.entry_root(e)
             for tomb in tombstones
-            for e in _dead_entries(tomb)
-            if _entry_time(e) >= now - schema.FINALITY_WINDOW
+            for e in _items.dead_entries(tomb)
+            if _items.entry_time(e) >= now - schema.FINALITY_WINDOW
         }
         stale_roots -= fresh | live_entries
         if stale_roots:
@@ -1608,69 +1535,6 @@ class CoreSaver(BaseCheckpointSaver[str]):
             )
         if forget:
             yield Gather(forget)
-
-    def _ordered_deletes(self, items: Iterable[Item]) -> Op[None]:
-        """Delete items so that an interruption never changes what a reader sees.
-
-        A failure part way (a fault that outlasts the retries, a Lambda
-        timeout) must leave every checkpoint that can still be read exactly
-        as it was, or unreadable with an error: never readable with a
-        different state. Hence three phases:
-
-        1. checkpoint items, newest first, one chunk after the other: what
-           remains of a thread is an older, consistent prefix of it, and a
-           delta chain loses its descendants before its ancestors;
-        2. only then writes items and blobs, which only deleted checkpoints
-           (or, for ``delete_for_runs``, deliberately dropped writes) used;
-        3. last the thread's meta items (its head carries the TTL that still
-           expires whatever a failed delete left behind).
-        """
-        checkpoints: list[tuple[str, Item]] = []
-        rest: list[Item] = []
-        meta: list[Item] = []
-        for it in items:
-            _, kind, cid, _ = _parse_sk(it)
-            if kind == schema.CHECKPOINT_ITEM:
-                checkpoints.append((cid, it))
-            else:
-                (meta if kind == schema.META_ITEM else rest).append(it)
-        newest_first = [it for _, it in sorted(checkpoints, key=lambda c: c[0], reverse=True)]
-        for group, in_order in ((newest_first, True), (rest, False), (meta, False)):
-            if group:
-                yield from self._batch_write(
-                    [
-                        {"DeleteRequest": {"Key": {ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]}}}
-                        for it in group
-                    ],
-                    in_order=in_order,
-                )
-
-    def _delete_s3_prefix(self, prefix: str) -> Op[None]:
-        kwargs: dict[str, Any] = {"Bucket": self.bucket_name, "Prefix": prefix}
-        while True:
-            resp = yield s3("list_objects_v2", **kwargs)
-            keys = [{"Key": o["Key"]} for o in resp.get("Contents", [])]
-            if keys:
-                yield from self._delete_s3_keys([k["Key"] for k in keys])
-            if not resp.get("IsTruncated"):
-                return
-            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
-
-    def _delete_s3_keys(self, keys: Sequence[str]) -> Op[None]:
-        chunks = [keys[i : i + 1000] for i in range(0, len(keys), 1000)]
-        responses = yield Gather(
-            [
-                s3(
-                    "delete_objects",
-                    Bucket=self.bucket_name,
-                    Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True},
-                )
-                for chunk in chunks
-            ]
-        )
-        errors = [e for resp in responses for e in resp.get("Errors", [])]
-        if errors:
-            raise RuntimeError(f"could not delete {len(errors)} S3 objects, first: {errors[0]}")
 
     # ------------------------------------------------------------ versions
 
@@ -1697,185 +1561,3 @@ def _q(value: str) -> str:
     from urllib.parse import quote
 
     return quote(value, safe="")
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _backoff(attempt: int) -> float:
-    """Full-jitter exponential backoff, capped at 5 s."""
-    return random.uniform(0, min(5.0, 0.05 * (2**attempt)))
-
-
-def _is_write_attr(name: str) -> bool:
-    return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
-
-
-@contextlib.contextmanager
-def _malformed(where: str) -> Iterator[None]:
-    """Report an item of the wrong shape as corrupt, naming it, not as a KeyError."""
-    try:
-        yield
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise CorruptPayloadError(f"{where}: malformed item ({type(exc).__name__}: {exc})") from exc
-
-
-def _map_attr(item: Item, attr: str, where: str) -> dict[str, AttributeValue]:
-    av = item.get(attr)
-    if av is None:
-        return {}
-    if not isinstance(av, dict) or "M" not in av:
-        raise CorruptPayloadError(f"{where}: attribute {attr!r} is not a map")
-    return cast(dict[str, AttributeValue], av["M"])
-
-
-def _str_attr(item: Item, attr: str, where: str) -> str | None:
-    av = item.get(attr)
-    if av is None:
-        return None
-    if not isinstance(av, dict) or "S" not in av:
-        raise CorruptPayloadError(f"{where}: attribute {attr!r} is not a string")
-    return cast(str, av["S"])
-
-
-def _parse_sk(item: Item) -> tuple[str, str, str, str | None]:
-    """``schema.parse_sk`` of an item, naming the item if the key is foreign."""
-    try:
-        return schema.parse_sk(item[ATTR.SK]["S"])
-    except CorruptPayloadError as exc:
-        raise CorruptPayloadError(f"item of partition {item[ATTR.PK]['S']!r}: {exc}") from None
-
-
-def _held_value(item: Item, channel: str) -> bytes | None:
-    """The packed value a checkpoint item holds inline for ``channel``, if any."""
-    av = item.get(ATTR.VALUES, {}).get("M", {}).get(channel)
-    if isinstance(av, dict) and isinstance(av.get("B"), bytes):
-        return av["B"]
-    return None
-
-
-def _blob_bytes(item: Item) -> bytes:
-    av = item.get(ATTR.BLOB)
-    if not isinstance(av, dict) or "B" not in av:
-        raise CorruptPayloadError(f"blob item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r} has no payload")
-    return cast(bytes, av["B"])
-
-
-def _root_of(item: Item, checkpoint_id: str) -> str:
-    """Lineage root of a checkpoint item; a legacy item (no root) is its own."""
-    av = item.get(ATTR.ROOT)
-    if isinstance(av, dict) and isinstance(av.get("S"), str):
-        return cast(str, av["S"])
-    return checkpoint_id
-
-
-def _dead_entries(tomb: Item | None) -> list[str]:
-    av = (tomb or {}).get(ATTR.DEAD)
-    if not isinstance(av, dict) or not isinstance(av.get("SS"), list):
-        return []
-    return [e for e in av["SS"] if isinstance(e, str)]
-
-
-def _entry_time(entry: str) -> int:
-    head, _, _ = entry.partition(":")
-    return int(head) if head.isdigit() else 0
-
-
-def _entry_root(entry: str) -> str:
-    return entry.partition(":")[2]
-
-
-def _tomb_roots(tomb: Item | None) -> set[str] | None:
-    """Deleted lineage roots a tombstone lists; None when there is no tombstone."""
-    if tomb is None:
-        return None
-    return {_entry_root(e) for e in _dead_entries(tomb)}
-
-
-def _head_roots(head: Item | None) -> set[str] | None:
-    """Deleted lineage roots a thread head keeps; None when no delete recorded any."""
-    av = (head or {}).get(ATTR.DEAD)
-    if not isinstance(av, dict) or not isinstance(av.get("SS"), list):
-        return None
-    return {r for r in av["SS"] if isinstance(r, str)}
-
-
-def _is_dead(item: Item, dead: set[str] | None) -> bool:
-    """Whether a checkpoint item belongs to a lineage its namespace's tombstone lists.
-
-    An orphan (written on a parent that did not exist) is dead wherever a
-    tombstone exists: its history can only be one that was deleted.
-    """
-    if dead is None:
-        return False
-    root = _root_of(item, item.get(ATTR.CHECKPOINT_ID, {}).get("S", ""))
-    return root in dead or root == schema.ORPHAN_ROOT
-
-
-def _expired_stamp(item: Item) -> bool:
-    exp = item.get(ATTR.EXPIRES)
-    return exp is not None and int(exp["N"]) < int(clock.now())
-
-
-def _check_format(item: Item) -> None:
-    fmt = item.get(ATTR.FORMAT)
-    if fmt is None:
-        raise CorruptPayloadError(
-            f"item {item.get(ATTR.PK, {}).get('S')!r}/{item.get(ATTR.SK, {}).get('S')!r} "
-            "has no format version: not written by this library"
-        )
-    if int(fmt["N"]) > schema.FORMAT_VERSION:
-        raise UnsupportedFormatError(
-            f"item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r} has format version "
-            f"{fmt['N']}; this library reads up to {schema.FORMAT_VERSION}: upgrade it"
-        )
-
-
-def _item_size(item: Item) -> int:
-    """DynamoDB's size rule, closely enough: names plus values."""
-    return sum(len(k.encode()) + _av_size(v) for k, v in item.items())
-
-
-def _av_size(av: AttributeValue) -> int:
-    if "S" in av:
-        return len(av["S"].encode())
-    if "B" in av:
-        return len(av["B"])
-    if "N" in av:
-        return len(av["N"]) // 2 + 1
-    if "M" in av:
-        return 3 + sum(len(k.encode()) + 1 + _av_size(v) for k, v in av["M"].items())
-    if "L" in av:
-        return 3 + sum(1 + _av_size(v) for v in av["L"])
-    return 1
-
-
-def _group(thread_id: str, items: list[Item], only: str) -> _CheckpointRecord | None:
-    records = [r for r in _group_all(thread_id, items) if r.checkpoint_id == only]
-    return records[0] if records else None
-
-
-def _group_all(thread_id: str, items: list[Item]) -> list[_CheckpointRecord]:
-    """Group checkpoint and writes items into records.
-
-    Writes without a checkpoint are skipped, and so are checkpoints of a
-    lineage any tombstone among ``items`` lists.
-    """
-    records: dict[tuple[str, str], _CheckpointRecord] = {}
-    writes: dict[tuple[str, str], list[Item]] = {}
-    dead: set[str] | None = None
-    for it in items:
-        _check_format(it)
-        ns, kind, cid, _ = _parse_sk(it)
-        if kind == schema.CHECKPOINT_ITEM:
-            records[(ns, cid)] = _CheckpointRecord(thread_id, ns, cid, it)
-        elif kind == schema.WRITES_ITEM:
-            writes.setdefault((ns, cid), []).append(it)
-        elif kind == schema.TOMBSTONE_ITEM:
-            # Thread-wide: a subgraph namespace a late run created after the
-            # delete has no tombstone, but its root is the deleted one.
-            dead = (dead or set()) | (_tomb_roots(it) or set())
-    for key, rec in records.items():
-        rec.writes = writes.get(key, [])
-    return [rec for rec in records.values() if not _is_dead(rec.item, dead)]

@@ -12,31 +12,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
-from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb._core import (
-    CoreSaver,
-    Item,
-    _check_format,
-    _CheckpointRecord,
-    _code,
-    _group,
-    _head_roots,
-    _held_value,
-    _is_dead,
-    _item_size,
-    _malformed,
-    _parse_sk,
-    _Ref,
-    _root_of,
-    _tomb_roots,
-)
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._core import CoreSaver
+from langgraph.checkpoint.dynamodb._items import CheckpointRecord, Item, Ref, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, MissingPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -72,46 +58,6 @@ class PruneResult:
     def add(self, other: PruneResult) -> None:
         for f in self.__dataclass_fields__:
             setattr(self, f, getattr(self, f) + getattr(other, f))
-
-
-@dataclass
-class _Thread:
-    """All items of one thread, grouped by namespace."""
-
-    thread_id: str
-    checkpoints: dict[tuple[str, str], Item] = field(default_factory=dict)
-    writes: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
-    blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
-    meta: list[Item] = field(default_factory=list)
-    tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
-
-    @classmethod
-    def from_items(cls, thread_id: str, items: Iterable[Item]) -> _Thread:
-        t = cls(thread_id)
-        for it in items:
-            ns, kind, cid, _ = _parse_sk(it)
-            if kind == schema.CHECKPOINT_ITEM:
-                t.checkpoints[(ns, cid)] = it
-            elif kind == schema.WRITES_ITEM:
-                t.writes.setdefault((ns, cid), []).append(it)
-            elif kind == schema.BLOB_ITEM:
-                t.blobs[it[ATTR.SK]["S"]] = it
-            elif kind == schema.TOMBSTONE_ITEM:
-                t.tombstones[ns] = it
-            else:
-                t.meta.append(it)
-        return t
-
-    def dead(self) -> set[tuple[str, str]]:
-        """Checkpoints of lineages a tombstone lists (late writes after a delete)."""
-        if not self.tombstones:
-            return set()
-        # Thread-wide, as in list without a namespace (see _core._group_all).
-        roots = {r for it in self.tombstones.values() for r in _tomb_roots(it) or ()}
-        return {key for key, it in self.checkpoints.items() if _is_dead(it, roots)}
-
-    def namespaces(self) -> set[str]:
-        return {ns for ns, _ in self.checkpoints}
 
 
 def keep_set(
@@ -191,7 +137,7 @@ class ExtendedSaver(CoreSaver):
             ScanIndexForward=False,
             ConsistentRead=True,
         )
-        records: dict[str, _CheckpointRecord] = {}
+        records: dict[str, CheckpointRecord] = {}
         pending_writes: dict[str, list[Item]] = {}
         lowest: str | None = None  # smallest checkpoint id read so far
         exhausted = False
@@ -235,22 +181,22 @@ class ExtendedSaver(CoreSaver):
                 # From a given checkpoint the Query does not reach the
                 # tombstone: the head's dead roots, in the same round trip.
                 resp, head = yield Gather([ddb("query", **kwargs), self._dead_roots_call(thread_id)])
-                dead = _head_roots(head.get("Item"))
+                dead = _items.head_roots(head.get("Item"))
             else:
                 resp = yield ddb("query", **kwargs)
             pages += 1
             items_read += len(resp.get("Items", []))
             for it in resp.get("Items", []):
-                _check_format(it)
-                _, kind, item_cid, _ = _parse_sk(it)
+                _items.check_format(it)
+                _, kind, item_cid, _ = _items.parse_sk(it)
                 if kind == schema.TOMBSTONE_ITEM:
-                    dead = _tomb_roots(it)
-                elif kind == schema.CHECKPOINT_ITEM and _is_dead(it, dead):
+                    dead = _items.tomb_roots(it)
+                elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, dead):
                     continue  # a late write on a deleted lineage: not history
                 elif kind == schema.WRITES_ITEM:
                     pending_writes.setdefault(item_cid, []).append(it)
                 elif kind == schema.CHECKPOINT_ITEM:
-                    records[item_cid] = _CheckpointRecord(
+                    records[item_cid] = CheckpointRecord(
                         thread_id, ns, item_cid, it, pending_writes.pop(item_cid, [])
                     )
                     lowest = item_cid
@@ -259,12 +205,13 @@ class ExtendedSaver(CoreSaver):
             else:
                 exhausted = True
 
-        def find(target: str) -> Op[_CheckpointRecord | None]:
+        def find(target: str) -> Op[CheckpointRecord | None]:
             while target not in records:
                 if exhausted or (lowest is not None and target > lowest):
                     # Not where id order says it would be (ids from hosts
                     # with skewed clocks): look it up directly.
-                    items = yield from self._query_all(
+                    items = yield from _requests.query_all(
+                        TableName=self.table_name,
                         KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
                         ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
                         ExpressionAttributeValues={
@@ -275,7 +222,7 @@ class ExtendedSaver(CoreSaver):
                         ConsistentRead=True,
                     )
 
-                    rec = _group(thread_id, items, only=target)
+                    rec = _items.group(thread_id, items, only=target)
                     if rec is not None:
                         records[target] = rec
                     return rec
@@ -289,11 +236,11 @@ class ExtendedSaver(CoreSaver):
                 return {ch: {"writes": []} for ch in channels}
             cid = max(records)
         target = yield from find(cid)
-        if target is not None and _is_dead(target.item, dead):
+        if target is not None and _items.is_dead(target.item, dead):
             target = None  # looked up directly: a deleted lineage reads as nothing
         remaining = set(channels)
-        chain: list[_CheckpointRecord] = []
-        seeds: dict[str, _CheckpointRecord] = {}
+        chain: list[CheckpointRecord] = []
+        seeds: dict[str, CheckpointRecord] = {}
         cursor = target.item.get(ATTR.PARENT_ID, {}).get("S") if target else None
         child = target
         # Parent ids are stored data: a crafted or damaged one may point back
@@ -333,7 +280,7 @@ class ExtendedSaver(CoreSaver):
             cursor = rec.item.get(ATTR.PARENT_ID, {}).get("S")
 
         # One wave for everything spilled: seed values and write values.
-        refs: list[_Ref] = []
+        refs: list[Ref] = []
         for ch, rec in seeds.items():
             av = rec.item[ATTR.VALUES]["M"][ch]
             if "M" in av:
@@ -343,8 +290,8 @@ class ExtendedSaver(CoreSaver):
                 for name, av in w.items():
                     if _is_write(name) and "M" in av["L"][1]:
                         where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
-                        with _malformed(where):
-                            refs.append(_Ref("s3", self._s3_pointer(thread_id, w, name)))
+                        with _items.malformed(where):
+                            refs.append(Ref("s3", self._s3_pointer(thread_id, w, name)))
         fetched = yield from self._fetch(refs, local=records.values())
 
         collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
@@ -367,7 +314,7 @@ class ExtendedSaver(CoreSaver):
             result[ch] = entry
         return result
 
-    def _delta_depth(self, record: _CheckpointRecord, channels: Sequence[str]) -> int | None:
+    def _delta_depth(self, record: CheckpointRecord, channels: Sequence[str]) -> int | None:
         """Supersteps back to the oldest snapshot any of ``channels`` needs, if known."""
         av = record.item.get(ATTR.METADATA, {})
         if "B" not in av:
@@ -380,17 +327,18 @@ class ExtendedSaver(CoreSaver):
 
     # ------------------------------------------------------- thread items
 
-    def _load_thread(self, thread_id: str) -> Op[_Thread]:
-        items = yield from self._query_all(
+    def _load_thread(self, thread_id: str) -> Op[ThreadItems]:
+        items = yield from _requests.query_all(
+            TableName=self.table_name,
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": ATTR.PK},
             ExpressionAttributeValues={":pk": {"S": self._pk(thread_id)}},
             ConsistentRead=True,
         )
-        return _Thread.from_items(thread_id, items)
+        return ThreadItems.from_items(thread_id, items)
 
     def _delete_items(self, items: Iterable[Item]) -> Op[None]:
-        yield from self._ordered_deletes(items)
+        yield from _requests.ordered_deletes(self.table_name, items)
 
     # ---------------------------------------------------------------- copy
 
@@ -440,7 +388,7 @@ class ExtendedSaver(CoreSaver):
                     if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
                         _is_write(name) and "M" in av["L"][1]
                     ):
-                        with _malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                        with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
                             self._s3_pointer(source_thread_id, it, name)
                 copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
                 copy[ATTR.PK] = dst_pk
@@ -457,8 +405,8 @@ class ExtendedSaver(CoreSaver):
         # same checkpoints and been deleted; its tombstone must not hide this one.
         token = uuid.uuid4().hex
         for it in checkpoint_items:
-            _, _, cid, _ = _parse_sk(it)
-            it[ATTR.ROOT] = {"S": f"{_root_of(it, cid)}@copy-{token}"}
+            _, _, cid, _ = _items.parse_sk(it)
+            it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{token}"}
         # Channel values in S3 are keyed by version, not referenced by key.
         # A value referenced as held by a checkpoint or as a blob item is in
         # S3 when a prune re-homed it there or thresholds changed: copied if
@@ -466,7 +414,7 @@ class ExtendedSaver(CoreSaver):
         maybe: set[str] = set()
         if self.bucket_name is not None:
             for it in source.checkpoints.values():
-                ns, _, _, _ = _parse_sk(it)
+                ns, _, _, _ = _items.parse_sk(it)
                 for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
                     if "M" not in av:
                         continue
@@ -479,7 +427,7 @@ class ExtendedSaver(CoreSaver):
                     if schema.blob_sk(ns, channel, version) in source.blobs:
                         continue
                     held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
-                    if held is None or _held_value(held, channel) is None:
+                    if held is None or _items.held_value(held, channel) is None:
                         maybe.add(key)
         maybe -= s3_keys
         if s3_keys or maybe:
@@ -505,15 +453,19 @@ class ExtendedSaver(CoreSaver):
                         if (
                             key in maybe
                             and isinstance(result, ClientError)
-                            and _code(result) in ("NoSuchKey", "404")
+                            and error_code(result) in ("NoSuchKey", "404")
                         ):
                             continue
                         raise result
         # What checkpoints point to (objects, then writes and blobs) lands
         # before any checkpoint: a copied checkpoint is readable as in the
         # source the moment it exists, or not at all.
-        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in payload_items])
-        yield from self._batch_write([{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True)
+        yield from _requests.batch_write(
+            self.table_name, [{"PutRequest": {"Item": it}} for it in payload_items]
+        )
+        yield from _requests.batch_write(
+            self.table_name, [{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True
+        )
         yield from dst._on_activity(target_thread_id)
 
     def _op_migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> Op[None]:
@@ -615,7 +567,7 @@ class ExtendedSaver(CoreSaver):
 
     def _delete_unkept(
         self,
-        thread: _Thread,
+        thread: ThreadItems,
         keep: set[tuple[str, str]],
         res: PruneResult,
         *,
@@ -663,10 +615,12 @@ class ExtendedSaver(CoreSaver):
         # with a deleted one, so only unshared objects go.
         s3_doomed = sorted(doomed_s3 - kept_s3)
         if s3_doomed and self.bucket_name is not None:
-            yield from self._delete_s3_keys(s3_doomed)
+            yield from _requests.delete_s3_keys(self.bucket_name, s3_doomed)
             res.s3_objects_deleted += len(s3_doomed)
 
-    def _rehome_held_values(self, thread: _Thread, keep: set[tuple[str, str]], res: PruneResult) -> Op[None]:
+    def _rehome_held_values(
+        self, thread: ThreadItems, keep: set[tuple[str, str]], res: PruneResult
+    ) -> Op[None]:
         """Move values that doomed checkpoints hold for kept ones out of them.
 
         A kept checkpoint may reference a value held by the checkpoint that
@@ -692,7 +646,7 @@ class ExtendedSaver(CoreSaver):
                 if schema.blob_sk(ns, channel, version) in thread.blobs:
                     continue  # re-homed by an earlier, interrupted prune
                 held = thread.checkpoints.get(holder)
-                packed = _held_value(held, channel) if held is not None else None
+                packed = _items.held_value(held, channel) if held is not None else None
                 if packed is None:
                     continue  # already gone (or in S3): nothing left to move
                 done.add((ns, channel, version))
@@ -842,7 +796,7 @@ def _writes_touch(item: Item, channels: set[str]) -> bool:
 
 def _size(item: Item) -> int:
 
-    return _item_size(item)
+    return _items.item_size(item)
 
 
 def _retarget(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb._core import Item, _code, _root_of
-from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult, _Thread
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._extended import ExtendedSaver, PruneResult
+from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
-from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy, SweepReport
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PrunePolicy,
+    SweepReport,
+    dedupe,
+    expired_threads_from_stream,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["LifecycleSaver"]
@@ -104,7 +110,7 @@ class LifecycleSaver(ExtendedSaver):
                 **kwargs,
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             self._head_until[thread_id] = need
             return
@@ -141,10 +147,10 @@ class LifecycleSaver(ExtendedSaver):
         # Reaping is a delete: lineages it removes entirely are buried first,
         # so a run still in flight on one cannot bring it back. A lineage with
         # a checkpoint written after the cutoff came back to life: not buried.
-        kept_roots = {_root_of(thread.checkpoints[key], key[1]) for key in keep}
+        kept_roots = {_items.root_of(thread.checkpoints[key], key[1]) for key in keep}
         buried: dict[str, set[str]] = {}
         for (ns, cid), it in thread.checkpoints.items():
-            if (ns, cid) not in keep and (root := _root_of(it, cid)) not in kept_roots:
+            if (ns, cid) not in keep and (root := _items.root_of(it, cid)) not in kept_roots:
                 buried.setdefault(ns, set()).add(root)
         if buried:
             head_stale = any(m[ATTR.SK]["S"] == schema.HEAD_SK for m in stale_meta)
@@ -169,11 +175,16 @@ class LifecycleSaver(ExtendedSaver):
             resp = yield s3("list_objects_v2", **kwargs)
             keys = [o["Key"] for o in resp.get("Contents", []) if o["LastModified"].timestamp() <= cutoff]
             if keys:
-                yield from self._delete_s3_keys(keys)
+                yield from _requests.delete_s3_keys(self.bucket_name, keys)
                 deleted += len(keys)
             if not resp.get("IsTruncated"):
                 return deleted
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+
+    def _op_reap_stream(self, event: Mapping[str, Any]) -> Op[SweepReport]:
+        """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
+        found = dedupe(expired_threads_from_stream(event))
+        return (yield from self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
 
     def _op_reap_partitions(self, expired: Iterable[tuple[str, float]]) -> Op[SweepReport]:
         """Reap threads by partition key (from TTL stream records)."""
@@ -265,7 +276,7 @@ class LifecycleSaver(ExtendedSaver):
                 ExpressionAttributeValues={":old": {"S": old}, ":empty": {"S": ""}},
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return False
             raise
         return True
@@ -421,7 +432,7 @@ class LifecycleSaver(ExtendedSaver):
                 referenced = saver._referenced_s3_keys(thread)
                 doomed = [o["Key"] for o in old if o["Key"] not in referenced]
                 if doomed:
-                    yield from self._delete_s3_keys(doomed)
+                    yield from _requests.delete_s3_keys(self.bucket_name, doomed)
                     report.s3_objects_deleted += len(doomed)
                     report.bytes_freed += sum(o.get("Size", 0) for o in old if o["Key"] in set(doomed))
             if not new_cursor:
@@ -429,7 +440,7 @@ class LifecycleSaver(ExtendedSaver):
                 break
         return report
 
-    def _referenced_s3_keys(self, thread: _Thread) -> set[str]:
+    def _referenced_s3_keys(self, thread: ThreadItems) -> set[str]:
         out: set[str] = set()
         for it in thread.checkpoints.values():
             out |= self._item_refs(thread.thread_id, it)[0]
@@ -452,6 +463,6 @@ def uuid6_epoch(checkpoint_id: str) -> float | None:
     return (ts - _UUID_EPOCH_100NS) / 1e7
 
 
-def _last_activity(thread: _Thread) -> float | None:
+def _last_activity(thread: ThreadItems) -> float | None:
     times = [t for _, cid in thread.checkpoints if (t := uuid6_epoch(cid)) is not None]
     return max(times) if times else None

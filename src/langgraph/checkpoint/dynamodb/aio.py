@@ -7,10 +7,10 @@ boto3), so one loop can serve many threads at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -23,40 +23,46 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver
+from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
-    dedupe,
-    expired_threads_from_stream,
 )
 from langgraph.checkpoint.dynamodb.saver import client_config
 
 __all__ = ["AsyncDynamoDBSaver"]
 
 R = TypeVar("R")
+_S = TypeVar("_S", bound="AsyncDynamoDBSaver")
+_P = ParamSpec("_P")
 
 
-async def _read_up_to(stream: Any, budget: int) -> bytes:
-    """A body, whole (``budget < 0``) or its first ``budget`` bytes.
+def _blocking(
+    async_method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[_S, _P], R]:
+    """The sync twin of an async method (``aput`` -> ``put``), typed as it is.
 
-    aiohttp's ``read(n)`` returns what has arrived, up to ``n`` bytes: a
-    bounded read loops until it has ``budget`` bytes or the body ends.
+    It runs the coroutine on the saver's event loop from another thread, as
+    the Postgres saver allows (see ``AsyncDynamoDBSaver._sync``). The async
+    method is looked up by name at call time, so a subclass's override counts.
     """
-    if budget < 0:
-        return cast(bytes, await stream.read())
-    parts: list[bytes] = []
-    got = 0
-    while got < budget:
-        chunk = await stream.read(budget - got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
+    async_name = async_method.__name__
+
+    def method(self: _S, *args: _P.args, **kwargs: _P.kwargs) -> R:
+        return cast(R, self._sync(getattr(self, async_name)(*args, **kwargs)))
+
+    method.__wrapped__ = async_method  # type: ignore[attr-defined]  # help() and inspect show its parameters
+    method.__name__ = async_name[1:]
+    method.__qualname__ = f"AsyncDynamoDBSaver.{async_name[1:]}"
+    method.__doc__ = (
+        f"Sync :meth:`{async_name}`, from a thread other than the saver's event loop.\n\n"
+        f"Example:\n    >>> saver.{async_name[1:]}(...)  # doctest: +SKIP\n"
+    )
+    return method
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -137,7 +143,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._semaphore_size = max_concurrency
+        self._driver = AsyncDriver(self, max_concurrency=max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
@@ -154,7 +160,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     # ------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> AsyncDynamoDBSaver:
-        await self._ensure_clients()
+        await self.ensure_clients()
         return self
 
     async def __aexit__(
@@ -174,7 +180,19 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             self._owned_names = set()
             await stack.aclose()
 
-    async def _ensure_clients(self) -> None:
+    async def ensure_clients(self) -> None:
+        """Open the clients this saver was not given (the driver calls it on first use).
+
+        Binds the saver to the running event loop (the sync methods run
+        coroutines there). Idempotent; entering the saver calls it.
+
+        Example:
+            ```python
+            saver = AsyncDynamoDBSaver(table_name="checkpoints")
+            await saver.ensure_clients()
+            saver.clients["dynamodb"]  # the aiobotocore client it opened
+            ```
+        """
         if self._bound_loop is None:
             self._bound_loop = asyncio.get_running_loop()
         need = [
@@ -213,70 +231,13 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     # --------------------------------------------------------------- driver
 
-    async def _call(self, call: Call) -> Any:
-        client = self._clients[call.service]
-        if client is None:
-            await self._ensure_clients()
-            client = self._clients[call.service]
-            if client is None:
-                raise RuntimeError(f"no {call.service} client configured")
-        resp = await getattr(client, call.method)(**call.kwargs)
-        if call.method == "get_object":
-            async with resp["Body"] as stream:
-                # Leaving the block releases the connection, read or not.
-                body = await _read_up_to(stream, body_budget(call, resp))
-            resp = {**resp, "Body": checked_body(call, body)}
-        return resp
-
-    async def _gather(self, req: Gather) -> list[Any]:
-        sem = asyncio.Semaphore(self._semaphore_size)
-
-        async def one(call: Call) -> Any:
-            async with sem:
-                return await self._call(call)
-
-        return list(
-            await asyncio.gather(*(one(c) for c in req.calls), return_exceptions=req.return_exceptions)
-        )
-
-    async def _step(self, req: Any) -> Any:
-        if isinstance(req, Call):
-            return await self._call(req)
-        if isinstance(req, Gather):
-            return await self._gather(req)
-        if isinstance(req, Sleep):
-            await asyncio.sleep(req.seconds)
-            return None
-        raise TypeError(f"unexpected request {req!r}")
-
-    async def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
-        op = translate_errors(op, self)
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration:
-                return
-            resp, exc = None, None
-            if isinstance(req, Emit):
-                yield req.value
-                continue
-            try:
-                resp = await self._step(req)
-            except Exception as e:
-                exc = e
+    def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
+        """Drive an operation, yielding what it emits."""
+        return self._driver.iter(op)
 
     async def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        out: list[R] = []
-
-        def capture() -> Op[None]:
-            out.append((yield from op))
-
-        async for value in self._iter(capture()):
-            raise TypeError(f"operation emitted {value!r}; use _iter")
-        return out[0]
+        return await self._driver.run(op)
 
     async def setup(self) -> None:
         """Create the table (and bucket, if named) when missing. Idempotent."""
@@ -330,6 +291,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if (loop is not None and self._loop is loop) or self._loop is None:
+            coro.close()  # never run: close it rather than leave it to warn "never awaited"
         if loop is not None and self._loop is loop:
             raise asyncio.InvalidStateError(
                 "Synchronous calls to AsyncDynamoDBSaver are only allowed from a different "
@@ -347,9 +310,6 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     def _loop(self) -> asyncio.AbstractEventLoop | None:
         return self._bound_loop
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._sync(self.aget_tuple(config))  # type: ignore[no-any-return]
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -362,27 +322,6 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
         return iter(self._sync(collect()))
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self._sync(self.aput(config, checkpoint, metadata, new_versions))  # type: ignore[no-any-return]
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._sync(self.aput_writes(config, writes, task_id, task_path))
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._sync(self.adelete_thread(thread_id))
 
     # ------------------------------------------------ extended capabilities
 
@@ -414,34 +353,13 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         return await self._run(self._op_delete_for_runs(run_ids))
 
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return self._sync(self.aget_delta_channel_history(config=config, channels=channels))  # type: ignore[no-any-return]
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._sync(self.acopy_thread(source_thread_id, target_thread_id))
-
-    def prune(  # type: ignore[override]  # adds keep_last, returns a report
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> PruneResult:
-        return self._sync(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))  # type: ignore[no-any-return]
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
-        return self._sync(self.adelete_for_runs(run_ids))  # type: ignore[no-any-return]
-
     # ------------------------------------------------------------ lifecycle
 
     async def areap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
         return await self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
 
     async def areap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
-        found = dedupe(expired_threads_from_stream(event))
-        return await self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+        return await self._run(self._op_reap_stream(event))
 
     async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
         return await self._run(self._op_purge_expired(deadline=deadline))
@@ -457,3 +375,21 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         return await self._run(
             self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
         )
+
+    # ---------------------------------- sync twins of the async operations
+    # Each runs its async twin on the saver's loop (see ``_sync``).
+
+    get_tuple = _blocking(aget_tuple)
+    put = _blocking(aput)
+    put_writes = _blocking(aput_writes)
+    delete_thread = _blocking(adelete_thread)
+    get_delta_channel_history = _blocking(aget_delta_channel_history)
+    copy_thread = _blocking(acopy_thread)
+    migrate_tenant_thread = _blocking(amigrate_tenant_thread)
+    prune = _blocking(aprune)  # type: ignore[arg-type]  # adds keep_last, returns a report (as aprune)
+    delete_for_runs = _blocking(adelete_for_runs)  # type: ignore[arg-type]  # returns a report (as adelete_for_runs)
+    reap_thread = _blocking(areap_thread)
+    reap_expired_stream = _blocking(areap_expired_stream)
+    purge_expired = _blocking(apurge_expired)
+    run_pruner = _blocking(arun_pruner)
+    sweep_orphans = _blocking(asweep_orphans)

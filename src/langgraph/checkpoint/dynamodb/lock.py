@@ -59,6 +59,7 @@ from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import clock as _clock
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients, SyncDriver
 from langgraph.checkpoint.dynamodb._ops import Call, Sleep, ddb
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -756,27 +757,18 @@ def _fenced_write_item(self: Any, call: Call) -> Op[Any]:
     return (yield from _op_fenced_write(self._lease_fence, call))
 
 
-def _origin_gather(self: Any, req: Any) -> Any:
-    """Concurrent calls of a lease-bound copy run on the original saver's pool.
-
-    A copy that lazily created a pool of its own would leave its threads
-    behind after every request (nothing closes a bound copy).
-    """
-    return self._lease_origin._gather(req)
-
-
 _BOUND_TYPES: dict[type, type] = {}
 
 
 def _bound_copy(saver: Any, fence: _Fence) -> Any:
     """A shallow copy of ``saver`` whose ``_write_item`` is fenced (see ``ThreadLease.bind``)."""
-    from langgraph.checkpoint.dynamodb._core import CoreSaver
+    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 
-    if not isinstance(saver, CoreSaver):
+    if not isinstance(saver, BaseDynamoDBSaver):
         raise TypeError(f"only this package's savers can be bound to a lease, not {type(saver).__name__}")
     if saver.partition_key(fence.thread_id) != fence.where.pk or saver.table_name != fence.where.table:
         raise ValueError(f"the saver does not store thread {fence.thread_id!r} where the lease lives")
-    if getattr(saver, "_clients", {}).get("dynamodb") is None:
+    if saver.clients.get("dynamodb") is None:
         # An async saver opens its clients lazily: a copy would open its own
         # and never close them.
         raise RuntimeError("open the saver before binding it (async with saver: ..., or await saver.setup())")
@@ -787,13 +779,12 @@ def _bound_copy(saver: Any, fence: _Fence) -> Any:
         # A direct subclass with no slots of its own: an instance of the
         # saver's type can switch to it (a mixin base would change the layout).
         ns: dict[str, Any] = {"__slots__": (), "_write_item": _fenced_write_item, "_lease_unbound": base}
-        if hasattr(base, "_gather"):
-            ns["_gather"] = _origin_gather
         cls = _BOUND_TYPES.setdefault(base, type(f"LeaseBound{base.__name__}", (base,), ns))
     bound: Any = copy.copy(saver)
     bound.__class__ = cls
     bound._lease_fence = fence
-    bound._lease_origin = getattr(saver, "_lease_origin", saver)
+    # The shallow copy shares the saver's driver, hence its thread pool: a
+    # copy per request leaves no threads behind (nothing closes a copy).
     # The copy borrows the saver's clients: closing it must not close them.
     for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
         if hasattr(bound, name):
@@ -930,55 +921,30 @@ def _op_finish_request(
 # ------------------------------------------------------------------ drivers
 
 
-def _drive(client: Any, op: Op[T]) -> T:
-    """Run an operation with a boto3 client."""
-    resp: Any = None
-    exc: BaseException | None = None
-    while True:
-        try:
-            req = op.throw(exc) if exc is not None else op.send(resp)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        resp, exc = None, None
-        try:
-            if isinstance(req, Sleep):
-                time.sleep(req.seconds)
-            else:
-                resp = getattr(client, req.method)(**req.kwargs)
-        except Exception as e:  # handed to the operation, which may handle it
-            exc = e
+def _sync_driver(client: Any) -> SyncDriver:
+    """The shared sync driver (``_driver``) on one boto3 DynamoDB client.
+
+    Short-lived, so it keeps no thread pool between ``Gather`` requests.
+    """
+    return SyncDriver(Clients(dynamodb=client), keep_pool=False)
 
 
-async def _adrive(client: Any, op: Op[T]) -> T:
-    """Run an operation with an aiobotocore client."""
-    resp: Any = None
-    exc: BaseException | None = None
-    while True:
-        try:
-            req = op.throw(exc) if exc is not None else op.send(resp)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        resp, exc = None, None
-        try:
-            if isinstance(req, Sleep):
-                await asyncio.sleep(req.seconds)
-            else:
-                resp = await getattr(client, req.method)(**req.kwargs)
-        except Exception as e:
-            exc = e
+def _async_driver(client: Any) -> AsyncDriver:
+    """The shared async driver (``_driver``) on one aiobotocore DynamoDB client."""
+    return AsyncDriver(Clients(dynamodb=client))
 
 
 def _sync_client(saver: Any, client: Any) -> Any:
     if client is not None:
         return client
-    return saver._clients["dynamodb"]
+    return saver.clients["dynamodb"]
 
 
 async def _async_client(saver: Any, client: Any) -> Any:
     if client is not None:
         return client
-    await saver._ensure_clients()
-    return saver._clients["dynamodb"]
+    await saver.ensure_clients()
+    return saver.clients["dynamodb"]
 
 
 # -------------------------------------------------------------------- lease
@@ -1148,7 +1114,7 @@ class ThreadLease(_LeaseBase):
         Raises:
             LeaseUnavailableError: another owner still holds it.
         """
-        info = self._took(_drive(self._dynamodb(), self._acquire_op()))
+        info = self._took(_sync_driver(self._dynamodb()).run(self._acquire_op()))
         self.lost = False
         if self.heartbeat:
             self._start_heartbeat()
@@ -1161,7 +1127,7 @@ class ThreadLease(_LeaseBase):
             LeaseLostError: another owner took it over (or it was released).
         """
         try:
-            return self._took(_drive(self._dynamodb(), self._renew_op()))
+            return self._took(_sync_driver(self._dynamodb()).run(self._renew_op()))
         except LeaseLostError:
             self.lost = True
             raise
@@ -1172,7 +1138,7 @@ class ThreadLease(_LeaseBase):
         if self.info is None:
             return False
         try:
-            return _drive(self._dynamodb(), self._release_op())
+            return _sync_driver(self._dynamodb()).run(self._release_op())
         finally:
             self.info = None
 
@@ -1238,7 +1204,7 @@ class AsyncThreadLease(_LeaseBase):
 
     async def acquire(self) -> LeaseInfo:
         """Take the lease, waiting up to ``wait_seconds`` (see :meth:`ThreadLease.acquire`)."""
-        info = self._took(await _adrive(await self._dynamodb(), self._acquire_op()))
+        info = self._took(await _async_driver(await self._dynamodb()).run(self._acquire_op()))
         self.lost = False
         if self.heartbeat:
             await self._stop_heartbeat()
@@ -1249,7 +1215,7 @@ class AsyncThreadLease(_LeaseBase):
     async def renew(self) -> LeaseInfo:
         """Extend the lease (see :meth:`ThreadLease.renew`)."""
         try:
-            return self._took(await _adrive(await self._dynamodb(), self._renew_op()))
+            return self._took(await _async_driver(await self._dynamodb()).run(self._renew_op()))
         except LeaseLostError:
             self.lost = True
             raise
@@ -1260,7 +1226,7 @@ class AsyncThreadLease(_LeaseBase):
         if self.info is None:
             return False
         try:
-            return await _adrive(await self._dynamodb(), self._release_op())
+            return await _async_driver(await self._dynamodb()).run(self._release_op())
         finally:
             self.info = None
 
@@ -1363,7 +1329,7 @@ def get_request(
     """
     where = _Where(saver.table_name, _partition_key(saver, thread_id))
     _validate_ids(thread_id, request_id, where.pk)
-    item = _drive(_sync_client(saver, dynamodb_client), _op_get_request(where, request_id))
+    item = _sync_driver(_sync_client(saver, dynamodb_client)).run(_op_get_request(where, request_id))
     return _record(item) if item else None
 
 
@@ -1609,9 +1575,10 @@ def run_once(
     _validate_ids(thread_id, request_id)
     _check_limits(max_result_bytes)
     client = _sync_client(saver, dynamodb_client)
+    driver = _sync_driver(client)
     where = _Where(saver.table_name, _partition_key(saver, thread_id))
     _validate_ids(thread_id, request_id, where.pk)
-    item = _drive(client, _op_get_request(where, request_id))
+    item = driver.run(_op_get_request(where, request_id))
     if item is not None and item[_STATUS]["S"] == STATUS_DONE:
         return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
     lease = ThreadLease(
@@ -1624,13 +1591,13 @@ def run_once(
         tenant_prefix=getattr(saver, "tenant_prefix", "") or "",
     )
     with lease:
-        item = _drive(client, _op_get_request(where, request_id))
+        item = driver.run(_op_get_request(where, request_id))
         if item is not None and item[_STATUS]["S"] == STATUS_DONE:
             return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
         recovered = _is_recovery(item, expected_checkpoint_id)
         if not recovered:
             check_checkpoint(saver, thread_id, expected_checkpoint_id)
-        _drive(client, _begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
+        driver.run(_begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
         ctx = RunContext(lease.bind(saver), thread_id, request_id, earlier_attempt=item is not None)
         try:
             value = recover(ctx) if recover is not None and ctx.earlier_attempt else None
@@ -1641,10 +1608,9 @@ def run_once(
             # Best effort: the original error matters more than the bookkeeping
             # (an unrecorded failure still reads as "running", also retryable).
             with contextlib.suppress(Exception):
-                _drive(client, _failed_op(where, request_id, lease, exc, result_ttl_seconds))
+                driver.run(_failed_op(where, request_id, lease, exc, result_ttl_seconds))
             raise
-        _drive(
-            client,
+        driver.run(
             _finish_done_op(saver, where, request_id, lease, value, max_result_bytes, result_ttl_seconds),
         )
     return RunOutcome(value, replayed=rebuilt, recovered=recovered or rebuilt)  # type: ignore[arg-type]
@@ -1678,9 +1644,10 @@ async def arun_once(
     _validate_ids(thread_id, request_id)
     _check_limits(max_result_bytes)
     client = await _async_client(saver, dynamodb_client)
+    driver = _async_driver(client)
     where = _Where(saver.table_name, _partition_key(saver, thread_id))
     _validate_ids(thread_id, request_id, where.pk)
-    item = await _adrive(client, _op_get_request(where, request_id))
+    item = await driver.run(_op_get_request(where, request_id))
     if item is not None and item[_STATUS]["S"] == STATUS_DONE:
         return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
     lease = AsyncThreadLease(
@@ -1693,13 +1660,13 @@ async def arun_once(
         tenant_prefix=getattr(saver, "tenant_prefix", "") or "",
     )
     async with lease:
-        item = await _adrive(client, _op_get_request(where, request_id))
+        item = await driver.run(_op_get_request(where, request_id))
         if item is not None and item[_STATUS]["S"] == STATUS_DONE:
             return RunOutcome(_replay(saver, thread_id, request_id, item), replayed=True, recovered=False)
         recovered = _is_recovery(item, expected_checkpoint_id)
         if not recovered:
             await acheck_checkpoint(saver, thread_id, expected_checkpoint_id)
-        await _adrive(client, _begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
+        await driver.run(_begin_op(where, request_id, lease, expected_checkpoint_id, result_ttl_seconds))
         ctx = RunContext(lease.bind(saver), thread_id, request_id, earlier_attempt=item is not None)
         try:
             value = await recover(ctx) if recover is not None and ctx.earlier_attempt else None
@@ -1708,10 +1675,9 @@ async def arun_once(
                 value = await (fn(ctx) if _wants_context(fn) else fn())  # type: ignore[call-arg]
         except BaseException as exc:
             with contextlib.suppress(Exception):
-                await _adrive(client, _failed_op(where, request_id, lease, exc, result_ttl_seconds))
+                await driver.run(_failed_op(where, request_id, lease, exc, result_ttl_seconds))
             raise
-        await _adrive(
-            client,
+        await driver.run(
             _finish_done_op(saver, where, request_id, lease, value, max_result_bytes, result_ttl_seconds),
         )
     return RunOutcome(value, replayed=rebuilt, recovered=recovered or rebuilt)  # type: ignore[arg-type]

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -22,16 +19,14 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
+from langgraph.checkpoint.dynamodb._driver import SyncDriver
+from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
-from langgraph.checkpoint.dynamodb.errors import PayloadLimitError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
-    dedupe,
-    expired_threads_from_stream,
 )
 
 __all__ = ["DynamoDBSaver", "client_config"]
@@ -49,21 +44,6 @@ def client_config(
         connect_timeout=5,
         read_timeout=30,
     )
-
-
-def _read_up_to(stream: Any, budget: int) -> bytes:
-    """A body, whole (``budget < 0``) or its first ``budget`` bytes (reads may return less)."""
-    if budget < 0:
-        return cast(bytes, stream.read())
-    parts: list[bytes] = []
-    got = 0
-    while got < budget:
-        chunk = stream.read(budget - got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 class DynamoDBSaver(BaseDynamoDBSaver):
@@ -178,9 +158,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             fail_fast_on_local_endpoint(s3_client)
             self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
-        self._max_concurrency = max_concurrency
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self._driver = SyncDriver(self, max_concurrency=max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> DynamoDBSaver:
@@ -210,80 +188,13 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     # --------------------------------------------------------------- driver
 
-    def _call(self, call: Call) -> Any:
-        client = self._clients[call.service]
-        if client is None:
-            raise RuntimeError(f"no {call.service} client configured")
-        resp = getattr(client, call.method)(**call.kwargs)
-        if call.method == "get_object":
-            stream = resp["Body"]
-            try:
-                budget = body_budget(call, resp)
-            except PayloadLimitError:
-                stream.close()  # drop the connection rather than drain an oversized body
-                raise
-            resp = {**resp, "Body": checked_body(call, _read_up_to(stream, budget))}
-        return resp
-
-    def _gather(self, req: Gather) -> list[Any]:
-        if len(req.calls) == 1:
-            try:
-                return [self._call(req.calls[0])]
-            except Exception as exc:
-                if req.return_exceptions:
-                    return [exc]
-                raise
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._max_concurrency, thread_name_prefix="ddb-saver")
-        futures = [self._pool.submit(self._call, c) for c in req.calls]
-        out: list[Any] = []
-        for f in futures:
-            error = f.exception()
-            if error is not None and not req.return_exceptions:
-                raise error
-            out.append(error if error is not None else f.result())
-        return out
-
-    def _step(self, req: Any) -> Any:
-        if isinstance(req, Call):
-            return self._call(req)
-        if isinstance(req, Gather):
-            return self._gather(req)
-        if isinstance(req, Sleep):
-            time.sleep(req.seconds)
-            return None
-        raise TypeError(f"unexpected request {req!r}")
-
     def _iter(self, op: Op[Any]) -> Iterator[Any]:
         """Drive an operation, yielding what it emits."""
-        op = translate_errors(op, self)
-        resp: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                req = op.throw(exc) if exc is not None else op.send(resp)
-            except StopIteration:
-                return
-            resp, exc = None, None
-            if isinstance(req, Emit):
-                yield req.value
-                continue
-            try:
-                resp = self._step(req)
-            except Exception as e:  # handed to the operation, which may handle it
-                exc = e
+        return self._driver.iter(op)
 
     def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        out: list[R] = []
-
-        def capture() -> Op[None]:
-            out.append((yield from op))
-
-        for value in self._iter(capture()):
-            raise TypeError(f"operation emitted {value!r}; use _iter")
-        return out[0]
+        return self._driver.run(op)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -300,9 +211,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def close(self) -> None:
         """Close the clients this saver created (not injected ones) and its pool."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        # A lease-bound copy (lock.ThreadLease.bind) shares its saver's
+        # driver: only the saver itself shuts the pool down.
+        if self._driver.holder is self:
+            self._driver.close()
         for client in self._owned:
             client.close()
         self._owned = []
@@ -409,8 +321,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def reap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
         """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
-        found = dedupe(expired_threads_from_stream(event))
-        return self._run(self._op_reap_partitions((t.partition_key, t.expired_at) for t in found))
+        return self._run(self._op_reap_stream(event))
 
     def purge_expired(self, *, deadline: float | None = None) -> SweepReport:
         """Reap every expired thread found in the threads index (no stream needed)."""

@@ -1,0 +1,408 @@
+"""The driver loops (``_driver``) with fake clients: no server, no network.
+
+Each test runs the same operation through the sync and the async loop, so
+the two stay alike: what an operation sees (responses, exceptions thrown back
+into it, ``Gather`` results, ``Emit`` streaming, ``Sleep``) must not depend
+on which saver runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from langgraph.checkpoint.dynamodb._aws import translate_errors
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients, SyncDriver
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, StoreNotFoundError
+
+MODES = ["sync", "async"]
+
+
+def _error(code: str, op: str = "GetItem") -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, op)
+
+
+class Fake:
+    """A client whose methods answer from ``handlers`` (method -> fn(**kwargs)), recording each call."""
+
+    def __init__(self, handlers: dict[str, Callable[..., Any]], *, is_async: bool = False) -> None:
+        self.handlers = handlers
+        self.is_async = is_async
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, method: str) -> Any:
+        if method not in self.handlers:
+            raise AttributeError(method)
+        handler = self.handlers[method]
+
+        def sync(**kwargs: Any) -> Any:
+            self.calls.append((method, kwargs))
+            return handler(**kwargs)
+
+        async def coro(**kwargs: Any) -> Any:
+            self.calls.append((method, kwargs))
+            await asyncio.sleep(0)  # let other tasks of a Gather run
+            return handler(**kwargs)
+
+        return coro if self.is_async else sync
+
+
+class Holder(Clients):
+    """A client holder that counts ``ensure_clients`` and can open a client lazily."""
+
+    def __init__(self, lazy: dict[str, Any] | None = None, **clients: Any) -> None:
+        super().__init__(**clients)
+        self.lazy = lazy or {}
+        self.ensured = 0
+        self.table_name = "tbl"
+        self.bucket_name = "bkt"
+
+    async def ensure_clients(self) -> None:
+        self.ensured += 1
+        self._clients.update(self.lazy)  # type: ignore[attr-defined]
+
+
+def run(mode: str, holder: Any, op: Op[Any], **kw: Any) -> Any:
+    if mode == "sync":
+        driver = SyncDriver(holder, **kw)
+        try:
+            return driver.run(op)
+        finally:
+            driver.close()
+    return asyncio.run(AsyncDriver(holder, **kw).run(op))
+
+
+def collect(mode: str, holder: Any, op: Op[Any]) -> list[Any]:
+    if mode == "sync":
+        return list(SyncDriver(holder).iter(op))
+
+    async def main() -> list[Any]:
+        return [v async for v in AsyncDriver(holder).iter(op)]
+
+    return asyncio.run(main())
+
+
+def fake(mode: str, **handlers: Callable[..., Any]) -> Fake:
+    return Fake(handlers, is_async=mode == "async")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_responses_come_back_in_order(mode: str) -> None:
+    client = fake(mode, get_item=lambda **kw: {"Item": {"k": kw["Key"]}})
+
+    def op() -> Op[list[Any]]:
+        a = yield ddb("get_item", TableName="t", Key="a")
+        b = yield ddb("get_item", TableName="t", Key="b")
+        return [a["Item"]["k"], b["Item"]["k"]]
+
+    assert run(mode, Clients(dynamodb=client), op()) == ["a", "b"]
+    assert [kw["Key"] for _, kw in client.calls] == ["a", "b"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_exception_is_thrown_back_into_the_op(mode: str) -> None:
+    """The operation sees the client's error where it yielded, and may handle it and go on."""
+
+    def put(**kw: Any) -> Any:
+        raise _error("ConditionalCheckFailedException", "PutItem")
+
+    client = fake(mode, put_item=put, get_item=lambda **kw: {"Item": {"ok": True}})
+
+    def op() -> Op[tuple[str, Any]]:
+        try:
+            yield ddb("put_item", TableName="t")
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+        else:  # pragma: no cover - the fake always raises
+            code = "none"
+        after = yield ddb("get_item", TableName="t")
+        return code, after["Item"]
+
+    assert run(mode, Clients(dynamodb=client), op()) == ("ConditionalCheckFailedException", {"ok": True})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_unhandled_error_escapes_translated(mode: str) -> None:
+    """With the savers' translator, a missing table names the table and says what to do."""
+
+    def get(**kw: Any) -> Any:
+        raise _error("ResourceNotFoundException")
+
+    holder = Holder(dynamodb=fake(mode, get_item=get))
+
+    def op() -> Op[None]:
+        yield ddb("get_item", TableName="tbl")
+
+    with pytest.raises(StoreNotFoundError, match=r"DynamoDB table 'tbl' not found .*setup\(\)"):
+        run(mode, holder, op(), translate=translate_errors)
+    # Without a translator the client's own error escapes unchanged.
+    with pytest.raises(ClientError) as info:
+        run(mode, holder, op())
+    assert not isinstance(info.value, StoreNotFoundError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_with_return_exceptions_puts_errors_in_place(mode: str) -> None:
+    def get(**kw: Any) -> Any:
+        if kw["Key"] == "bad":
+            raise _error("ProvisionedThroughputExceededException")
+        return {"Item": kw["Key"]}
+
+    client = fake(mode, get_item=get)
+    keys = ["a", "bad", "c"]
+
+    def op(return_exceptions: bool) -> Op[Any]:
+        calls = [ddb("get_item", Key=k) for k in keys]
+        try:
+            return (yield Gather(calls, return_exceptions=return_exceptions))
+        except ClientError as exc:
+            return ("raised", exc.response["Error"]["Code"])
+
+    out = run(mode, Clients(dynamodb=client), op(True))
+    assert out[0] == {"Item": "a"} and out[2] == {"Item": "c"}
+    assert isinstance(out[1], ClientError)
+    # Without return_exceptions the failure is thrown into the op (which handles it here).
+    assert run(mode, Clients(dynamodb=client), op(False)) == (
+        "raised",
+        "ProvisionedThroughputExceededException",
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n", [0, 1])
+def test_gather_of_zero_or_one_call(mode: str, n: int) -> None:
+    client = fake(mode, get_item=lambda **kw: {"Item": kw["Key"]})
+
+    def op() -> Op[Any]:
+        return (yield Gather([ddb("get_item", Key=str(i)) for i in range(n)]))
+
+    assert run(mode, Clients(dynamodb=client), op()) == [{"Item": str(i)} for i in range(n)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gather_runs_concurrently_within_max_concurrency(mode: str) -> None:
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0}
+
+    def get(**kw: Any) -> Any:
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.02) if mode == "sync" else None
+        with lock:
+            state["now"] -= 1
+        return {}
+
+    if mode == "async":
+
+        class Slow:
+            async def get_item(self, **kw: Any) -> Any:
+                state["now"] += 1
+                state["max"] = max(state["max"], state["now"])
+                await asyncio.sleep(0.02)
+                state["now"] -= 1
+                return {}
+
+        client: Any = Slow()
+    else:
+        client = fake(mode, get_item=get)
+
+    def op() -> Op[Any]:
+        return (yield Gather([ddb("get_item", Key=str(i)) for i in range(8)]))
+
+    assert len(run(mode, Clients(dynamodb=client), op(), max_concurrency=3)) == 8
+    assert state["max"] == 3  # concurrent, and bounded
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_emit_streams_values_while_the_op_runs(mode: str) -> None:
+    client = fake(mode, query=lambda **kw: {"Items": [kw["Page"] * 10, kw["Page"] * 10 + 1]})
+    seen: list[str] = []
+
+    def op() -> Op[None]:
+        for page in (1, 2):
+            resp = yield ddb("query", Page=page)
+            seen.append(f"page {page}")
+            for item in resp["Items"]:
+                yield Emit(item)
+
+    assert collect(mode, Clients(dynamodb=client), op()) == [10, 11, 20, 21]
+    assert seen == ["page 1", "page 2"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_iter_is_lazy(mode: str) -> None:
+    """A consumer that stops early stops the requests (LangGraph reads ``list`` lazily)."""
+    client = fake(mode, query=lambda **kw: {"Items": [kw["Page"]]})
+
+    def op() -> Op[None]:
+        for page in range(100):
+            resp = yield ddb("query", Page=page)
+            yield Emit(resp["Items"][0])
+
+    if mode == "sync":
+        it: Iterator[Any] = SyncDriver(Clients(dynamodb=client)).iter(op())
+        assert [next(it), next(it)] == [0, 1]
+    else:
+
+        async def main() -> list[Any]:
+            out = []
+            async for v in AsyncDriver(Clients(dynamodb=client)).iter(op()):
+                out.append(v)
+                if len(out) == 2:
+                    break
+            return out
+
+        assert asyncio.run(main()) == [0, 1]
+    assert len(client.calls) == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_run_refuses_an_op_that_emits(mode: str) -> None:
+    def op() -> Op[None]:
+        yield Emit(1)
+
+    with pytest.raises(TypeError, match="emitted 1"):
+        run(mode, Clients(), op())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sleep_pauses_without_a_client(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    if mode == "sync":
+        monkeypatch.setattr(time, "sleep", slept.append)
+    else:
+        real = asyncio.sleep
+
+        async def fake_sleep(seconds: float) -> None:
+            slept.append(seconds)
+            await real(0)
+
+        monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+
+    def op() -> Op[str]:
+        got = yield Sleep(0.25)
+        yield Sleep(1.5)
+        return f"slept, got {got}"
+
+    assert run(mode, Clients(), op()) == "slept, got None"
+    assert slept == [0.25, 1.5]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_request_and_missing_client_are_thrown_into_the_op(mode: str) -> None:
+    def op() -> Op[list[str]]:
+        errors = []
+        for req in (object(), s3("get_object", Bucket="b", Key="k")):
+            try:
+                yield req  # type: ignore[misc]
+            except (TypeError, RuntimeError) as exc:
+                errors.append(str(exc))
+        return errors
+
+    errors = run(mode, Clients(dynamodb=fake(mode), s3=None), op())
+    assert errors[0].startswith("unexpected request <object")
+    assert errors[1] == "no s3 client configured"
+
+
+def test_async_opens_missing_clients_through_the_holder() -> None:
+    client = fake("async", get_item=lambda **kw: {"Item": 1})
+    holder = Holder(lazy={"dynamodb": client}, dynamodb=None)
+
+    def op() -> Op[Any]:
+        a = yield ddb("get_item")
+        b = yield ddb("get_item")
+        return [a, b]
+
+    assert run("async", holder, op()) == [{"Item": 1}, {"Item": 1}]
+    assert holder.ensured == 1  # once: the second call finds the client open
+
+
+class _Body:
+    def __init__(self, data: bytes, step: int = 7) -> None:
+        self.data, self.step, self.pos, self.closed = data, step, 0, False
+
+    def read(self, n: int = -1) -> bytes:
+        n = len(self.data) if n < 0 else min(n, self.step)
+        out = self.data[self.pos : self.pos + n]
+        self.pos += len(out)
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _AsyncBody(_Body):
+    async def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+        return super().read(n)
+
+    async def __aenter__(self) -> _AsyncBody:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_get_object_bodies_are_read_into_bytes_within_max_bytes(mode: str) -> None:
+    bodies: list[_Body] = []
+
+    def get(**kw: Any) -> Any:
+        body = (_AsyncBody if mode == "async" else _Body)(b"x" * kw["Size"])
+        bodies.append(body)
+        return {"Body": body, "ContentLength": kw["Size"]} if kw.get("Length") else {"Body": body}
+
+    holder = Clients(s3=fake(mode, get_object=get))
+
+    def op(size: int, *, length: bool) -> Op[Any]:
+        resp = yield Call("s3", "get_object", {"Bucket": "b", "Key": "k", "Size": size, "Length": length}, 20)
+        return resp["Body"]
+
+    assert run(mode, holder, op(20, length=False)) == b"x" * 20  # read in pieces, whole
+    with pytest.raises(CorruptPayloadError, match="max_payload_size"):
+        run(mode, holder, op(1000, length=False))
+    assert bodies[-1].pos == 21  # limit + 1, never the rest
+    with pytest.raises(CorruptPayloadError, match="1000 bytes"):
+        run(mode, holder, op(1000, length=True))
+    assert bodies[-1].pos == 0 and bodies[-1].closed  # refused on its length, nothing read
+
+
+def test_short_lived_sync_driver_leaves_no_thread_behind() -> None:
+    """``keep_pool=False`` (the lock's drivers, never closed) joins its pool in every Gather."""
+    client = fake("sync", get_item=lambda **kw: {})
+    before = threading.active_count()
+    driver = SyncDriver(Clients(dynamodb=client), keep_pool=False)
+
+    def op() -> Op[Any]:
+        return (yield Gather([ddb("get_item")] * 4))
+
+    assert len(driver.run(op())) == 4
+    assert threading.active_count() == before
+    kept = SyncDriver(Clients(dynamodb=client))
+    kept.run(op())
+    assert threading.active_count() > before  # a saver's driver keeps its pool...
+    kept.close()  # ...until closed
+
+
+def test_savers_expose_their_clients_read_only_and_live() -> None:
+    """``saver.clients`` (what the lock and tools use) follows the saver and cannot be changed."""
+    from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
+
+    ddb_client = fake("sync")
+    saver = DynamoDBSaver(table_name="t", dynamodb_client=ddb_client)
+    assert saver.clients["dynamodb"] is ddb_client and saver.clients["s3"] is None
+    with pytest.raises(TypeError):
+        saver.clients["dynamodb"] = None  # type: ignore[index]
+    opened = fake("async")
+    asaver = AsyncDynamoDBSaver(table_name="t", bucket_name="b", s3_client=fake("async"))
+    view = asaver.clients
+    assert view["dynamodb"] is None  # opened on first use
+    asaver._clients["dynamodb"] = opened  # what ensure_clients does
+    assert view["dynamodb"] is opened

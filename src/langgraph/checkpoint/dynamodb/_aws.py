@@ -23,7 +23,13 @@ from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE, region_from_env
 from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
 
-__all__ = ["client_region", "fail_fast_on_local_endpoint", "is_local_endpoint", "translate_errors"]
+__all__ = [
+    "client_region",
+    "error_code",
+    "fail_fast_on_local_endpoint",
+    "is_local_endpoint",
+    "translate_errors",
+]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
 
@@ -47,6 +53,11 @@ def client_region(explicit: str | None, session: Any = None) -> str | None:
         if configured and configured != os.environ.get("AWS_DEFAULT_REGION"):
             return None  # the session's own region applies
     return region_from_env(None)
+
+
+def error_code(exc: ClientError) -> str:
+    """The AWS error code of a client error (``""`` if it has none)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def is_local_endpoint(url: str | None) -> bool:

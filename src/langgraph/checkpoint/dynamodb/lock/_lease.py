@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
+import functools
 import threading
 import time
 import uuid
@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Call, Op
+from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.lock import _operations as ops
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError
@@ -85,16 +85,8 @@ def _resolve_target(target: Any, table_name: str | None) -> tuple[Any, str, Any]
 # ------------------------------------------------------------ bound savers
 
 
-def _fenced_write_item(self: Any, call: Call) -> Op[Any]:
-    """``CoreSaver._write_item`` of lease-bound copies: the final write goes through the fence."""
-    return (yield from ops.fenced_write(self._lease_fence, call))
-
-
-_BOUND_TYPES: dict[type, type] = {}
-
-
 def bound_copy(saver: Any, fence: Fence) -> Any:
-    """A shallow copy of ``saver`` whose ``_write_item`` is fenced (see ``ThreadLease.bind``)."""
+    """A copy of ``saver`` whose checkpoint and pending-writes writes are fenced (see ``ThreadLease.bind``)."""
     if not isinstance(saver, BaseDynamoDBSaver):
         raise TypeError(f"only this package's savers can be bound to a lease, not {type(saver).__name__}")
     if saver.partition_key(fence.thread_id) != fence.where.pk or saver.table_name != fence.where.table:
@@ -103,24 +95,9 @@ def bound_copy(saver: Any, fence: Fence) -> Any:
         # An async saver opens its clients lazily: a copy would open its own
         # and never close them.
         raise RuntimeError("open the saver before binding it (async with saver: ..., or await saver.setup())")
-    # Rebinding a bound copy binds the original type again.
-    base: type = getattr(type(saver), "_lease_unbound", type(saver))
-    cls = _BOUND_TYPES.get(base)
-    if cls is None:
-        # A direct subclass with no slots of its own: an instance of the
-        # saver's type can switch to it (a mixin base would change the layout).
-        ns: dict[str, Any] = {"__slots__": (), "_write_item": _fenced_write_item, "_lease_unbound": base}
-        cls = _BOUND_TYPES.setdefault(base, type(f"LeaseBound{base.__name__}", (base,), ns))
-    bound: Any = copy.copy(saver)
-    bound.__class__ = cls
-    bound._lease_fence = fence
-    # The shallow copy shares the saver's driver, hence its thread pool: a
-    # copy per request leaves no threads behind (nothing closes a copy).
-    # The copy borrows the saver's clients: closing it must not close them.
-    for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
-        if hasattr(bound, name):
-            setattr(bound, name, empty)
-    return bound
+    # The copy shares the saver's driver, hence its thread pool: a copy per
+    # request leaves no threads behind (nothing closes a copy).
+    return saver.with_write_guard(functools.partial(ops.fenced_write, fence), label="LeaseBound")
 
 
 # -------------------------------------------------------------------- lease

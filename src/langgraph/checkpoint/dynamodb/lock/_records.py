@@ -403,7 +403,7 @@ def stored_result(saver: Any, thread_id: str, request_id: str, item: dict[str, A
         typed = (item[ATTR.RESULT_TYPE]["S"], bytes(item[ATTR.RESULT]["B"]))
     except (KeyError, TypeError) as exc:
         raise CorruptPayloadError(f"{where}: malformed stored result") from exc
-    # The same policy as every checkpoint payload (the saver's _unpack:
-    # strict msgpack, and no plaintext where the saver encrypts): anyone who
-    # can write the thread's partition can forge this record.
-    return saver._unpack(saver.codec.pack(typed), where)
+    # The same policy as every checkpoint payload (strict msgpack, and no
+    # plaintext where the saver encrypts): anyone who can write the thread's
+    # partition can forge this record.
+    return saver.load_payload(typed, where=where)

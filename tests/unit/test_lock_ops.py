@@ -67,31 +67,44 @@ class Clock:
 Answer = Any  # a response, an exception to throw into the op, or a callable(request) -> either
 
 
-def drive(op: Op[Any], script: list[Answer]) -> tuple[Any, list[Any]]:
-    """Run ``op`` answering its requests from ``script`` in order; ``(result, requests)``.
+def drive_with(op: Op[Any], answer: Callable[[Any], Any]) -> tuple[Any, list[Any]]:
+    """Run ``op``, answering each request with ``answer(request)``; ``(result, requests)``.
 
-    The script must be used up exactly: a request it does not answer, or an
-    answer no request asked for, fails the test.
+    An exception ``answer`` returns is thrown into the operation, as a
+    driver throws a failed call's error.
     """
     requests: list[Any] = []
-    answers = iter(script)
     resp: Any = None
     exc: BaseException | None = None
     while True:
         try:
             req = op.throw(exc) if exc is not None else op.send(resp)
         except StopIteration as stop:
-            leftover = list(answers)
-            assert not leftover, f"script not used up: {leftover!r} left after {requests!r}"
             return stop.value, requests
         requests.append(req)
+        got = answer(req)
+        resp, exc = (None, got) if isinstance(got, BaseException) else (got, None)
+
+
+def drive(op: Op[Any], script: list[Answer]) -> tuple[Any, list[Any]]:
+    """Run ``op`` answering its requests from ``script`` in order; ``(result, requests)``.
+
+    The script must be used up exactly: a request it does not answer, or an
+    answer no request asked for, fails the test.
+    """
+    answers = iter(script)
+
+    def next_answer(req: Any) -> Any:
         try:
-            answer = next(answers)
+            got = next(answers)
         except StopIteration:
-            raise AssertionError(f"unscripted request {req!r} after {requests[:-1]!r}") from None
-        if callable(answer) and not isinstance(answer, BaseException):
-            answer = answer(req)
-        resp, exc = (None, answer) if isinstance(answer, BaseException) else (answer, None)
+            raise AssertionError(f"unscripted request {req!r}") from None
+        return got(req) if callable(got) and not isinstance(got, BaseException) else got
+
+    result, requests = drive_with(op, next_answer)
+    leftover = list(answers)
+    assert not leftover, f"script not used up: {leftover!r} left after {requests!r}"
+    return result, requests
 
 
 def _lock_item(owner: str, rvn: str, *, lease_ms: int = 1000, fence: int = 1) -> dict[str, Any]:
@@ -157,32 +170,38 @@ def test_acquire_retries_at_once_when_the_lock_was_released_between_write_and_re
     assert not any(isinstance(r, Sleep) for r in reqs) and taken.info.owner == "me"
 
 
+class Holder:
+    """Answers a waiter: busy to a plain acquisition, the lock's version on a read, grants a takeover."""
+
+    def __init__(self, clock: Clock, beat_at: float | None = None) -> None:
+        self.clock, self.beat_at = clock, beat_at
+        self.seen: list[str] = []
+        self.takeovers: list[Call] = []
+
+    def version(self) -> str:
+        return "r2" if self.beat_at is not None and self.clock.now >= self.beat_at else "r1"
+
+    def __call__(self, req: Any) -> Any:
+        if isinstance(req, Sleep):
+            self.clock.sleep(req)
+            return None
+        if req.method == "get_item":
+            self.seen.append(self.version())
+            return {"Item": _lock_item("other", self.version())}
+        if req.kwargs["ConditionExpression"].startswith("attribute_not_exists(#pk)"):
+            return _error("ConditionalCheckFailedException")
+        self.takeovers.append(req)
+        return _written(req)
+
+
 def test_acquire_takes_over_only_after_watching_one_version_for_a_whole_lease() -> None:
     clock = Clock()
     start = clock.now
-    op = _acquire(_where(), clock, wait_ms=5000)
-    reqs: list[Any] = []
-    resp: Any = None
-    exc: BaseException | None = None
-    while True:
-        try:
-            req = op.throw(exc) if exc is not None else op.send(resp)
-        except StopIteration as stop:
-            taken = stop.value
-            break
-        reqs.append(req)
-        resp, exc = None, None
-        if isinstance(req, Sleep):
-            clock.sleep(req)
-        elif req.method == "get_item":
-            resp = {"Item": _lock_item("other", "r1")}
-        elif req.kwargs["ConditionExpression"].startswith("attribute_not_exists(#pk)"):
-            exc = _error("ConditionalCheckFailedException")
-        else:
-            takeover = req
-            resp = _written(req)
+    holder = Holder(clock)
+    taken, reqs = drive_with(_acquire(_where(), clock, wait_ms=5000), holder)
     # The takeover is conditional on the very version watched, and happens no
     # earlier than one lease (1 s, the holder's) after the version was first seen.
+    (takeover,) = holder.takeovers
     assert takeover.kwargs["ConditionExpression"] == "#rvn = :seen"
     assert takeover.kwargs["ExpressionAttributeValues"][":seen"] == {"S": "r1"}
     assert takeover.kwargs["ExpressionAttributeNames"]["#rvn"] == ATTR.LOCK_VERSION
@@ -194,29 +213,11 @@ def test_acquire_takes_over_only_after_watching_one_version_for_a_whole_lease() 
 def test_a_heartbeat_during_the_watch_restarts_it() -> None:
     clock = Clock()
     start = clock.now
-    beat_at = start + 0.6
-    op = _acquire(_where(), clock, wait_ms=5000)
-    resp: Any = None
-    exc: BaseException | None = None
-    seen: list[str] = []
-    while True:
-        try:
-            req = op.throw(exc) if exc is not None else op.send(resp)
-        except StopIteration:
-            break
-        resp, exc = None, None
-        if isinstance(req, Sleep):
-            clock.sleep(req)
-        elif req.method == "get_item":
-            rvn = "r2" if clock.now >= beat_at else "r1"
-            seen.append(rvn)
-            resp = {"Item": _lock_item("other", rvn)}
-        elif req.kwargs["ConditionExpression"].startswith("attribute_not_exists(#pk)"):
-            exc = _error("ConditionalCheckFailedException")
-        else:
-            assert req.kwargs["ExpressionAttributeValues"][":seen"] == {"S": "r2"}
-            resp = _written(req)
-    assert "r1" in seen and "r2" in seen
+    holder = Holder(clock, beat_at=start + 0.6)
+    drive_with(_acquire(_where(), clock, wait_ms=5000), holder)
+    assert "r1" in holder.seen and "r2" in holder.seen
+    (takeover,) = holder.takeovers
+    assert takeover.kwargs["ExpressionAttributeValues"][":seen"] == {"S": "r2"}
     # Watched from the first read of r2 (at or just after 0.6 s), for a whole lease.
     assert clock.now - start >= 1.6 - 1e-6
 
@@ -267,7 +268,9 @@ def test_renew_lets_a_throttle_through_unchanged() -> None:
 
 def test_release_says_whether_the_lock_was_still_ours() -> None:
     assert drive(ops.release(_where(), "t", "me", "r1"), [{}])[0] is True
-    assert drive(ops.release(_where(), "t", "me", "r1"), [_error("ConditionalCheckFailedException")])[0] is False
+    assert (
+        drive(ops.release(_where(), "t", "me", "r1"), [_error("ConditionalCheckFailedException")])[0] is False
+    )
 
 
 # ------------------------------------------------------------ fenced writes
@@ -380,7 +383,9 @@ def test_attr_names_are_unique_per_item_kind_and_never_redefined() -> None:
     # would change what an existing name stores.
     tree = ast.parse(Path(inspect.getfile(schema)).read_text())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ATTR"]
-    assigned = [t.target.id for t in cls.body if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name)]
+    assigned = [
+        t.target.id for t in cls.body if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name)
+    ]
     assert len(assigned) == len(set(assigned))
     stored = [getattr(ATTR, n) for n in assigned]
     # Two ATTR names share a stored name only across item kinds: ``rt`` is
@@ -418,6 +423,9 @@ class FakeSaver:
 
     def partition_key(self, thread_id: str) -> str:
         return f"pk-{thread_id}"
+
+    def load_payload(self, typed: tuple[str, bytes], *, where: str) -> Any:
+        return self.serde.loads_typed(typed)
 
 
 def _run(fn: Callable[..., Any], *, recover: Any = None) -> Run:
@@ -500,6 +508,25 @@ def test_run_request_uses_what_recover_rebuilt_and_skips_the_work() -> None:
     assert (outcome.value, outcome.replayed, outcome.recovered) == ("rebuilt", True, True)
 
 
+def test_run_request_replays_a_twin_that_finished_while_we_waited_for_the_lease() -> None:
+    run = _run(lambda: "never")
+    lease = FakeLease(run.where)
+    typed = run.saver.serde.dumps_typed("first")
+    done = {
+        "Item": {
+            ATTR.REQUEST_STATUS: {"S": STATUS_DONE},
+            ATTR.RESULT_TYPE: {"S": typed[0]},
+            ATTR.RESULT: {"B": typed[1]},
+        }
+    }
+    outcome, reqs = drive(run_request(run), [{}, lease, done])
+    assert [r.method for r in reqs] == ["get_item", "acquire", "get_item"]  # no begin, no work
+    assert (outcome.value, outcome.replayed, outcome.recovered) == ("first", True, False)
+    # Already done before we came: replayed without even taking the lease.
+    outcome, reqs = drive(run_request(run), [done])
+    assert [r.method for r in reqs] == ["get_item"] and outcome.value == "first"
+
+
 # ----------------------------------- run_once and arun_once: one op, two drivers
 
 
@@ -543,7 +570,9 @@ def _shape(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any]]:
         if method == "transact_write_items":
             items = kw["TransactItems"]
             inner = next(iter(items[1].values()))
-            out.append((method, (items[0]["ConditionCheck"]["ConditionExpression"], inner.get("UpdateExpression"))))
+            out.append(
+                (method, (items[0]["ConditionCheck"]["ConditionExpression"], inner.get("UpdateExpression")))
+            )
         else:
             out.append((method, (kw.get("Key"), kw.get("ConditionExpression"), kw.get("UpdateExpression"))))
     return out
@@ -601,5 +630,75 @@ def test_run_once_and_arun_once_send_the_same_requests() -> None:
 def test_a_keyboard_interrupt_in_the_work_is_recorded_and_the_lease_released(mode: str) -> None:
     outcome, calls = _run_mode(mode, work_error=KeyboardInterrupt())
     assert isinstance(outcome, KeyboardInterrupt)
-    # The failed record (fenced), then the release: nothing left locked.
-    assert [m for m, _ in calls][-2:] == ["transact_write_items", "delete_item"]
+    # Begin, the failed record (both fenced), then the release: nothing left locked.
+    assert [m for m, _ in calls] == [
+        "get_item", "update_item", "get_item", "transact_write_items", "transact_write_items", "delete_item",
+    ]  # fmt: skip
+    assert calls[4][1][1] == "SET #st = :st, #fin = :now, #ttl = :ttl, #err = :err"
+
+
+# ------------------------------------ the saver's public hooks the lock uses
+
+
+class AnyDynamoDB:
+    """A DynamoDB client that answers every call with ``{}`` and records its method."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, method: str) -> Any:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(**kwargs: Any) -> Any:
+            self.calls.append(method)
+            return {}
+
+        return call
+
+
+def _recording_guard(tag: str, seen: list[tuple[str, str]]) -> Callable[[Call], Op[Any]]:
+    def guard(call: Call) -> Op[Any]:
+        seen.append((tag, call.method))
+        return (yield call)
+
+    return guard
+
+
+def test_with_write_guard_routes_put_and_put_writes_and_replaces_an_earlier_guard() -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    client = AnyDynamoDB()
+    saver = DynamoDBSaver(table_name="tbl", dynamodb_client=client)
+    seen: list[tuple[str, str]] = []
+    guarded = saver.with_write_guard(_recording_guard("a", seen)).with_write_guard(
+        _recording_guard("b", seen)
+    )
+    assert isinstance(guarded, DynamoDBSaver) and type(guarded).__name__ == "GuardedDynamoDBSaver"
+    assert guarded.clients["dynamodb"] is client
+    cfg: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    written = guarded.put(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    guarded.put_writes(written, [("ch", 1)], "task-1")
+    assert seen == [("b", "put_item"), ("b", "update_item")]  # the last guard only, once per write
+    saver.put(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    assert len(seen) == 2  # the original saver stays unguarded
+
+
+def test_load_payload_applies_the_savers_payload_policy() -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    from langgraph.checkpoint.dynamodb import CorruptPayloadError
+
+    plain = DynamoDBSaver(table_name="tbl", dynamodb_client=AnyDynamoDB())
+    assert plain.load_payload(plain.serde.dumps_typed({"ok": [1, 2]}), where="r") == {"ok": [1, 2]}
+    with pytest.raises(CorruptPayloadError, match="record-7"):
+        plain.load_payload(("msgpack", b"\xc1not msgpack"), where="record-7")
+    sealed = DynamoDBSaver(
+        table_name="tbl",
+        dynamodb_client=AnyDynamoDB(),
+        serde=EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef"),
+    )
+    assert sealed.load_payload(sealed.serde.dumps_typed("secret"), where="r") == "secret"
+    # A forger without the key writes plaintext: refused, never deserialized.
+    with pytest.raises(CorruptPayloadError, match="not encrypted"):
+        sealed.load_payload(plain.serde.dumps_typed("forged"), where="r")

@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock
-from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError
+from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, _operations
 
 #: Whether this code has lease-bound savers and run contexts (the fix).
 FENCED = hasattr(lock, "RunContext")
@@ -146,7 +146,7 @@ def run_once_sync(a: dict[str, Any]) -> None:
     saver = DynamoDBSaver(table_name=a["table"])
     if a.get("crash_before_done"):
         # Die between the work and its done record, with no cleanup at all.
-        real = lock._op_finish_request
+        real = _operations.finish_request
 
         def die(*args: Any, **kw: Any) -> Any:
             if kw.get("status") == lock.STATUS_DONE:
@@ -154,7 +154,7 @@ def run_once_sync(a: dict[str, Any]) -> None:
                 os._exit(137)
             return real(*args, **kw)
 
-        lock._op_finish_request = die  # type: ignore[assignment]
+        _operations.finish_request = die  # type: ignore[assignment]
 
     def work(ctx: Any = None) -> str:
         if a.get("pause_before_commit"):

@@ -27,6 +27,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb._ops import ddb
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security import _workers
@@ -211,7 +212,7 @@ def test_bound_saver_refuses_other_threads_and_keeps_the_writes_own_conditions(s
         with pytest.raises(ValueError, match="cannot write elsewhere"):
             bound.put(cfg("another-thread"), checkpoint(), {"source": "input", "step": -1}, {})
         # A condition of the write itself still surfaces as the plain call's error.
-        call = lock.ddb(
+        call = ddb(
             "put_item",
             TableName=saver.table_name,
             Item={ATTR.PK: {"S": saver.partition_key(t)}, ATTR.SK: {"S": "x"}},

@@ -31,7 +31,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
-from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, arun_once, run_once
+from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, _operations, arun_once, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security._workers import FENCED, cfg, checkpoint
 
@@ -110,7 +110,7 @@ def _recover_kwargs(is_async: bool) -> dict[str, Any]:
 
 def _fail_finish_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``done`` write fails once (throttled, network cut, the sandbox frozen for good)."""
-    real = lock._op_finish_request
+    real = _operations.finish_request
     state = {"failed": False}
 
     def flaky(*args: Any, **kw: Any) -> Any:
@@ -119,7 +119,7 @@ def _fail_finish_once(monkeypatch: pytest.MonkeyPatch) -> None:
             raise ConnectionError("connection reset while recording the result")
         return real(*args, **kw)
 
-    monkeypatch.setattr(lock, "_op_finish_request", flaky)
+    monkeypatch.setattr(_operations, "finish_request", flaky)
 
 
 def _fn(work: Any) -> Any:
@@ -215,9 +215,10 @@ AGENT_CRASHER = textwrap.dedent(
     """
     import os, sys, json
     from langgraph.checkpoint.dynamodb import lock
+    from langgraph.checkpoint.dynamodb.lock import _operations
     from lambdas.agent import handler
 
-    real = lock._op_finish_request
+    real = _operations.finish_request
 
     def die(*args, **kw):
         if kw.get("status") == lock.STATUS_DONE:
@@ -225,7 +226,7 @@ AGENT_CRASHER = textwrap.dedent(
             os._exit(137)  # the graph ran and checkpointed; the result was never recorded
         return real(*args, **kw)
 
-    lock._op_finish_request = die
+    _operations.finish_request = die
     handler.handler(json.loads(sys.argv[1]))
     """
 )

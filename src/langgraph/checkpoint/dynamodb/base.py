@@ -9,13 +9,15 @@ reaping, the pruner, the orphan sweeper). ``DynamoDBSaver`` and ``AsyncDynamoDBS
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self, cast
 
 from langgraph.checkpoint.dynamodb._extended import PruneResult
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb._lifecycle import LifecycleSaver
+from langgraph.checkpoint.dynamodb._ops import Call, Op
 
 __all__ = ["BaseDynamoDBSaver", "PruneResult"]
 
@@ -49,3 +51,64 @@ class BaseDynamoDBSaver(LifecycleSaver):
             ```
         """
         return MappingProxyType(self._clients)
+
+    def load_payload(self, typed: tuple[str, bytes], *, where: str) -> Any:
+        """A value from its serde form ``(type, bytes)``, checked as every stored payload is.
+
+        For values kept outside checkpoints (the lock's stored results): the
+        same policy as a checkpoint read (strict msgpack, ``max_payload_size``,
+        no plaintext where the saver encrypts), so a forged item fails with
+        ``CorruptPayloadError`` naming ``where``.
+
+        Example:
+            ```python
+            typed = saver.serde.dumps_typed({"ok": True})
+            assert saver.load_payload(typed, where="my record") == {"ok": True}
+            ```
+        """
+        return self._unpack(self.codec.pack(typed), where)
+
+    def with_write_guard(self, guard: Callable[[Call], Op[Any]], *, label: str = "Guarded") -> Self:
+        """A copy of this saver whose checkpoint and pending-writes writes go through ``guard``.
+
+        ``put`` and ``put_writes`` each land with one DynamoDB write;
+        ``guard(call)`` is the operation (see ``_ops``) that sends it in the
+        copy, e.g. as a ``TransactWriteItems`` that also checks a lease
+        (``lock.ThreadLease.bind``). Guarding a guarded copy replaces its
+        guard. The copy shares this saver's clients, driver (thread pool)
+        and caches, and closing it closes none of them. Its type is a
+        subclass of the saver's, named ``<label><saver type>`` so that a
+        repr says what guards it.
+
+        Example:
+            ```python
+            def audited(call):
+                log.info("write %s", call.method)
+                return (yield call)
+
+            graph.copy({"checkpointer": saver.with_write_guard(audited)}).invoke(None, config)
+            ```
+        """
+        base: type = getattr(type(self), "_unguarded", type(self))
+        cls = _GUARDED_TYPES.get((base, label))
+        if cls is None:
+            # A direct subclass with no slots of its own: an instance of the
+            # saver's type can switch to it (a mixin base would change the layout).
+            ns: dict[str, Any] = {"__slots__": (), "_write_item": _guarded_write_item, "_unguarded": base}
+            cls = _GUARDED_TYPES.setdefault((base, label), type(f"{label}{base.__name__}", (base,), ns))
+        guarded: Any = copy.copy(self)
+        guarded.__class__ = cls
+        guarded._write_guard = guard
+        # The copy borrows the saver's clients: closing it must not close them.
+        for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
+            if hasattr(guarded, name):
+                setattr(guarded, name, empty)
+        return cast(Self, guarded)
+
+
+def _guarded_write_item(self: Any, call: Call) -> Op[Any]:
+    """``_write_item`` of a guarded copy (:meth:`BaseDynamoDBSaver.with_write_guard`)."""
+    return (yield from self._write_guard(call))
+
+
+_GUARDED_TYPES: dict[tuple[type, str], type] = {}

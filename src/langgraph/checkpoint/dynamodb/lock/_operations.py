@@ -1,0 +1,491 @@
+"""Operations: the lock's and the request records' DynamoDB requests, sans-I/O.
+
+Rule: every request the lock package sends is built here, as an operation
+(a generator yielding ``_ops`` requests, see ``_ops``), and run by the shared
+drivers (``_driver``) of the lease or of ``run_once``: acquire, renew and
+release the lock item; a write fenced by the lease; read, begin and finish a
+request record. Item shapes come from ``_records``; the objects that hold a
+lease (heartbeat, binding a saver) are in ``_lease``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Final
+
+from botocore.exceptions import ClientError
+
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError, LeaseUnavailableError
+from langgraph.checkpoint.dynamodb.lock._records import (
+    LOCK_TTL_GRACE_S,
+    STATUS_DONE,
+    STATUS_RUNNING,
+    Fence,
+    Taken,
+    Where,
+    held_ms,
+    lease_info,
+    lock_key,
+    now_ms,
+    request_key,
+    version_of,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+__all__ = [
+    "acquire",
+    "begin_request",
+    "fenced_write",
+    "finish_request",
+    "get_request",
+    "observe",
+    "release",
+    "renew",
+    "write_lock",
+]
+
+_CONDITION_FAILED: Final = "ConditionalCheckFailedException"
+
+# Observations of lock items by this process: (table, pk) -> (RVN, monotonic
+# time it was first seen). Module-wide on purpose: a retry of a request in the
+# same warm container (another ThreadLease object) keeps the time it already
+# waited, so it can take over a dead holder's lease instead of waiting again.
+_SEEN: dict[tuple[str, str], tuple[str, float]] = {}
+_SEEN_LOCK = threading.Lock()
+_SEEN_MAX: Final = 10_000
+
+
+def observe(where: Where, rvn: str, now: float, *, ours: bool = False) -> float:
+    """Record that ``rvn`` was the lock's version at ``now``; return when this process first saw it.
+
+    Our own writes count as observations too (the RVN we wrote was current
+    when the response arrived), so a second lease object in this process
+    knows as much as the first.
+    """
+    key = (where.table, where.pk)
+    with _SEEN_LOCK:
+        prev = _SEEN.get(key)
+        if prev is not None and prev[0] == rvn and not ours:
+            return prev[1]
+        _SEEN.pop(key, None)
+        _SEEN[key] = (rvn, now)
+        while len(_SEEN) > _SEEN_MAX:
+            del _SEEN[next(iter(_SEEN))]
+        return now
+
+
+# ------------------------------------------------------------------ lock item
+
+
+def acquire(
+    where: Where,
+    thread_id: str,
+    owner: str,
+    lease_ms: int,
+    wait_ms: int,
+    poll_ms: int,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Op[Taken]:
+    """Take the lock: free, already ours, or (takeover) unchanged for a whole lease; else wait up to ``wait_ms``.
+
+    Raises:
+        LeaseUnavailableError: another owner still held it at the deadline.
+    """
+    deadline = monotonic() + wait_ms / 1000
+    while True:
+        # One conditional write: free or already ours. Whether a lease held by
+        # someone else has run out is never judged by a clock stored in the
+        # item (another machine's): see the takeover below.
+        taken = yield from write_lock(where, thread_id, owner, lease_ms, clock, monotonic, None)
+        if taken is not None:
+            return taken
+        got = yield ddb("get_item", TableName=where.table, Key=lock_key(where), ConsistentRead=True)
+        item = got.get("Item")
+        if item is None:
+            continue  # released between our write and our read: try again at once
+        rvn, cond, values, names = version_of(item)
+        watch_ms = held_ms(item, lease_ms)
+        now = monotonic()
+        first = observe(where, rvn, now)
+        # The holder changes the RVN on every heartbeat. The same RVN for a
+        # whole lease duration on *our* monotonic clock means the holder's
+        # lease ran out by its own clock too, whatever the wall clocks say.
+        free_at = first + watch_ms / 1000
+        if now >= free_at:
+            taken = yield from write_lock(
+                where, thread_id, owner, lease_ms, clock, monotonic, (cond, values, names)
+            )
+            if taken is not None:
+                return taken
+            continue  # the holder beat (or someone else took it): observe again
+        if now >= deadline:
+            holder = item.get(ATTR.OWNER, {}).get("S")
+            lx = int(item[ATTR.LEASE_EXPIRES]["N"]) / 1000 if ATTR.LEASE_EXPIRES in item else None
+            raise LeaseUnavailableError(thread_id, holder, lx, retry_after=free_at - now)
+        # Sleep until the next poll, the end of the observation or our
+        # deadline, whichever comes first.
+        yield Sleep(max(min(poll_ms / 1000, deadline - now, free_at - now + 0.001), 0.001))
+
+
+def write_lock(
+    where: Where,
+    thread_id: str,
+    owner: str,
+    lease_ms: int,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float],
+    takeover: tuple[str, dict[str, Any], dict[str, str]] | None,
+) -> Op[Taken | None]:
+    """Write the lock item as ours with a fresh RVN; ``None`` if its condition failed."""
+    now = now_ms(clock)
+    expires = now + lease_ms
+    rvn = uuid.uuid4().hex
+    names = {
+        "#pk": ATTR.PK,
+        "#o": ATTR.OWNER,
+        "#rvn": ATTR.LOCK_VERSION,
+        "#ld": ATTR.LEASE_MS,
+        "#lx": ATTR.LEASE_EXPIRES,
+        "#t": ATTR.KIND,
+        "#f": ATTR.FORMAT,
+        "#thr": ATTR.THREAD_ID,
+        "#ttl": ATTR.TTL,
+        "#la": ATTR.LEASE_ACQUIRED,
+        "#fen": ATTR.FENCE,
+    }
+    values: dict[str, Any] = {
+        ":o": {"S": owner},
+        ":rvn": {"S": rvn},
+        ":ld": {"N": str(lease_ms)},
+        ":lx": {"N": str(expires)},
+        ":now": {"N": str(now)},
+        ":t": {"S": schema.META_ITEM},
+        ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+        ":thr": {"S": thread_id},
+        ":ttl": {"N": str(expires // 1000 + LOCK_TTL_GRACE_S)},
+        ":inc": {"N": "1"},
+    }
+    if takeover is None:
+        cond = "attribute_not_exists(#pk) OR #o = :o"
+    else:
+        cond, seen_values, seen_names = takeover
+        values.update(seen_values)
+        names.update(seen_names)
+        names.pop("#pk")
+    sent = monotonic()
+    try:
+        resp = yield ddb(
+            "update_item",
+            TableName=where.table,
+            Key=lock_key(where),
+            # ``lx`` is kept for people (CLI, logs), never trusted for expiry.
+            # The fencing token grows with every acquisition.
+            UpdateExpression=(
+                "SET #o = :o, #rvn = :rvn, #ld = :ld, #lx = :lx, #t = :t, #f = :f, #thr = :thr, "
+                "#ttl = :ttl, #la = :now ADD #fen :inc"
+            ),
+            ConditionExpression=cond,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as exc:
+        if error_code(exc) != _CONDITION_FAILED:
+            raise
+        return None
+    observe(where, rvn, monotonic(), ours=True)
+    return Taken(lease_info(thread_id, resp["Attributes"]), rvn, sent)
+
+
+def renew(
+    where: Where,
+    thread_id: str,
+    owner: str,
+    rvn: str,
+    lease_ms: int,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float] = time.monotonic,
+) -> Op[Taken]:
+    """Extend our lease with a fresh RVN.
+
+    Raises:
+        LeaseLostError: the lock is not ours at the version we last wrote.
+    """
+    now = now_ms(clock)
+    expires = now + lease_ms
+    new_rvn = uuid.uuid4().hex
+    sent = monotonic()
+    try:
+        resp = yield ddb(
+            "update_item",
+            TableName=where.table,
+            Key=lock_key(where),
+            UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx, #ttl = :ttl",
+            # Only the owner renews, and only the version it last wrote: if a
+            # waiter took the lock over (after seeing our RVN unchanged for a
+            # lease), this fails and we learn we lost it. An expired lease
+            # nobody took over is still ours to extend.
+            ConditionExpression="#o = :o AND #rvn = :rvn",
+            ExpressionAttributeNames={
+                "#o": ATTR.OWNER,
+                "#rvn": ATTR.LOCK_VERSION,
+                "#ld": ATTR.LEASE_MS,
+                "#lx": ATTR.LEASE_EXPIRES,
+                "#ttl": ATTR.TTL,
+            },
+            ExpressionAttributeValues={
+                ":o": {"S": owner},
+                ":rvn": {"S": rvn},
+                ":new": {"S": new_rvn},
+                ":ld": {"N": str(lease_ms)},
+                ":lx": {"N": str(expires)},
+                ":ttl": {"N": str(expires // 1000 + LOCK_TTL_GRACE_S)},
+            },
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as exc:
+        if error_code(exc) == _CONDITION_FAILED:
+            raise LeaseLostError(f"lease on thread {thread_id!r} was taken over or released") from exc
+        raise
+    observe(where, new_rvn, monotonic(), ours=True)
+    return Taken(lease_info(thread_id, resp["Attributes"]), new_rvn, sent)
+
+
+def release(where: Where, thread_id: str, owner: str, rvn: str) -> Op[bool]:
+    """Delete the lock item if it is still ours at our version; ``False`` if it was not."""
+    try:
+        yield ddb(
+            "delete_item",
+            TableName=where.table,
+            Key=lock_key(where),
+            ConditionExpression="#o = :o AND #rvn = :rvn",
+            ExpressionAttributeNames={"#o": ATTR.OWNER, "#rvn": ATTR.LOCK_VERSION},
+            ExpressionAttributeValues={":o": {"S": owner}, ":rvn": {"S": rvn}},
+        )
+    except ClientError as exc:
+        if error_code(exc) == _CONDITION_FAILED:
+            return False  # someone took it over after our lease expired
+        raise
+    return True
+
+
+# DynamoDB's TransactWriteItems accepts these fields of a Put / Update.
+_TRANSACT_FIELDS: Final = {
+    "put_item": (
+        "Put",
+        ("TableName", "Item", "ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues"),
+    ),
+    "update_item": (
+        "Update",
+        (
+            "TableName",
+            "Key",
+            "UpdateExpression",
+            "ConditionExpression",
+            "ExpressionAttributeNames",
+            "ExpressionAttributeValues",
+        ),
+    ),
+}
+
+
+def fenced_write(fence: Fence, call: Call) -> Op[Any]:
+    """``call`` (a PutItem or UpdateItem) as one TransactWriteItems that also checks our lease.
+
+    The ``ConditionCheck`` finds the lock item still carrying our owner token
+    and fence; a holder that was paused past its lease and taken over fails
+    it, and its write does not land. Still one request. A failed condition of
+    the write itself is raised as the plain call would raise it.
+
+    Raises:
+        LeaseLostError: the lock item no longer carries our owner and fence.
+    """
+    if call.service != "dynamodb" or call.method not in _TRANSACT_FIELDS:
+        raise TypeError(f"cannot fence {call.service}.{call.method}")
+    kind, fields = _TRANSACT_FIELDS[call.method]
+    body = {k: v for k, v in call.kwargs.items() if k in fields}
+    key = body.get("Key") or body.get("Item") or {}
+    if key.get(ATTR.PK) != {"S": fence.where.pk} or body.get("TableName") != fence.where.table:
+        # The lease covers one thread: a write elsewhere would be unfenced.
+        raise ValueError(f"a saver bound to the lease of thread {fence.thread_id!r} cannot write elsewhere")
+    check = {
+        "ConditionCheck": {
+            "TableName": fence.where.table,
+            "Key": lock_key(fence.where),
+            "ConditionExpression": "#o = :o AND #fen = :fen",
+            "ExpressionAttributeNames": {"#o": ATTR.OWNER, "#fen": ATTR.FENCE},
+            "ExpressionAttributeValues": {":o": {"S": fence.owner}, ":fen": {"N": str(fence.token)}},
+        }
+    }
+    try:
+        return (yield ddb("transact_write_items", TransactItems=[check, {kind: body}]))
+    except ClientError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+        if reasons[:1] == ["ConditionalCheckFailed"]:
+            raise LeaseLostError(
+                f"lease on thread {fence.thread_id!r} (fence {fence.token}) was lost: "
+                "another owner took the thread over; this write was not applied"
+            ) from exc
+        if reasons[1:2] == ["ConditionalCheckFailed"]:
+            raise ClientError(
+                {"Error": {"Code": _CONDITION_FAILED, "Message": str(exc)}},
+                call.method,
+            ) from exc
+        raise
+
+
+def _fenced(fence: Fence | None, call: Call) -> Op[Any]:
+    """Send ``call``, fenced by the lease when one is given."""
+    if fence is None:
+        return (yield call)
+    return (yield from fenced_write(fence, call))
+
+
+# ------------------------------------------------------------- request records
+
+
+def get_request(where: Where, request_id: str) -> Op[dict[str, Any] | None]:
+    """The request record's item (strongly consistent), ``None`` if it never started."""
+    resp = yield ddb(
+        "get_item", TableName=where.table, Key=request_key(where, request_id), ConsistentRead=True
+    )
+    item: dict[str, Any] | None = resp.get("Item")
+    return item
+
+
+def begin_request(
+    where: Where,
+    thread_id: str,
+    request_id: str,
+    owner: str,
+    start_cp: str,
+    ttl_s: int,
+    clock: Callable[[], float],
+    fence: Fence | None = None,
+) -> Op[None]:
+    """Mark the request running under ``owner`` (one more attempt), unless it is done.
+
+    Raises:
+        LeaseLostError: the request was done meanwhile, or (fenced) the lease was lost.
+    """
+    now = now_ms(clock)
+    try:
+        yield from _fenced(
+            fence,
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=request_key(where, request_id),
+                UpdateExpression=(
+                    "SET #st = :run, #o = :o, #cp0 = if_not_exists(#cp0, :cp0), #ca = if_not_exists(#ca, :now), "
+                    "#t = :t, #f = :f, #thr = :thr, #ttl = :ttl ADD #att :one REMOVE #err"
+                ),
+                # A done request is never restarted (the caller checked under the
+                # lease; this guards against a logic error turning into a rerun).
+                ConditionExpression="attribute_not_exists(#st) OR #st <> :done",
+                ExpressionAttributeNames={
+                    "#st": ATTR.REQUEST_STATUS,
+                    "#o": ATTR.OWNER,
+                    "#cp0": ATTR.REQUEST_START,
+                    "#ca": ATTR.REQUEST_CREATED,
+                    "#t": ATTR.KIND,
+                    "#f": ATTR.FORMAT,
+                    "#thr": ATTR.THREAD_ID,
+                    "#ttl": ATTR.TTL,
+                    "#att": ATTR.REQUEST_ATTEMPTS,
+                    "#err": ATTR.REQUEST_ERROR,
+                },
+                ExpressionAttributeValues={
+                    ":run": {"S": STATUS_RUNNING},
+                    ":done": {"S": STATUS_DONE},
+                    ":o": {"S": owner},
+                    ":cp0": {"S": start_cp},
+                    ":now": {"N": str(now)},
+                    ":t": {"S": schema.META_ITEM},
+                    ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+                    ":thr": {"S": thread_id},
+                    ":ttl": {"N": str(now // 1000 + ttl_s)},
+                    ":one": {"N": "1"},
+                },
+            ),
+        )
+    except ClientError as exc:
+        if error_code(exc) == _CONDITION_FAILED:
+            raise LeaseLostError(
+                f"request {request_id!r} on thread {thread_id!r} completed meanwhile"
+            ) from exc
+        raise
+
+
+def finish_request(
+    where: Where,
+    thread_id: str,
+    request_id: str,
+    owner: str,
+    *,
+    status: str,
+    result: tuple[str, bytes] | None,
+    result_size: int | None,
+    error: str | None,
+    ttl_s: int,
+    clock: Callable[[], float],
+    fence: Fence | None = None,
+) -> Op[None]:
+    """Record the request's outcome (``done`` with its result, or ``failed``), if the attempt is still ours.
+
+    Raises:
+        LeaseLostError: another owner restarted the request, or (fenced) the lease was lost.
+    """
+    now = now_ms(clock)
+    names = {"#st": ATTR.REQUEST_STATUS, "#o": ATTR.OWNER, "#fin": ATTR.REQUEST_FINISHED, "#ttl": ATTR.TTL}
+    values: dict[str, Any] = {
+        ":st": {"S": status},
+        ":o": {"S": owner},
+        ":now": {"N": str(now)},
+        ":ttl": {"N": str(now // 1000 + ttl_s)},
+    }
+    sets = ["#st = :st", "#fin = :now", "#ttl = :ttl"]
+    if result is not None:
+        names.update({"#rt": ATTR.RESULT_TYPE, "#rv": ATTR.RESULT})
+        values.update({":rt": {"S": result[0]}, ":rv": {"B": result[1]}})
+        sets += ["#rt = :rt", "#rv = :rv"]
+    if result_size is not None:
+        names["#rs"] = ATTR.RESULT_SIZE
+        values[":rs"] = {"N": str(result_size)}
+        sets.append("#rs = :rs")
+    if error is not None:
+        names["#err"] = ATTR.REQUEST_ERROR
+        values[":err"] = {"S": error[:1000]}
+        sets.append("#err = :err")
+    try:
+        yield from _fenced(
+            fence,
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=request_key(where, request_id),
+                UpdateExpression="SET " + ", ".join(sets),
+                # Only the attempt that started the request may finish it: if our
+                # lease lapsed and another owner restarted the request, its
+                # record is not ours to overwrite.
+                ConditionExpression="#o = :o",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            ),
+        )
+    except ClientError as exc:
+        if error_code(exc) == _CONDITION_FAILED:
+            raise LeaseLostError(
+                f"request {request_id!r} on thread {thread_id!r} was taken over by another owner "
+                "after our lease expired; its result was not recorded"
+            ) from exc
+        raise

@@ -575,8 +575,9 @@ class CoreSaver(BaseCheckpointSaver[str]):
     def _write_item(self, call: Call) -> Op[Any]:
         """Send the one DynamoDB write that lands a checkpoint or a task's writes.
 
-        The hook a lease-bound copy of the saver overrides (``lock.ThreadLease.bind``)
-        to make that write conditional on still holding the thread's lease.
+        A guarded copy of the saver (``BaseDynamoDBSaver.with_write_guard``, which
+        ``lock.ThreadLease.bind`` uses) replaces it, to make that write conditional
+        on still holding the thread's lease.
         """
         return (yield call)
 

@@ -1,8 +1,8 @@
 """The ``doctor``, ``export`` and ``import`` commands of ``langgraph-dynamodb``.
 
-Registered by ``cli.build_parser``; the work is done by the library modules
+Registered by ``build_parser`` (``_parser``); the work is done by the library modules
 ``doctor`` and ``transfer``, this module only parses, prints and maps errors
-to the CLI's exit codes (see ``cli``).
+to the CLI's exit codes (see ``_base``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,16 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-from langgraph.checkpoint.dynamodb import cli
-from langgraph.checkpoint.dynamodb.cli import CLIError, _Ctx
+from langgraph.checkpoint.dynamodb.cli._base import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    CLIError,
+    _positive,
+)
+from langgraph.checkpoint.dynamodb.cli._commands import _Ctx
+from langgraph.checkpoint.dynamodb.cli._store import _require_thread
 
 __all__ = ["register"]
 
@@ -43,7 +51,7 @@ def register(add: Add) -> None:
     )
     p.add_argument(
         "--max-payload-size",
-        type=cli._positive,
+        type=_positive,
         metavar="BYTES",
         help="largest payload accepted (default: the saver's, 64 MiB)",
     )
@@ -57,7 +65,7 @@ def cmd_doctor(ctx: _Ctx) -> int:
         ctx.emit(report.to_dict())
     else:
         ctx.out(report.render())
-    return cli.EXIT_OK if report.ok else cli.EXIT_ERROR
+    return EXIT_OK if report.ok else EXIT_ERROR
 
 
 def _portable(saver: Any) -> Any:
@@ -84,7 +92,7 @@ def cmd_export(ctx: _Ctx) -> int:
 
     args = ctx.args
     saver = _portable(ctx.saver)
-    cli._require_thread(saver, args.thread)
+    _require_thread(saver, args.thread)
     to_stdout = args.output in (None, "-")
     try:
         if to_stdout:
@@ -92,7 +100,7 @@ def cmd_export(ctx: _Ctx) -> int:
         else:
             summary = _export_to_file(saver, args.thread, args.output)
     except ExportError as exc:
-        raise CLIError(str(exc), cli.EXIT_ERROR, "export_failed") from exc
+        raise CLIError(str(exc), EXIT_ERROR, "export_failed") from exc
     summary["output"] = None if to_stdout else args.output
     text = (
         f"exported thread {args.thread!r}: {summary['checkpoints']} checkpoint(s), {summary['writes']} "
@@ -104,7 +112,7 @@ def cmd_export(ctx: _Ctx) -> int:
         ctx.emit(summary)
     else:
         ctx.note(text)  # stdout carries the export itself
-    return cli.EXIT_OK
+    return EXIT_OK
 
 
 def _export_to_file(saver: Any, thread_id: str, path: str) -> dict[str, Any]:
@@ -116,7 +124,7 @@ def _export_to_file(saver: Any, thread_id: str, path: str) -> dict[str, Any]:
         # Owner-only from the start: the file holds the thread's state in plaintext.
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc.strerror}", cli.EXIT_USAGE, "bad_output") from exc
+        raise CLIError(f"cannot write {path}: {exc.strerror}", EXIT_USAGE, "bad_output") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fp:
             summary = export_thread(saver, thread_id, fp)
@@ -142,15 +150,15 @@ def cmd_import(ctx: _Ctx) -> int:
         with _open_input(args.file, ctx.stdin) as fp:
             summary = import_thread(saver, fp, thread_id=args.thread, max_payload_size=args.max_payload_size)
     except ExportFileError as exc:
-        raise CLIError(f"{args.file}: {exc}", cli.EXIT_USAGE, "bad_export_file") from exc
+        raise CLIError(f"{args.file}: {exc}", EXIT_USAGE, "bad_export_file") from exc
     except TargetExistsError as exc:
-        raise CLIError(str(exc), cli.EXIT_REFUSED, "target_exists") from exc
+        raise CLIError(str(exc), EXIT_REFUSED, "target_exists") from exc
     except ExportError as exc:
-        raise CLIError(str(exc), cli.EXIT_ERROR, "import_failed") from exc
+        raise CLIError(str(exc), EXIT_ERROR, "import_failed") from exc
     except UnicodeDecodeError as exc:
         raise CLIError(
             f"{args.file}: not UTF-8 text ({exc.reason}); nothing was written",
-            cli.EXIT_USAGE,
+            EXIT_USAGE,
             "bad_export_file",
         ) from exc
     if ctx.json:
@@ -161,7 +169,7 @@ def cmd_import(ctx: _Ctx) -> int:
             f"{summary['namespaces']} namespace(s) into thread {summary['thread_id']!r}"
             f" (exported from {summary['source_thread_id']!r})"
         )
-    return cli.EXIT_OK
+    return EXIT_OK
 
 
 @contextlib.contextmanager
@@ -172,6 +180,6 @@ def _open_input(path: str, stdin: IO[str]) -> Any:
     try:
         fp = open(path, encoding="utf-8")  # noqa: SIM115  # closed below
     except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror}", cli.EXIT_USAGE, "bad_input") from exc
+        raise CLIError(f"cannot read {path}: {exc.strerror}", EXIT_USAGE, "bad_input") from exc
     with fp:
         yield fp

@@ -1,0 +1,5 @@
+"""``python -m langgraph.checkpoint.dynamodb.cli``: the ``langgraph-dynamodb`` CLI, as ``cli.py`` ran."""
+
+from langgraph.checkpoint.dynamodb.cli import console_main
+
+console_main()

@@ -1,0 +1,775 @@
+"""The commands (cmd_*) and their helpers: the context they run in, building the saver, confirmation, progress."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+from langgraph.checkpoint.dynamodb import config
+from langgraph.checkpoint.dynamodb.cli._base import (
+    DEFAULT_LOCAL_BUCKET,
+    DEFAULT_LOCAL_TABLE,
+    ENV_BUCKET,
+    ENV_S3_PREFIX,
+    ENV_TABLE,
+    ENV_TENANT,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNSUPPORTED,
+    EXIT_USAGE,
+    CLIError,
+    _StdoutClosed,
+)
+from langgraph.checkpoint.dynamodb.cli._render import (
+    _LABEL_COLORS,
+    _cell,
+    _escape_controls,
+    _fmt_next,
+    _fmt_writes,
+    _human_bytes,
+    _paint,
+    _paint_match,
+    _wants_color,
+    display_id,
+    jsonable,
+    render_stats,
+    render_table,
+    shell_quote,
+    short,
+)
+from langgraph.checkpoint.dynamodb.cli._store import (
+    ThreadFilter,
+    _as_list,
+    _require_thread,
+    checkpoint_sizes,
+    collect_stats,
+    describe_checkpoint,
+    describe_history,
+    diff_checkpoints,
+    list_threads,
+    missing_parent_reason,
+    thread_checkpoint_count,
+)
+from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _INTERRUPT, _task_statuses, is_internal_channel
+
+
+@dataclasses.dataclass
+class _Ctx:
+    args: argparse.Namespace
+    stdin: TextIO
+    stdout: TextIO
+    stderr: TextIO
+    saver: Any = None
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    @property
+    def color(self) -> bool:
+        """Colour on stdout (never with --json)."""
+        return not self.json and _wants_color(getattr(self.args, "color", None), self.stdout)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stdout.write(text)
+        except BrokenPipeError as exc:  # only stdout's: an AWS socket's is not ours to hide
+            raise _StdoutClosed from exc
+
+    def out(self, text: str = "") -> None:
+        self._write(text + "\n")
+
+    def table(self, text: str) -> None:
+        """A :func:`render_table` block: header in bold and status labels coloured, on a terminal."""
+        if self.color and text:
+            head, _, rest = text.partition("\n")
+            indent = head[: len(head) - len(head.lstrip())]
+            text = indent + _paint(head.lstrip(), "bold") + ("\n" + rest if rest else "")
+            text = self.labels(text)
+        self.out(text)
+
+    def labels(self, text: str) -> str:
+        if not self.color:
+            return text
+        for pattern, style in _LABEL_COLORS:
+            text = pattern.sub(functools.partial(_paint_match, style=style), text)
+        return text
+
+    def emit(self, obj: Any) -> None:
+        self._write(json.dumps(jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+
+    def safe(self, text: str) -> str:
+        """A stored text to print whole: on a terminal, its control characters (an escape
+        sequence in an LLM's output, say) are shown escaped instead of obeyed; in a pipe,
+        the exact text."""
+        isatty = getattr(self.stdout, "isatty", None)
+        return _escape_controls(text, keep="\n\t") if isatty and isatty() else text
+
+    def note(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+
+    def progress(self, what: str) -> _Progress:
+        """A progress line for a long command: stderr only, a terminal only, never with --json."""
+        mode = getattr(self.args, "progress", "auto")
+        isatty = getattr(self.stderr, "isatty", None)
+        on = not self.json and (mode == "always" or (mode == "auto" and bool(isatty and isatty())))
+        return _Progress(self.stderr if on else None, what)
+
+
+class _Progress:
+    """One self-overwriting status line on stderr, at most every ``interval`` seconds.
+
+    A context manager; :meth:`update` may be called as often as wanted (it
+    is throttled), :meth:`tick` keeps a line alive with the elapsed time
+    while one long call runs. The line is erased at the end, so what the
+    command prints afterwards stands alone.
+    """
+
+    def __init__(self, stream: TextIO | None, what: str, interval: float = 0.2) -> None:
+        self.stream, self.what, self.interval = stream, what, interval
+        self.started = time.monotonic()
+        self._last = 0.0
+        self._shown = False
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self._lock:
+            if self.stream is not None and self._shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+
+    def update(self, text: str, *, force: bool = False) -> None:
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if not force and now - self._last < self.interval:
+                return
+            self._last = now
+            self.stream.write(f"\r\x1b[K{self.what}: {text}")
+            self.stream.flush()
+            self._shown = True
+
+    def tick(self, text: str) -> None:
+        """Show ``text`` now, then with the elapsed seconds every second until the end."""
+        self.update(text, force=True)
+        if self.stream is None:
+            return
+
+        def run() -> None:
+            while not self._stop.wait(1.0):
+                self.update(f"{text} ({time.monotonic() - self.started:.0f} s)", force=True)
+
+        self._ticker = threading.Thread(target=run, daemon=True)
+        self._ticker.start()
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "table": args.table or os.environ.get(ENV_TABLE) or None,
+        "bucket": args.bucket or os.environ.get(ENV_BUCKET) or None,
+        # botocore alone would ignore AWS_REGION (it reads AWS_DEFAULT_REGION).
+        "region": config.region_from_env(args.region),
+        "endpoint_url": args.endpoint_url,
+        "s3_key_prefix": args.s3_key_prefix or os.environ.get(ENV_S3_PREFIX) or "checkpoints/",
+        "profile": args.profile,
+        "tenant_prefix": args.tenant_prefix or os.environ.get(ENV_TENANT) or None,
+    }
+
+
+def _make_saver(args: argparse.Namespace) -> Any:
+    s = _settings(args)
+    if not s["table"]:
+        raise CLIError(f"no table: pass --table or set {ENV_TABLE}", EXIT_USAGE, "no_table")
+    import boto3
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
+
+    # A viewer never has the application's modules imported: LangGraph's strict
+    # serializer shows the application's types as their stored fields (the saver's
+    # default would refuse them) and, like it, imports and calls nothing a value names.
+    serde: Any = JsonPlusSerializer(allowed_msgpack_modules=None)
+    if getattr(args, "encrypted", False):
+        from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+        try:
+            serde = EncryptedSerializer.from_pycryptodome_aes()
+        except Exception as exc:
+            raise CLIError(f"--encrypted: {exc}", EXIT_USAGE, "bad_encryption_key") from exc
+    session = boto3.session.Session(profile_name=s["profile"], region_name=s["region"])
+    extra: dict[str, Any] = {}
+    if s["tenant_prefix"]:
+        extra["tenant_prefix"] = s["tenant_prefix"]
+    try:
+        return DynamoDBSaver(
+            table_name=s["table"],
+            bucket_name=s["bucket"],
+            region_name=s["region"],
+            endpoint_url=s["endpoint_url"],
+            boto3_session=session,
+            s3_key_prefix=s["s3_key_prefix"],
+            serde=serde,
+            max_attempts=3,  # a CLI should fail fast, not retry for a minute
+            **extra,
+        )
+    except (TypeError, ValueError) as exc:  # e.g. an invalid tenant prefix
+        raise CLIError(f"invalid configuration: {exc}", EXIT_USAGE, "bad_configuration") from exc
+
+
+def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
+    """A checkpoint tuple from a full id, a unique id prefix, or ``latest``/nothing."""
+    saver = ctx.saver
+    base = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if ref in (None, "", "latest"):
+        tup = saver.get_tuple({"configurable": base})
+        if tup is None:
+            _require_thread(saver, thread_id)
+            raise CLIError(
+                f"thread {shell_quote(thread_id)} has no checkpoint in namespace {shell_quote(ns)}",
+                EXIT_NOT_FOUND,
+                "checkpoint_not_found",
+            )
+        return tup
+    assert ref is not None
+    tup = saver.get_tuple({"configurable": {**base, "checkpoint_id": ref}})
+    if tup is not None:
+        return tup
+    matches = [
+        t
+        for t in saver.list({"configurable": base})
+        if t.config["configurable"]["checkpoint_id"].startswith(ref)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        _require_thread(saver, thread_id)
+        raise CLIError(
+            f"checkpoint {shell_quote(ref)} not found in thread {shell_quote(thread_id)}",
+            EXIT_NOT_FOUND,
+            "checkpoint_not_found",
+        )
+    raise CLIError(
+        f"checkpoint prefix {ref!r} is ambiguous ({len(matches)} matches)", EXIT_USAGE, "ambiguous_checkpoint"
+    )
+
+
+def _confirm(ctx: _Ctx, question: str) -> None:
+    if getattr(ctx.args, "yes", False):
+        return
+    if not ctx.stdin.isatty():
+        raise CLIError(
+            f"refusing without --yes: {question} (stdin is not a terminal, nobody can confirm)",
+            EXIT_REFUSED,
+            "confirmation_required",
+        )
+    ctx.stderr.write(f"{question} [y/N] ")
+    ctx.stderr.flush()
+    answer = ctx.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise CLIError("aborted: not confirmed", EXIT_REFUSED, "not_confirmed")
+
+
+def _saver_call(name: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except NotImplementedError as exc:
+        raise CLIError(
+            f"saver.{name} is not implemented by the installed langgraph-checkpoint-dynamodb-s3",
+            EXIT_UNSUPPORTED,
+            "not_supported",
+        ) from exc
+
+
+def cmd_local(ctx: _Ctx) -> int:
+    from langgraph.checkpoint.dynamodb.local import LocalAWS
+
+    args = ctx.args
+    # Global options given before `local` that it cannot honour: say so rather than ignore them.
+    moot = [
+        opt
+        for opt, dest in (
+            ("--endpoint-url", "endpoint_url"),
+            ("--profile", "profile"),
+            ("--tenant-prefix", "tenant_prefix"),
+            ("--encrypted", "encrypted"),
+        )
+        if getattr(args, dest, None)
+    ]
+    if moot:
+        raise CLIError(
+            f"{', '.join(moot)} does not apply to `local` (it serves its own endpoint; see local --help)",
+            EXIT_USAGE,
+            "usage",
+        )
+    table = args.table or DEFAULT_LOCAL_TABLE
+    bucket = args.bucket or DEFAULT_LOCAL_BUCKET
+    region = config.region_from_env(args.region) or "us-east-1"
+    try:
+        aws = LocalAWS(args.host, args.port, region=region)
+    except ValueError as exc:
+        raise CLIError(str(exc), EXIT_USAGE, "bad_host") from exc
+    try:
+        aws.start()
+    except ImportError as exc:
+        raise CLIError(str(exc), EXIT_UNSUPPORTED, "moto_missing") from exc
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc}", EXIT_USAGE, "bad_port") from exc
+    stop = threading.Event()
+    try:
+        aws.saver(
+            table_name=table, bucket_name=bucket, s3_key_prefix=_settings(args)["s3_key_prefix"]
+        ).close()
+        env = aws.env(table_name=table, bucket_name=bucket)
+        lines = aws.export_lines(table_name=table, bucket_name=bucket)
+        if args.env_file:
+            with open(args.env_file, "w", encoding="utf-8") as fh:
+                fh.write("\n".join(lines) + "\n")
+        if ctx.json:
+            # One line, so a supervising process can read it before we block.
+            info = {"endpoint_url": aws.endpoint_url, "table": table, "bucket": bucket, "env": env}
+            ctx.out(json.dumps(info))
+        else:
+            ctx.out(f"# local AWS endpoint (moto) on {aws.endpoint_url}: table {table!r}, bucket {bucket!r}")
+            ctx.out("# in another shell:")
+            for line in lines:
+                ctx.out(line)
+            ctx.out("# Ctrl-C stops the server; everything stored in it is lost.")
+        ctx.stdout.flush()
+
+        def on_signal(signum: int, frame: Any) -> None:
+            stop.set()
+
+        # Our own SIGINT handler too, not Python's KeyboardInterrupt: a process
+        # started in the background by a non-interactive shell inherits SIGINT
+        # as ignored, and Python then never raises KeyboardInterrupt.
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, on_signal)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for restored, handler in previous.items():
+                signal.signal(restored, handler)
+        _EXIT_AT_ONCE.set()
+        return EXIT_OK
+    finally:
+        # Stopping the embedded server can wait on clients' keep-alive
+        # connections: stop it in the background and don't wait for it.
+        threading.Thread(target=aws.stop, daemon=True).start()
+
+
+def cmd_threads(ctx: _Ctx) -> int:
+    args = ctx.args
+    given = args.prefix is not None or args.active_since is not None or args.idle_for is not None
+    flt = ThreadFilter(
+        prefix=args.prefix or "", active_since_ms=args.active_since, idle_since_ms=args.idle_for
+    )
+    if (
+        flt.active_since_ms is not None
+        and flt.idle_since_ms is not None
+        and flt.idle_since_ms < flt.active_since_ms
+    ):
+        raise CLIError("--active-since and --idle-for leave no time between them", EXIT_USAGE, "usage")
+    page = list_threads(
+        ctx.saver,
+        limit=args.limit,
+        page_token=args.page_token,
+        source=args.source,
+        filter=flt if given else None,
+    )
+    if ctx.json:
+        ctx.emit(page)
+        return EXIT_OK
+    ctx.out(f"source: {page['source']} ({page['note']})")
+    if page["source"] == "index":
+        cols = [("thread_id", "THREAD"), ("updated_at", "LAST ACTIVITY"), ("expires_at", "EXPIRES")]
+    else:
+        cols = [
+            ("thread_id", "THREAD"),
+            ("updated_at", "LAST ACTIVITY"),
+            ("checkpoints", "CHECKPOINTS"),
+            ("namespaces", "NAMESPACES"),
+        ]
+    if page["threads"]:
+        ctx.table(render_table(page["threads"], cols, max_width=80, no_truncate=("thread_id",)))
+    else:
+        ctx.out("no threads" + (" match" if given or args.page_token else ""))
+    if page["next_page_token"]:
+        ctx.out(f"more: --page-token {page['next_page_token']}")
+    return EXIT_OK
+
+
+def cmd_history(ctx: _Ctx) -> int:
+    args = ctx.args
+    ns = None if args.all_namespaces else args.ns
+    rows = describe_history(
+        ctx.saver, args.thread, checkpoint_ns=ns, limit=args.limit, with_sizes=not args.no_sizes
+    )
+    if not rows:
+        _require_thread(ctx.saver, args.thread)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, "checkpoint_ns": ns, "checkpoints": rows})
+        return EXIT_OK
+    table_rows = [
+        {
+            **r,
+            "writes_s": _fmt_writes(r["writes"], r["parent_missing"], r["parent_missing_reason"]),
+            "next_s": _fmt_next(r["next"]),
+            "bytes_s": _human_bytes(r.get("bytes")),
+        }
+        for r in rows
+    ]
+    cols = [("checkpoint_id", "CHECKPOINT"), ("step", "STEP"), ("source", "SOURCE")]
+    if ns is None:
+        cols.append(("checkpoint_ns", "NS"))
+    cols += [("writes_s", "WRITES"), ("next_s", "NEXT")]
+    if not args.no_sizes:
+        cols.append(("bytes_s", "SIZE"))
+    ctx.out(f"thread {shell_quote(args.thread)}: {len(rows)} checkpoint(s), newest first")
+    ctx.table(
+        render_table(table_rows, cols, max_width=args.width, no_truncate=("checkpoint_id", "checkpoint_ns"))
+    )
+    return EXIT_OK
+
+
+def _show_channel(ctx: _Ctx, tup: Any) -> int:
+    """``show --channel NAME``: one channel's value, whole (text as is, anything else as JSON)."""
+    name = ctx.args.channel
+    values = tup.checkpoint.get("channel_values", {})
+    conf = tup.config["configurable"]
+    if name not in values:
+        state = sorted(c for c in values if not is_internal_channel(c))
+        control = sorted(c for c in values if is_internal_channel(c))
+        why = (
+            "has no value at this checkpoint"
+            if name in tup.checkpoint.get("channel_versions", {})
+            else "is not a channel of this checkpoint"
+        )
+        raise CLIError(
+            f"channel {shell_quote(name)} {why} (checkpoint {conf['checkpoint_id']}); channels with a value: "
+            + (", ".join(display_id(c) for c in state) or "none")
+            + (f"; control channels: {', '.join(display_id(c) for c in control)}" if control else ""),
+            EXIT_NOT_FOUND,
+            "channel_not_found",
+        )
+    value = values[name]
+    if ctx.json:
+        ctx.emit(
+            {
+                "thread_id": ctx.args.thread,
+                "checkpoint_id": conf["checkpoint_id"],
+                "checkpoint_ns": conf.get("checkpoint_ns", ""),
+                "channel": name,
+                "type": _type_label(value),
+                "value": value,
+            }
+        )
+    else:
+        ctx.out(
+            ctx.safe(value)
+            if isinstance(value, str)
+            else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+        )
+    return EXIT_OK
+
+
+def cmd_show(ctx: _Ctx) -> int:
+    args = ctx.args
+    tup = _resolve_checkpoint(ctx, args.thread, args.checkpoint, args.ns)
+    if args.channel is not None:
+        return _show_channel(ctx, tup)
+    parent = ctx.saver.get_tuple(tup.parent_config) if tup.parent_config else None
+    live = args.checkpoint in (None, "", "latest")
+    conf = tup.config["configurable"]
+    size = (
+        None
+        if args.no_sizes
+        else checkpoint_sizes(ctx.saver, args.thread, conf.get("checkpoint_ns", "")).get(
+            (conf.get("checkpoint_ns", ""), conf["checkpoint_id"])
+        )
+    )
+    reason = missing_parent_reason(ctx.saver, tup) if tup.parent_config and parent is None else None
+    info = describe_checkpoint(tup, parent, live=live, size=size, parent_missing_reason=reason)
+    values = tup.checkpoint.get("channel_values", {})
+    shown = {k: v for k, v in values.items() if args.all_channels or not is_internal_channel(k)}
+    pending = [
+        {"task_id": tid, "channel": ch, "value": jsonable(v)}
+        for tid, ch, v in tup.pending_writes or []
+        if args.all_channels or not is_internal_channel(ch) or ch in (_INTERRUPT, _ERROR)
+    ]
+    if ctx.json:
+        ctx.emit(
+            {
+                **info,
+                "thread_id": args.thread,
+                "metadata": tup.metadata,
+                "values": shown,
+                "pending_writes": pending,
+            }
+        )
+        return EXIT_OK
+    ctx.out(f"thread      {display_id(args.thread)}")
+    ctx.out(
+        f"checkpoint  {display_id(info['checkpoint_id'])}  "
+        f"(step {info['step']}, {info['source']}, {info['created_at']})"
+    )
+    ctx.out(f"namespace   {display_id(info['checkpoint_ns']) if info['checkpoint_ns'] else '(root)'}")
+    ctx.out(f"parent      {display_id(info['parent_id']) if info['parent_id'] else '-'}")
+    ctx.out(
+        ctx.labels(
+            f"written by  {_fmt_writes(info['writes'], info['parent_missing'], info['parent_missing_reason'])}"
+        )
+    )
+    ctx.out(ctx.labels(f"next        {_fmt_next(info['next'])}"))
+    if "bytes" in info:
+        ctx.out(f"size        {_human_bytes(info['bytes'])}")
+    statuses = _task_statuses(tup.pending_writes or [])
+    for tid, ch, val in tup.pending_writes or []:
+        if ch != _INTERRUPT:
+            continue
+        # An answered interrupt stays among the pending writes: say it was answered.
+        answered = "(answered) " if statuses.get(tid) == "resumed" else ""
+        for v in _as_list(val):
+            ctx.out(ctx.labels(f"interrupt   {answered}{short(jsonable(getattr(v, 'value', v)), 200)}"))
+    ctx.out("")
+    ctx.out(f"values ({len(shown)} channel(s)):")
+    width = 10**9 if args.full else args.width
+    rows = []
+    for name in sorted(shown):
+        value = shown[name]
+        if args.full:
+            text = (
+                value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+            )
+        else:
+            text = short(value, width)
+        rows.append({"name": name, "type": _type_label(value), "value": text})
+    if args.full:
+        for r in rows:
+            ctx.out(f"--- {_cell(r['name'], 10**9)} ({r['type']})")
+            ctx.out(ctx.safe(r["value"]))
+    else:
+        ctx.table(
+            render_table(
+                rows,
+                [("name", "CHANNEL"), ("type", "TYPE"), ("value", "VALUE")],
+                max_width=width,
+                indent="  ",
+            )
+        )
+    if pending:
+        ctx.out("")
+        ctx.out(f"pending writes ({len(pending)}):")
+        ctx.table(
+            render_table(
+                [{"t": p["task_id"][:8], "c": p["channel"], "v": short(p["value"], width)} for p in pending],
+                [("t", "TASK"), ("c", "CHANNEL"), ("v", "VALUE")],
+                max_width=width,
+                indent="  ",
+            )
+        )
+    return EXIT_OK
+
+
+def _type_label(value: Any) -> str:
+    name = type(value).__name__
+    if isinstance(value, (str, bytes, list, tuple, dict, set)):
+        return f"{name}[{len(value)}]"
+    return name
+
+
+def cmd_diff(ctx: _Ctx) -> int:
+    args = ctx.args
+    a = _resolve_checkpoint(ctx, args.thread, args.a, args.ns)
+    b = _resolve_checkpoint(ctx, args.thread, args.b, args.ns)
+    d = diff_checkpoints(a, b)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, **d})
+        return EXIT_OK
+    ctx.out(f"A = {display_id(d['a']['checkpoint_id'])} (step {d['a']['step']})")
+    ctx.out(f"B = {display_id(d['b']['checkpoint_id'])} (step {d['b']['step']})")
+    if not d["changes"]:
+        ctx.out("no channel differences")
+        return EXIT_OK
+    rows = [
+        {
+            "channel": c["channel"],
+            "change": c["change"],
+            "a": "-" if c["change"] == "added" else short(c["a"], args.width),
+            "b": "-" if c["change"] == "removed" else short(c["b"], args.width),
+        }
+        for c in d["changes"]
+    ]
+    ctx.table(
+        render_table(
+            rows, [("channel", "CHANNEL"), ("change", "CHANGE"), ("a", "A"), ("b", "B")], max_width=args.width
+        )
+    )
+    return EXIT_OK
+
+
+def cmd_copy(ctx: _Ctx) -> int:
+    args = ctx.args
+    saver = ctx.saver
+    if args.source == args.target:
+        # Before any request: the "target exists, delete it first" advice would delete the source.
+        raise CLIError(
+            f"cannot copy thread {shell_quote(args.source)} onto itself: give a new thread id as TARGET",
+            EXIT_USAGE,
+            "same_thread",
+        )
+    src_count = _require_thread(saver, args.source)
+    dst_count = thread_checkpoint_count(saver, args.target)
+    if dst_count:
+        # copy_thread never merges two histories; make the user delete first.
+        raise CLIError(
+            f"target thread {shell_quote(args.target)} already has {dst_count} checkpoint(s); delete it first "
+            "(copy never merges two histories)",
+            EXIT_REFUSED,
+            "target_exists",
+        )
+    with ctx.progress("copy") as progress:
+        # One library call (no progress hook): the line shows it is alive and for how long.
+        progress.tick(f"{shell_quote(args.source)} -> {shell_quote(args.target)}, {src_count} checkpoint(s)")
+        _saver_call("copy_thread", lambda: saver.copy_thread(args.source, args.target))
+    after = thread_checkpoint_count(saver, args.target)
+    result = {
+        "source": args.source,
+        "target": args.target,
+        "source_checkpoints": src_count,
+        "target_checkpoints": after,
+    }
+    if ctx.json:
+        ctx.emit(result)
+    else:
+        ctx.out(
+            f"copied {shell_quote(args.source)} -> {shell_quote(args.target)}: {after} checkpoint(s) "
+            f"in the target ({src_count} in the source)"
+        )
+    return EXIT_OK
+
+
+def cmd_prune(ctx: _Ctx) -> int:
+    args = ctx.args
+    saver = ctx.saver
+    before = {t: _require_thread(saver, t) for t in args.threads}
+    if args.keep_last is not None:
+        if args.keep_last < 1:
+            raise CLIError("--keep-last must be >= 1", EXIT_USAGE, "bad_keep_last")
+        what = f"keep the last {args.keep_last} checkpoint(s) per namespace of"
+    elif args.strategy == "delete":
+        what = "DELETE every checkpoint of"
+    else:
+        what = "keep only the latest checkpoint per namespace of"
+    _confirm(ctx, f"{what} {len(args.threads)} thread(s): {', '.join(shell_quote(t) for t in args.threads)}?")
+    result: Any = None
+    with ctx.progress("prune") as progress:
+        # One thread per call, so the line can count threads; the results add up.
+        for i, thread in enumerate(args.threads):
+            progress.update(f"{i}/{len(args.threads)} thread(s), now {shell_quote(thread)}", force=i == 0)
+            how: dict[str, Any] = (
+                {"keep_last": args.keep_last} if args.keep_last is not None else {"strategy": args.strategy}
+            )
+            one = _saver_call("prune", functools.partial(saver.prune, [thread], **how))
+            result = one if result is None else _add_results(result, one)
+        progress.update(f"{len(args.threads)}/{len(args.threads)} thread(s)", force=True)
+    rows = [
+        {
+            "thread_id": t,
+            "checkpoints_before": before[t],
+            "checkpoints_after": thread_checkpoint_count(saver, t),
+        }
+        for t in args.threads
+    ]
+    summary = jsonable(result) if result is not None else None
+    if ctx.json:
+        ctx.emit(
+            {
+                "strategy": args.strategy if args.keep_last is None else "keep_latest",
+                "keep_last": args.keep_last,
+                "threads": rows,
+                "result": summary,
+            }
+        )
+    else:
+        ctx.table(
+            render_table(
+                rows,
+                [("thread_id", "THREAD"), ("checkpoints_before", "BEFORE"), ("checkpoints_after", "AFTER")],
+                no_truncate=("thread_id",),
+            )
+        )
+        if isinstance(summary, Mapping):
+            ctx.out(
+                ", ".join(f"{k.replace('_', ' ')}: {v:,}" for k, v in summary.items() if isinstance(v, int))
+            )
+    return EXIT_OK
+
+
+def _add_results(total: Any, one: Any) -> Any:
+    """Sum two prune results field by field (``PruneResult`` is a dataclass of counts)."""
+    if one is None:
+        return total
+    if dataclasses.is_dataclass(total) and not isinstance(total, type):
+        return dataclasses.replace(
+            total,
+            **{
+                f.name: getattr(total, f.name) + getattr(one, f.name, 0)
+                for f in dataclasses.fields(total)
+                if isinstance(getattr(total, f.name), int) and not isinstance(getattr(total, f.name), bool)
+            },
+        )
+    return total
+
+
+def cmd_delete(ctx: _Ctx) -> int:
+    args = ctx.args
+    count = _require_thread(ctx.saver, args.thread)
+    _confirm(
+        ctx,
+        f"delete thread {shell_quote(args.thread)} ({count} checkpoint(s), all namespaces, its S3 objects)?",
+    )
+    ctx.saver.delete_thread(args.thread)
+    if ctx.json:
+        ctx.emit({"thread_id": args.thread, "deleted_checkpoints": count})
+    else:
+        ctx.out(f"deleted thread {shell_quote(args.thread)} ({count} checkpoint(s))")
+    return EXIT_OK
+
+
+def cmd_stats(ctx: _Ctx) -> int:
+    if ctx.args.thread:
+        _require_thread(ctx.saver, ctx.args.thread)
+    with ctx.progress("stats") as progress:
+        stats = collect_stats(ctx.saver, ctx.args.thread, progress=progress.update)
+    if ctx.json:
+        ctx.emit(stats)
+        return EXIT_OK
+    ctx.out(ctx.labels(render_stats(stats)))
+    return EXIT_OK
+
+
+#: Set by a command whose process must end the moment it returns (``local``).
+_EXIT_AT_ONCE = threading.Event()

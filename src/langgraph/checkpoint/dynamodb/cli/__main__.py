@@ -1,4 +1,4 @@
-"""``python -m langgraph.checkpoint.dynamodb.cli``: the ``langgraph-dynamodb`` CLI, as ``cli.py`` ran."""
+"""``python -m langgraph.checkpoint.dynamodb.cli``: the ``langgraph-dynamodb`` CLI."""
 
 from langgraph.checkpoint.dynamodb.cli import console_main
 

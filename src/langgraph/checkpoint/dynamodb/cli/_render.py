@@ -1,4 +1,4 @@
-"""Rendering: tables, display widths, colour, quoting for shells and terminals, jsonable values; no I/O but the stream it is given."""
+"""Rendering: tables, display widths, colour, shell and terminal quoting, jsonable values; strings in, strings out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Store inspection: keys, paging, queries, scans, S3 listings, thread listing, history, sizes and stats (plain dicts for --json)."""
+"""Store inspection: keys, paging, queries, scans, S3 listings, threads, history, diffs, sizes, stats (dicts for --json)."""
 
 from __future__ import annotations
 

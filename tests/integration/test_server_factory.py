@@ -64,8 +64,9 @@ def test_a_missing_table_stops_start_up_and_is_not_created(moto_endpoint: str, n
         async with checkpointer(_env(names)):
             pytest.fail("entered the factory on a table that does not exist")
 
-    with pytest.raises(StoreNotFoundError, match=names["table_name"]):
+    with pytest.raises(StoreNotFoundError, match=names["table_name"]) as info:
         asyncio.run(run())
+    assert f"{ENV_SETUP}=1" in str(info.value)  # the advice a server user can act on
     assert _exists(names) == (False, False)
 
 
@@ -118,8 +119,9 @@ def test_a_false_setup_flag_creates_nothing(moto_endpoint: str, names: dict[str,
         async with checkpointer(_env(names, **{ENV_SETUP: flag})):
             pytest.fail("entered the factory on a table that does not exist")
 
-    with pytest.raises(StoreNotFoundError, match=names["table_name"]):
+    with pytest.raises(StoreNotFoundError, match=names["table_name"]) as info:
         asyncio.run(run())
+    assert f"{ENV_SETUP}=1" in str(info.value)  # the advice a server user can act on
     assert _exists(names) == (False, False)
 
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_TABLE, region_from_env
+from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_SETUP, ENV_TABLE, region_from_env
 from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
 
 __all__ = [
@@ -126,14 +126,16 @@ def _translate(exc: Exception, saver: Any) -> Exception | None:
         if code == "ResourceNotFoundException":
             message = (
                 f"DynamoDB table {saver.table_name!r} not found{_where(saver)} in {op}. "
-                "Create it: call saver.setup() (development), or deploy the CDK construct "
+                "Create it: call saver.setup() (development; under the LangGraph server, set "
+                f"{ENV_SETUP}=1), or deploy the CDK construct "
                 "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the table name "
                 f"(table_name= / {ENV_TABLE}) or the region (region_name= / AWS_REGION)."
             )
         elif code in _BUCKET_CODES:
             message = (
                 f"S3 bucket {saver.bucket_name!r} not found{_where(saver)} in {op}. "
-                "Create it: call saver.setup() (development), or deploy the CDK construct "
+                "Create it: call saver.setup() (development; under the LangGraph server, set "
+                f"{ENV_SETUP}=1), or deploy the CDK construct "
                 "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the bucket name "
                 f"(bucket_name= / {ENV_BUCKET}) or the region (region_name= / AWS_REGION)."
             )

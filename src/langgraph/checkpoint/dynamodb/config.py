@@ -37,6 +37,7 @@ __all__ = [
     "ENV_BUCKET",
     "ENV_MAX_PAYLOAD_SIZE",
     "ENV_S3_KEY_PREFIX",
+    "ENV_SETUP",
     "ENV_TABLE",
     "ENV_TENANT_PREFIX",
     "ENV_TRACK_THREADS",
@@ -53,6 +54,8 @@ ENV_TENANT_PREFIX = "LANGGRAPH_DYNAMODB_TENANT_PREFIX"
 ENV_TTL_SECONDS = "LANGGRAPH_DYNAMODB_TTL_SECONDS"
 ENV_TRACK_THREADS = "LANGGRAPH_DYNAMODB_TRACK_THREADS"
 ENV_MAX_PAYLOAD_SIZE = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE"
+#: ``1``/``true``/``yes``: the LangGraph server factory (``server.checkpointer``) calls ``setup()``.
+ENV_SETUP = "LANGGRAPH_DYNAMODB_SETUP"
 
 #: Canonical name -> the name read before it (deprecated, removed in the next release).
 LEGACY_NAMES: Mapping[str, str] = {

@@ -39,11 +39,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver
+from langgraph.checkpoint.dynamodb.config import ENV_SETUP
 
 __all__ = ["ENV_SETUP", "checkpointer"]
 
-#: ``1``/``true``/``yes``: the factory calls ``setup()`` (creates the table and bucket when missing).
-ENV_SETUP = "LANGGRAPH_DYNAMODB_SETUP"
 
 #: The thread id of the start-up read (never written).
 _PROBE_THREAD = "langgraph-dynamodb-server-start-up-check"

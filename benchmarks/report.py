@@ -32,16 +32,6 @@ NAMES = {"ours": "ours", "ref": "reference"}
 LAT_DDB_S = 0.008
 LAT_S3_S = 0.025
 
-S3_PUT_TIER = {
-    "PutObject",
-    "CopyObject",
-    "ListObjectsV2",
-    "ListObjects",
-    "CreateMultipartUpload",
-    "UploadPart",
-    "CompleteMultipartUpload",
-}
-S3_FREE = {"DeleteObject", "DeleteObjects"}
 
 
 # ------------------------------------------------------------- helpers

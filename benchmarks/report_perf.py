@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.counting import S3_FREE, S3_PUT_TIER
+
 __all__ = [
     "PRICES",
     "PRICES_AS_OF",
@@ -42,16 +44,6 @@ PRICES: dict[str, float] = {
 PRICES_AS_OF = "2026-11-30"
 GIB = 1024**3
 
-S3_PUT_TIER = {
-    "PutObject",
-    "CopyObject",
-    "ListObjectsV2",
-    "ListObjects",
-    "CreateMultipartUpload",
-    "UploadPart",
-    "CompleteMultipartUpload",
-}
-S3_FREE = {"DeleteObject", "DeleteObjects"}
 NAMES = {
     "ours": "ours (default: zlib)",
     "ours-auto": 'ours, `compression="auto"`',

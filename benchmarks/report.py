@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report_perf
-from langgraph.checkpoint.dynamodb._core import LATEST_PAGE
+from langgraph.checkpoint.dynamodb._read import LATEST_PAGE
 
 __all__ = ["PRICES", "write_report"]
 

@@ -154,7 +154,7 @@ def test_grant_maintenance_statements(custom) -> None:
     ]
 
 
-#: The lifecycle state item's partition key (``_lifecycle.STATE_PK``), spelled
+#: The lifecycle state item's partition key (``schema.LIFECYCLE_PK``), spelled
 #: out: the cursor grant must name exactly the item no thread can be.
 STATE_PK = "|lifecycle"
 

@@ -11,7 +11,7 @@ No requests, no saver state.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -266,3 +266,26 @@ class ThreadItems:
 
     def namespaces(self) -> set[str]:
         return {ns for ns, _ in self.checkpoints}
+
+
+def parent_cycle_error(thread_id: str, ns: str, walked: Sequence[str], again: str) -> CorruptPayloadError:
+    """The error for a parent chain that reaches ``again`` a second time.
+
+    ``walked`` is the chain from where the walk started; the cycle is its
+    part from ``again`` on. Long cycles are abbreviated in the message.
+    """
+    cycle = [*walked[list(walked).index(again) :], again]
+    shown = (
+        " -> ".join(repr(c) for c in cycle)
+        if len(cycle) <= 12
+        else (
+            " -> ".join(repr(c) for c in cycle[:5])
+            + f" -> ... ({len(cycle) - 10} more) -> "
+            + " -> ".join(repr(c) for c in cycle[-5:])
+        )
+    )
+    return CorruptPayloadError(
+        f"thread {thread_id!r} (namespace {ns!r}): the parent chain of checkpoint {walked[0]!r} "
+        f"loops back on itself ({len(cycle) - 1} checkpoint(s) in the cycle: {shown}); "
+        "parent ids are corrupt or were tampered with, so its history cannot be rebuilt"
+    )

@@ -22,14 +22,16 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
+    PruneResult,
     SweepReport,
 )
 from langgraph.checkpoint.dynamodb.saver import client_config
@@ -246,7 +248,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     # ------------------------------------------------------- async contract
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(self._op_get_tuple(config))
+        return await self._run(_read.get_tuple(self, config))
 
     async def alist(
         self,
@@ -256,7 +258,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        async for t in self._iter(self._op_list(config, filter=filter, before=before, limit=limit)):
+        async for t in self._iter(
+            _read.list_checkpoints(self, config, filter=filter, before=before, limit=limit)
+        ):
             yield t
 
     async def aput(
@@ -266,7 +270,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(self._op_put(config, checkpoint, metadata, new_versions))
+        return await self._run(_write.put(self, config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -275,10 +279,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(self._op_put_writes(config, writes, task_id, task_path))
+        await self._run(_write.put_writes(self, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(self._op_delete_thread(thread_id))
+        await self._run(_deleting.delete_thread(self, thread_id))
 
     # ------------------------------------------- sync calls on an async saver
 
@@ -328,10 +332,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        return await self._run(self._op_delta_history(config, channels))
+        return await self._run(_history.delta_history(self, config, channels))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(self._op_copy_thread(source_thread_id, target_thread_id))
+        await self._run(_maintain.copy_thread(self, source_thread_id, target_thread_id))
 
     async def amigrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
         """Async :meth:`DynamoDBSaver.migrate_tenant_thread`.
@@ -339,7 +343,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         Example:
             >>> await operator.amigrate_tenant_thread("acme-", "t1")  # doctest: +SKIP
         """
-        await self._run(self._op_migrate_tenant_thread(tenant_prefix, thread_id))
+        await self._run(_maintain.migrate_tenant_thread(self, tenant_prefix, thread_id))
 
     async def aprune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
@@ -348,32 +352,32 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         strategy: str = "keep_latest",
         keep_last: int | None = None,
     ) -> PruneResult:
-        return await self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
+        return await self._run(_maintain.prune(self, thread_ids, strategy=strategy, keep_last=keep_last))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
-        return await self._run(self._op_delete_for_runs(run_ids))
+        return await self._run(_maintain.delete_for_runs(self, run_ids))
 
     # ------------------------------------------------------------ lifecycle
 
     async def areap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
-        return await self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
+        return await self._run(_deleting.reap_thread(self, thread_id, expired_before=expired_before))
 
     async def areap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
-        return await self._run(self._op_reap_stream(event))
+        return await self._run(_jobs.reap_stream(self, event))
 
     async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
-        return await self._run(self._op_purge_expired(deadline=deadline))
+        return await self._run(_jobs.purge_expired(self, deadline=deadline))
 
     async def arun_pruner(
         self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
     ) -> SweepReport:
-        return await self._run(self._op_run_pruner(policy, deadline=deadline, max_pages=max_pages))
+        return await self._run(_jobs.run_pruner(self, policy, deadline=deadline, max_pages=max_pages))
 
     async def asweep_orphans(
         self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
     ) -> SweepReport:
         return await self._run(
-            self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
+            _jobs.sweep_orphans(self, grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
         )
 
     # ---------------------------------- sync twins of the async operations

@@ -1,36 +1,450 @@
-"""``BaseDynamoDBSaver``: everything the sync and async savers share, with no I/O.
+"""``BaseDynamoDBSaver``: what the sync and async savers share, with no I/O.
 
-The logic lives in two layers, each a set of sans-I/O operations (see
-``_ops``): ``_core.CoreSaver`` (ids, payload placement, the base contract)
-``_extended.ExtendedSaver`` (delta history, copy, prune,
-delete_for_runs) and ``_lifecycle.LifecycleSaver`` (thread heads, TTL
-reaping, the pruner, the orphan sweeper). ``DynamoDBSaver`` and ``AsyncDynamoDBSaver`` only run them.
+What lives here: settings and their checks, ids and keys (partition keys,
+S3 keys, tenant views), the serializer and codec, the caches a saver keeps
+(value placements, lineage roots, head TTLs, delta depth hints), ``setup``
+and ``get_next_version``. The operations themselves are plain sans-I/O
+functions in modules by concern (``_write``, ``_read``, ``_history``,
+``_maintain``, ``_deleting``, ``_heads``, ``_jobs``); ``DynamoDBSaver`` and
+``AsyncDynamoDBSaver`` run them with their driver (``_driver``).
 """
 
 from __future__ import annotations
 
 import copy
+import random
+import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Self, cast
+from typing import Any, Literal, Self, cast
 
-from langgraph.checkpoint.dynamodb._extended import PruneResult
-from langgraph.checkpoint.dynamodb._items import item_size
-from langgraph.checkpoint.dynamodb._lifecycle import LifecycleSaver
-from langgraph.checkpoint.dynamodb._ops import Call, Op
+from botocore.exceptions import ClientError
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-__all__ = ["BaseDynamoDBSaver", "PruneResult"]
+from langgraph.checkpoint.dynamodb import _items, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._items import Item
+from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
+from langgraph.checkpoint.dynamodb.errors import (
+    CorruptPayloadError,
+    KeyTooLongError,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.serde import default_serde
 
-# The CLI sizes items with this name; it moves to ``_items.item_size`` there.
-_item_size = item_size
+__all__ = ["BaseDynamoDBSaver", "Location", "Placement"]
+
+#: Where a channel version lives: copied into every checkpoint item that has
+#: it (``inline``), in the item of the checkpoint that introduced it (``c``),
+#: in its own blob item, or in S3.
+Location = Literal["inline", "c", "blob", "s3"]
+#: A remembered placement: the location, plus the packed bytes of an inline
+#: value or the id of the checkpoint holding a ``c`` value.
+Placement = tuple[Location, bytes | str | None]
+
+#: Channel versions whose placement a saver remembers (inline ones with
+#: their bytes, at most ``inline_threshold`` each).
+PLACEMENT_CACHE_MAX = 4096
 
 
-class BaseDynamoDBSaver(LifecycleSaver):
-    """Shared configuration and logic of the sync and async DynamoDB savers.
+class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
+    """Shared configuration and state of the sync and async DynamoDB savers.
 
     Not used directly: use :class:`~langgraph.checkpoint.dynamodb.DynamoDBSaver`
-    or :class:`~langgraph.checkpoint.dynamodb.AsyncDynamoDBSaver`.
+    or :class:`~langgraph.checkpoint.dynamodb.AsyncDynamoDBSaver`, which run
+    the operations of the modules named above on this state.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+
+        saver = DynamoDBSaver(table_name="checkpoints", tenant_prefix="acme")
+        saver.partition_key("t-1")  # "acme|t-1": where the thread's items live
+        ```
     """
+
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        bucket_name: str | None = None,
+        s3_key_prefix: str = "checkpoints/",
+        serde: SerializerProtocol | None = None,
+        inline_threshold: int = 4 * 1024,
+        s3_threshold: int = 64 * 1024,
+        compression: Compression = "zlib",
+        compression_min_size: int = 512,
+        tenant_prefix: str | None = None,
+        ttl: int | None = None,
+        track_threads: bool | None = None,
+        touch_on_read: bool = False,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+    ) -> None:
+        # By default a stored value may rebuild LangGraph's safe types and the
+        # data classes (pydantic, dataclass, enum...) this process has imported,
+        # and call nothing else, so a party who can write to the table or bucket
+        # cannot make a reader import and call arbitrary code (see serde.py).
+        super().__init__(serde=serde or default_serde())
+        if tenant_prefix is not None:
+            schema.validate_tenant_prefix(tenant_prefix)
+        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
+            raise ValueError(f"ttl must be a number of seconds >= 60, or None; got {ttl!r}")
+        if not table_name or not isinstance(table_name, str):
+            raise ValueError("table_name must be a non-empty string")
+        if bucket_name is not None and (not isinstance(bucket_name, str) or not bucket_name):
+            raise ValueError("bucket_name must be a non-empty string or None")
+        if inline_threshold < 0 or s3_threshold < 0:
+            raise ValueError("inline_threshold and s3_threshold must be >= 0")
+        if (
+            not isinstance(max_payload_size, int)
+            or isinstance(max_payload_size, bool)
+            or max_payload_size < 1
+        ):
+            raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
+        self.table_name = table_name
+        self.bucket_name = bucket_name
+        self.s3_key_prefix = s3_key_prefix
+        self.inline_threshold = inline_threshold
+        self.s3_threshold = s3_threshold
+        self.codec = PayloadCodec(compression, min_size=compression_min_size)
+        #: Largest payload a read accepts, decompressed or as an S3 body: the
+        #: bound on what one crafted item or object can make a reader allocate.
+        self.max_payload_size = max_payload_size
+        self.tenant_prefix = tenant_prefix or ""
+        #: Idle time (seconds) after which a whole thread expires; None: never.
+        self.ttl = ttl
+        #: Maintain a thread head item (activity, TTL, the threads index).
+        self.track_threads = bool(ttl) if track_threads is None else track_threads
+        #: Reads count as activity too (off by default: reads stay read-only).
+        self.touch_on_read = touch_on_read
+        # thread id -> head TTL this process last wrote (see _touch).
+        self._head_until: dict[str, int] = {}
+        # (thread, ns, checkpoint id) -> delta counters of recently read
+        # checkpoints. LangGraph reads a checkpoint, then asks for its delta
+        # history: the counters size that Query so it is one round trip. Only
+        # a sizing hint (checkpoint items are immutable), never a source of data.
+        self._depth_hints: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # (thread, ns, channel, version) -> (location, packed bytes if inline)
+        # of values this saver wrote or read. A put whose channel did not
+        # change reuses it instead of serializing the value again only to
+        # learn where it lives (a large state would be re-packed every step).
+        self._placements: dict[tuple[str, str, str, str], Placement] = {}
+        # (thread, ns, checkpoint id) -> lineage root of checkpoints this saver
+        # wrote or read. A put inherits its parent's root from here (LangGraph
+        # reads or writes the parent first), so finality costs no request.
+        self._roots: dict[tuple[str, str, str], str] = {}
+
+    # ------------------------------------------------------------------ ids
+
+    @staticmethod
+    def _ids(config: RunnableConfig, *, need_checkpoint_id: bool = False) -> tuple[str, str, str | None]:
+        """Validate a config and return ``(thread_id, checkpoint_ns, checkpoint_id)``."""
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config must be a dict, got {type(config).__name__}")
+        conf = config.get("configurable")
+        if not isinstance(conf, Mapping):
+            raise ValueError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
+        thread_id = conf.get("thread_id")
+        if thread_id is None or thread_id == "":
+            raise ValueError("config['configurable']['thread_id'] is required")
+        if not isinstance(thread_id, str):
+            if isinstance(thread_id, (int, uuid.UUID)) and not isinstance(thread_id, bool):
+                thread_id = str(thread_id)
+            else:
+                raise TypeError(
+                    f"config['configurable']['thread_id'] must be a str, got {type(thread_id).__name__}"
+                )
+        ns = conf.get("checkpoint_ns", "") or ""
+        if not isinstance(ns, str):
+            raise TypeError(f"config['configurable']['checkpoint_ns'] must be a str, got {type(ns).__name__}")
+        cid = conf.get("checkpoint_id") or None
+        if cid is not None and not isinstance(cid, str):
+            raise TypeError(
+                f"config['configurable']['checkpoint_id'] must be a str, got {type(cid).__name__}"
+            )
+        if need_checkpoint_id and cid is None:
+            raise ValueError("config['configurable']['checkpoint_id'] is required here")
+        BaseDynamoDBSaver._check_keys(thread_id, ns, cid)
+        return thread_id, ns, cid
+
+    @staticmethod
+    def _check_keys(thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
+        for name, value in (
+            ("thread_id", thread_id),
+            ("checkpoint_ns", ns),
+            ("checkpoint_id", cid or ""),
+            ("task_id", task_id),
+        ):
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value!r}") from None
+        if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
+            # That key range is the tombstone's (see schema.tombstone_sk).
+            raise ValueError("checkpoint_id must not start with U+10FFFF")
+        pk_len = len(schema.partition_key(thread_id).encode())
+        if pk_len > schema.MAX_PK_BYTES:
+            raise KeyTooLongError(
+                f"thread_id is {pk_len} bytes once encoded; DynamoDB allows "
+                f"{schema.MAX_PK_BYTES} bytes in a partition key"
+            )
+        sk = schema.writes_sk(ns, cid or "0" * 36, task_id or "0" * 36)
+        if len(sk.encode()) > schema.MAX_KEY_BYTES:
+            raise KeyTooLongError(
+                f"checkpoint_ns / checkpoint_id / task_id are too long: the sort key would be "
+                f"{len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES} "
+                f"(checkpoint_ns is {len(ns.encode())} bytes)"
+            )
+
+    # ---------------------------------------------------------------- keys
+
+    def _pk(self, thread_id: str) -> str:
+        """Partition key of a thread (under this saver's tenant prefix)."""
+        return schema.partition_key(thread_id, self.tenant_prefix)
+
+    def _s3_thread(self, thread_id: str) -> str:
+        return schema.s3_thread_prefix(self.s3_key_prefix, thread_id, self.tenant_prefix)
+
+    def _thread_from_pk(self, pk: str) -> str | None:
+        """The thread id of a partition key, or None if not this tenant's or not a thread.
+
+        An untenanted saver sees untenanted threads only: a tenant's threads
+        are reached by maintenance through ``_owner_of_pk``.
+        """
+        parsed = schema.parse_partition_key(pk)
+        if parsed is None or parsed[0] != self.tenant_prefix:
+            return None
+        return parsed[1]
+
+    def _owner_of_pk(self, pk: str) -> tuple[Self, str] | None:
+        """``(saver, thread_id)`` that maintains the thread of a partition key.
+
+        Maintenance jobs (pruner, reaper, sweeper, ``delete_for_runs``) run
+        with an untenanted saver over every partition; a tenant's thread is
+        then worked on through a view of this saver under that tenant, so
+        every key it derives (items, S3 objects) is the tenant's. A
+        tenant's saver maintains its own threads only.
+        """
+        parsed = schema.parse_partition_key(pk)
+        if parsed is None:
+            return None
+        tenant, thread_id = parsed
+        if tenant == self.tenant_prefix:
+            return self, thread_id
+        if self.tenant_prefix:
+            return None
+        return self._tenant_view(tenant), thread_id
+
+    def _tenant_view(self, tenant_prefix: str) -> Self:
+        """A shallow copy of this saver under ``tenant_prefix`` (same clients and settings).
+
+        Its caches keyed by thread id are its own: two tenants may both have
+        a thread ``"t1"``, and their placements, heads, delta hints and
+        lineage roots must never mix.
+        """
+        views: dict[str, Any] = self.__dict__.setdefault("_tenant_views", {})
+        view = views.get(tenant_prefix)
+        if view is None:
+            schema.validate_tenant_prefix(tenant_prefix)
+            view = copy.copy(self)
+            view.tenant_prefix = tenant_prefix
+            view._head_until = {}
+            view._depth_hints = {}
+            view._placements = {}
+            view._roots = {}
+            view.__dict__["_tenant_views"] = {}
+            if len(views) > 1024:
+                views.clear()
+            views[tenant_prefix] = view
+        return cast(Self, view)
+
+    # Public names for tools that look at the store directly (the CLI, your
+    # own scripts): the keys this saver, with its tenant prefix and S3 key
+    # prefix, gives a thread.
+
+    def partition_key(self, thread_id: str) -> str:
+        """The partition key of a thread's items, under this saver's tenant prefix.
+
+        Example:
+            >>> saver = DynamoDBSaver(table_name="t", tenant_prefix="acme#")
+            >>> saver.partition_key("t|1"), saver.thread_id_of("acme#|t%7C1")
+            ('acme#|t%7C1', 't|1')
+        """
+        return self._pk(thread_id)
+
+    def thread_id_of(self, partition_key: str) -> str | None:
+        """The thread id of a partition key; ``None`` for another tenant's or a non-thread key."""
+        return self._thread_from_pk(partition_key)
+
+    def s3_thread_prefix(self, thread_id: str) -> str:
+        """The S3 key prefix of every object of a thread (no other thread's keys start with it)."""
+        return self._s3_thread(thread_id)
+
+    def value_s3_key(self, thread_id: str, checkpoint_ns: str, channel: str, version: str) -> str:
+        """The S3 key a channel version has when it is stored (or re-homed) in S3."""
+        return self._value_s3_key(thread_id, checkpoint_ns, channel, version)
+
+    # -------------------------------------------------------------- payloads
+
+    def _s3_base(self, thread_id: str, ns: str) -> str:
+        from urllib.parse import quote
+
+        return f"{self._s3_thread(thread_id)}_{quote(ns, safe='')}/"
+
+    def _value_s3_key(self, thread_id: str, ns: str, channel: str, version: str) -> str:
+        from urllib.parse import quote
+
+        return f"{self._s3_base(thread_id, ns)}v/{quote(channel, safe='')}/{quote(version, safe='')}"
+
+    def _own_s3_key(self, thread_id: str, item: Item, attr: str) -> tuple[str, bool] | None:
+        """The S3 key a pointer in ``item[attr]`` must have, derived from the item's identity.
+
+        ``(key, True)``: exactly that key (body, metadata); ``(prefix,
+        False)``: a key under that prefix (a pending write's key ends with a
+        random suffix, see ``_write_to_s3``). ``None``: this attribute of
+        this kind of item never holds a pointer.
+        """
+        ns, kind, cid, task_id = _items.parse_sk(item)
+        base = f"{self._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/"
+        if kind == schema.CHECKPOINT_ITEM and attr == ATTR.BODY:
+            return f"{base}body", True
+        if kind == schema.CHECKPOINT_ITEM and attr == ATTR.METADATA:
+            return f"{base}metadata", True
+        if kind == schema.WRITES_ITEM and _items.is_write_attr(attr):
+            return f"{base}w/{schema.s3_segment(task_id or '')}/{attr[len(ATTR.WRITE_PREFIX) :]}.", False
+        return None
+
+    def _s3_pointer(self, thread_id: str, item: Item, attr: str) -> str:
+        """The S3 key ``item[attr]`` points to, once proven to be the item's own.
+
+        A stored key is never trusted as such: whoever can write items in
+        its own partition (a tenant under its IAM grant) could otherwise
+        make a reader return, and a maintenance job delete, any object of
+        the bucket, another tenant's included. Raises
+        ``CorruptPayloadError`` naming the item for a key outside the one
+        ``_own_s3_key`` derives.
+        """
+        av = item[attr]
+        stored = (av["L"][1] if _items.is_write_attr(attr) else av)["M"]["s3"]["S"]
+        own = self._own_s3_key(thread_id, item, attr)
+        if own is not None:
+            key, exact = own
+            rest = stored[len(key) :]
+            if stored == key if exact else (stored.startswith(key) and rest and "/" not in rest):
+                return str(stored)
+        raise CorruptPayloadError(
+            f"item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r}: attribute {attr!r} points to "
+            f"S3 key {stored!r}, which is not this item's own "
+            f"({'none' if own is None else own[0] + ('' if own[1] else '*')}); refused"
+        )
+
+    def _pack(self, value: Any) -> bytes:
+        return self.codec.pack(self.serde.dumps_typed(value))
+
+    def _unpack(self, packed: bytes, where: str) -> Any:
+        typed = self.codec.unpack(packed, where=where, max_size=self.max_payload_size)
+        if isinstance(self.serde, EncryptedSerializer) and "+" not in typed[0]:
+            # EncryptedSerializer would pass an unencrypted payload through (a
+            # migration path): here that is a forgery by someone without the key.
+            raise CorruptPayloadError(f"{where}: payload is not encrypted (type {typed[0]!r})")
+        try:
+            return self.serde.loads_typed(typed)
+        except Exception as exc:
+            raise CorruptPayloadError(f"{where}: cannot deserialize payload: {exc}") from exc
+
+    # ---------------------------------------------------------------- setup
+
+    def _op_setup(self) -> Op[None]:
+        """Create the table (and bucket) when missing. Idempotent."""
+        try:
+            yield ddb("describe_table", TableName=self.table_name)
+        except ClientError as exc:
+            if error_code(exc) != "ResourceNotFoundException":
+                raise
+            try:
+                yield ddb("create_table", **schema.table_definition(self.table_name))
+            except ClientError as exc2:  # created concurrently by another process
+                if error_code(exc2) != "ResourceInUseException":
+                    raise
+        for _ in range(120):
+            desc = yield ddb("describe_table", TableName=self.table_name)
+            if desc["Table"]["TableStatus"] == "ACTIVE":
+                break
+            yield Sleep(0.5)
+        ttl = yield ddb("describe_time_to_live", TableName=self.table_name)
+        if ttl.get("TimeToLiveDescription", {}).get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+            yield ddb(
+                "update_time_to_live",
+                TableName=self.table_name,
+                TimeToLiveSpecification=schema.ttl_specification(),
+            )
+        if self.bucket_name is None:
+            return
+        try:
+            yield s3("head_bucket", Bucket=self.bucket_name)
+        except ClientError as exc:
+            if error_code(exc) not in ("404", "NoSuchBucket", "NotFound"):
+                raise
+            try:
+                yield s3("create_bucket", Bucket=self.bucket_name)
+            except ClientError as exc2:
+                if error_code(exc2) not in ("BucketAlreadyOwnedByYou",):
+                    raise
+
+    # ---------------------------------------------------------------- writes
+
+    def _write_item(self, call: Call) -> Op[Any]:
+        """Send the one DynamoDB write that lands a checkpoint or a task's writes.
+
+        A guarded copy of the saver (``BaseDynamoDBSaver.with_write_guard``, which
+        ``lock.ThreadLease.bind`` uses) replaces it, to make that write conditional
+        on still holding the thread's lease.
+        """
+        return (yield call)
+
+    def _note_root(self, thread_id: str, ns: str, cid: str, root: str) -> None:
+        if len(self._roots) > PLACEMENT_CACHE_MAX:
+            self._roots.clear()  # a hint cache: a miss costs one GetItem
+        self._roots[(thread_id, ns, cid)] = root
+
+    def _remember(self, key: tuple[str, str, str, str], placement: Placement) -> None:
+        """Record where a channel version lives; the oldest entries go first.
+
+        Evicting one entry at a time (not clearing the cache) keeps the
+        threads a busy process is working on cached; dict order is
+        insertion order, and re-inserting marks an entry as recently used.
+        """
+        cache = self._placements
+        cache.pop(key, None)
+        cache[key] = placement
+        while len(cache) > PLACEMENT_CACHE_MAX:
+            try:
+                del cache[next(iter(cache))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread got there first
+                break
+
+    # ------------------------------------------------------------ versions
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Versions as the built-in savers make them: ``"{n:032}.{random:016}"``.
+
+        The random part keeps versions of forked branches from colliding.
+        """
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    # --------------------------------------------------------------- public
 
     #: Service name (``"dynamodb"``, ``"s3"``) -> client; set by the savers.
     _clients: dict[str, Any]

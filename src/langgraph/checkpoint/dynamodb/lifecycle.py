@@ -34,6 +34,7 @@ from langgraph.checkpoint.dynamodb import schema
 __all__ = [
     "ExpiredThread",
     "PrunePolicy",
+    "PruneResult",
     "SweepReport",
     "expired_threads_from_stream",
 ]
@@ -167,3 +168,24 @@ def dedupe(threads: Iterable[ExpiredThread]) -> list[ExpiredThread]:
         if t.partition_key not in latest or t.expired_at > latest[t.partition_key].expired_at:
             latest[t.partition_key] = t
     return list(latest.values())
+
+
+@dataclass
+class PruneResult:
+    """What one prune or delete removed (counts are items and objects)."""
+
+    threads: int = 0
+    checkpoints_deleted: int = 0
+    writes_deleted: int = 0
+    blobs_deleted: int = 0
+    s3_objects_deleted: int = 0
+    bytes_freed: int = 0
+    checkpoints_kept: int = 0
+    kept_for_delta: int = 0
+    #: Values a deleted checkpoint held for kept ones, moved to a blob item
+    #: or S3 object of their version first.
+    values_rehomed: int = 0
+
+    def add(self, other: PruneResult) -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))

@@ -18,14 +18,16 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
+    PruneResult,
     SweepReport,
 )
 
@@ -230,7 +232,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch a checkpoint (latest of the namespace without ``checkpoint_id``)."""
-        return self._run(self._op_get_tuple(config))
+        return self._run(_read.get_tuple(self, config))
 
     def list(
         self,
@@ -241,7 +243,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """List checkpoints newest first (see ``BaseCheckpointSaver.list``)."""
-        return self._iter(self._op_list(config, filter=filter, before=before, limit=limit))
+        return self._iter(_read.list_checkpoints(self, config, filter=filter, before=before, limit=limit))
 
     def put(
         self,
@@ -251,7 +253,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: one PutItem, plus payloads for large new values."""
-        return self._run(self._op_put(config, checkpoint, metadata, new_versions))
+        return self._run(_write.put(self, config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -261,11 +263,11 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes: one UpdateItem for the whole call."""
-        self._run(self._op_put_writes(config, writes, task_id, task_path))
+        self._run(_write.put_writes(self, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every item and S3 object of a thread, in all namespaces."""
-        self._run(self._op_delete_thread(thread_id))
+        self._run(_deleting.delete_thread(self, thread_id))
 
     # ------------------------------------------------ extended capabilities
 
@@ -273,11 +275,11 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Delta-channel history in a constant number of round trips (see the core)."""
-        return self._run(self._op_delta_history(config, channels))
+        return self._run(_history.delta_history(self, config, channels))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread (all namespaces, writes, blobs, S3 objects) to a new thread id."""
-        self._run(self._op_copy_thread(source_thread_id, target_thread_id))
+        self._run(_maintain.copy_thread(self, source_thread_id, target_thread_id))
 
     def migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
         """Move tenant ``tenant_prefix``'s thread ``thread_id`` to the prefix-free tenant layout.
@@ -291,7 +293,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             >>> operator = DynamoDBSaver(table_name="t", bucket_name="b")  # untenanted  # doctest: +SKIP
             >>> operator.migrate_tenant_thread("acme-", "t1")  # old "acme-t1" -> "acme-|t1"  # doctest: +SKIP
         """
-        self._run(self._op_migrate_tenant_thread(tenant_prefix, thread_id))
+        self._run(_maintain.migrate_tenant_thread(self, tenant_prefix, thread_id))
 
     def prune(  # type: ignore[override]  # adds keep_last, returns a report
         self,
@@ -307,36 +309,36 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         its delta channels need back to their nearest snapshot. ``delete``
         removes the threads.
         """
-        return self._run(self._op_prune(thread_ids, strategy=strategy, keep_last=keep_last))
+        return self._run(_maintain.prune(self, thread_ids, strategy=strategy, keep_last=keep_last))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
         """Delete the checkpoints and writes of runs (via the run-id index), delta-safe."""
-        return self._run(self._op_delete_for_runs(run_ids))
+        return self._run(_maintain.delete_for_runs(self, run_ids))
 
     # ------------------------------------------------------------ lifecycle
 
     def reap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
         """Delete what an expired thread left (items stamped before the cutoff)."""
-        return self._run(self._op_reap_thread(thread_id, expired_before=expired_before))
+        return self._run(_deleting.reap_thread(self, thread_id, expired_before=expired_before))
 
     def reap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
         """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
-        return self._run(self._op_reap_stream(event))
+        return self._run(_jobs.reap_stream(self, event))
 
     def purge_expired(self, *, deadline: float | None = None) -> SweepReport:
         """Reap every expired thread found in the threads index (no stream needed)."""
-        return self._run(self._op_purge_expired(deadline=deadline))
+        return self._run(_jobs.purge_expired(self, deadline=deadline))
 
     def run_pruner(
         self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
     ) -> SweepReport:
         """Apply a prune policy to the table, resumably, until ``deadline`` (epoch s)."""
-        return self._run(self._op_run_pruner(policy, deadline=deadline, max_pages=max_pages))
+        return self._run(_jobs.run_pruner(self, policy, deadline=deadline, max_pages=max_pages))
 
     def sweep_orphans(
         self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
     ) -> SweepReport:
         """Delete S3 objects no item references, older than ``grace_seconds``."""
         return self._run(
-            self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
+            _jobs.sweep_orphans(self, grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
         )

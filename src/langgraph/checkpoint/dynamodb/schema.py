@@ -266,6 +266,11 @@ def blob_sk(checkpoint_ns: str, channel: str, version: str) -> str:
 
 
 HEAD_SK: Final = f"{SEP}{META_ITEM}{SEP}thread"
+
+#: Partition key of the pruner's and sweeper's cursor items (the lifecycle
+#: state). It contains a bare separator, which no escaped thread id or tenant
+#: partition does: it can't be a thread.
+LIFECYCLE_PK: Final = f"{SEP}lifecycle"
 LOCK_SK: Final = f"{SEP}{META_ITEM}{SEP}lock"
 META_PREFIX: Final = f"{SEP}{META_ITEM}{SEP}"
 
@@ -307,6 +312,11 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
             return ns, CHECKPOINT_ITEM, unescape(parts[2]), None
         return ns, WRITES_ITEM, unescape(parts[2]), unescape(parts[4])
     return ns, BLOB_ITEM, unescape(parts[2]), unescape(parts[3])
+
+
+def s3_segment(value: str) -> str:
+    """One path segment of an S3 key (a checkpoint or task id): every ``/`` and ``%`` quoted."""
+    return quote(value, safe="")
 
 
 def s3_thread_prefix(key_prefix: str, thread_id: str, tenant_prefix: str = "") -> str:

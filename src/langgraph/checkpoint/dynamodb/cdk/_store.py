@@ -32,7 +32,6 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from langgraph.checkpoint.dynamodb import config, schema
-from langgraph.checkpoint.dynamodb._lifecycle import STATE_PK
 from langgraph.checkpoint.dynamodb.cdk._bundling import (
     PipLocalBundling,
     asset_fingerprint,
@@ -95,8 +94,8 @@ DYNAMODB_MAINTENANCE_ACTIONS: tuple[str, ...] = ("dynamodb:Scan",)
 KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #: What each maintenance function's code path issues, read from its handler
-#: down to the saver (``lambdas/<name>.py`` of this package -> ``_lifecycle`` ->
-#: ``_extended``/``_core``), as IAM actions on the table. Cursor actions
+#: down to the saver (``lambdas/<name>.py`` of this package -> ``_jobs`` ->
+#: ``_deleting``/``_maintain``/``_read``), as IAM actions on the table. Cursor actions
 #: (``GetItem``/``PutItem`` on the lifecycle state item, ``_read_cursor`` and
 #: ``_claim_cursor``) are granted apart, confined to that item's partition.
 #:
@@ -1072,7 +1071,7 @@ class CheckpointStore(Construct):
         ``FUNCTION_DYNAMODB_ACTIONS``): no agent-style read/write, no index
         ``Query``. The pruner's and sweeper's cursor reads and writes are
         confined to the lifecycle state item's partition
-        (``dynamodb:LeadingKeys`` = ``_lifecycle.STATE_PK``, a key no thread can
+        (``dynamodb:LeadingKeys`` = ``schema.LIFECYCLE_PK``, a key no thread can
         have). The pruner's ``Scan`` is on the threads index when threads are
         tracked, on the table otherwise. The reaper's stream permissions are
         added with its event source (see ``_create_reaper``).
@@ -1106,7 +1105,7 @@ class CheckpointStore(Construct):
                 iam.PolicyStatement(
                     actions=list(CURSOR_ACTIONS),
                     resources=[self.table_arn],
-                    conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [STATE_PK]}},
+                    conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LIFECYCLE_PK]}},
                 )
             )
         stmts += self._s3_statements(FUNCTION_S3_ACTIONS[name], self.s3_key_prefix)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_USAGE, CLIError
 from langgraph.checkpoint.dynamodb.cli._render import jsonable, shell_quote
 from langgraph.checkpoint.dynamodb.cli._tasks import (
@@ -183,9 +184,7 @@ def _equal(x: Any, y: Any) -> bool:
 
 
 def _item_size(item: Mapping[str, Any]) -> int:
-    from langgraph.checkpoint.dynamodb.base import _item_size as size
-
-    return size(dict(item))
+    return item_size(dict(item))
 
 
 def _ddb(saver: Any) -> Any:

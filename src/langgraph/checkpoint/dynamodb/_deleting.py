@@ -1,0 +1,470 @@
+"""Removing items and objects, I/O-free, in an order that keeps every readable checkpoint whole.
+
+What lives here: loading a thread's items, the ordered deletes of
+``delete_thread`` (tombstone first, then items, then S3 objects), the
+delta-safe *keep-set* and prune of one thread (re-homing values a deleted
+checkpoint held for a kept one before deleting it), and reaping an expired
+thread. Every operation is idempotent: running it twice, or two at once,
+deletes nothing more than one run would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.dynamodb import _items, _placement, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._items import (
+    Item,
+    ThreadItems,
+)
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.errors import (
+    CorruptPayloadError,
+)
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PruneResult,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+#: Unreferenced blobs and S3 value objects younger than this are left alone by
+#: prune: a put may have written them and not yet its checkpoint item.
+BLOB_GRACE_SECONDS = 15 * 60
+
+
+def delete_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[None]:
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ValueError("thread_id must be a non-empty string")
+    pk = s._pk(thread_id)
+    items = yield from _requests.query_all(
+        TableName=s.table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#rt": ATTR.ROOT, "#dr": ATTR.DEAD},
+        ExpressionAttributeValues={":pk": {"S": pk}},
+        ProjectionExpression="#pk, #sk, #rt, #dr",
+        ConsistentRead=True,
+    )
+    # A thread id can be reused: forget where its old versions lived.
+    for key in [k for k in list(s._placements) if k[0] == thread_id]:
+        s._placements.pop(key, None)
+    s._head_until.pop(thread_id, None)  # a new conversation writes a head again
+    # Deletion is final: tombstones for every lineage deleted go first, so
+    # a run still in flight that writes on one of them (or a delete that
+    # fails part way) leaves nothing readable, and the head they retire
+    # refuses to come back for those lineages.
+    roots: dict[str, set[str]] = {}
+    legacy: dict[str, list[str]] = {}
+    tombstones: list[Item] = []
+    doomed: list[Item] = []
+    for it in items:
+        ns, kind, cid, _ = _items.parse_sk(it)
+        if kind == schema.TOMBSTONE_ITEM:
+            tombstones.append(it)
+            continue
+        doomed.append(it)
+        if kind == schema.CHECKPOINT_ITEM:
+            rt = _items.str_attr(it, ATTR.ROOT, f"checkpoint {cid!r} of thread {thread_id!r}")
+            if rt is None:
+                legacy.setdefault(ns, []).append(cid)
+            else:
+                roots.setdefault(ns, set()).add(rt)
+    for ns, ids in legacy.items():
+        roots.setdefault(ns, set()).update(sorted(ids)[-schema.LEGACY_ROOTS_MAX :])
+    if roots:
+        yield from _bury(s, thread_id, roots, tombstones, retire_head=True)
+        # The retired head stays: it refuses the dead lineages (see _on_activity).
+        doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
+    # Items first: once they are gone nothing points to the S3 objects.
+    yield from _requests.ordered_deletes(s.table_name, doomed)
+    if s.bucket_name is not None:
+        yield from _requests.delete_s3_prefix(s.bucket_name, s._s3_thread(thread_id))
+
+
+def _bury(
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    roots: Mapping[str, set[str]],
+    tombstones: Sequence[Item],
+    *,
+    retire_head: bool,
+) -> Op[None]:
+    """Record deleted lineage roots: per-namespace tombstones and the thread head.
+
+    Tombstones (``"<epoch>:<root>"`` entries) are what readers check. The
+    head keeps the bare roots, so that ``_on_activity`` can refuse, in its
+    own UpdateItem, to bring the head back for a deleted lineage;
+    ``retire_head`` also takes it out of the threads index and drops its
+    TTL (the thread is gone, not idle). Entries older than
+    ``schema.FINALITY_WINDOW`` are forgotten here. Sets, updated with
+    ADD/DELETE, so concurrent deletes never lose each other's entries.
+    """
+    pk = {"S": s._pk(thread_id)}
+    now = int(clock.now())
+    dead_here = {r for rs in roots.values() for r in rs}
+    fresh = dead_here | {schema.ORPHAN_ROOT}
+    calls: list[Call] = []
+    for ns, rs in roots.items():
+        if not rs:
+            continue
+        # Every tombstone lists the roots deleted in the whole thread, not
+        # only its namespace's: a subgraph that a late run starts in this
+        # namespace inherits an enclosing graph's (deleted) root, and the
+        # latest read of this namespace only sees this tombstone.
+        rs = dead_here
+        calls.append(
+            ddb(
+                "update_item",
+                TableName=s.table_name,
+                Key={ATTR.PK: pk, ATTR.SK: {"S": schema.tombstone_sk(ns)}},
+                UpdateExpression="SET #t = :t, #f = :f ADD #dr :dr",
+                ExpressionAttributeNames={"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD},
+                ExpressionAttributeValues={
+                    ":t": {"S": schema.TOMBSTONE_ITEM},
+                    ":f": {"N": str(schema.TOMBSTONE_FORMAT_VERSION)},
+                    ":dr": {"SS": sorted(f"{now}:{r}" for r in rs)},
+                },
+            )
+        )
+    head_names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD}
+    head_expr = "SET #t = :t, #f = if_not_exists(#f, :f) ADD #dr :dr"
+    if retire_head:
+        head_names.update({"#ts": ATTR.THREAD_SHARD, "#ua": ATTR.UPDATED_AT, "#ttl": ATTR.TTL})
+        head_expr += " REMOVE #ts, #ua, #ttl"
+    calls.append(
+        ddb(
+            "update_item",
+            TableName=s.table_name,
+            Key={ATTR.PK: pk, ATTR.SK: {"S": schema.HEAD_SK}},
+            UpdateExpression=head_expr,
+            ExpressionAttributeNames=head_names,
+            ExpressionAttributeValues={
+                ":t": {"S": schema.META_ITEM},
+                ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
+                ":dr": {"SS": sorted(fresh)},
+            },
+        )
+    )
+    yield Gather(calls)
+    # Forget old entries (a second wave: ADD and DELETE of one attribute
+    # cannot share an update). A root still listed fresh anywhere stays.
+    forget: list[Call] = []
+    stale_roots: set[str] = set()
+    for tomb in tombstones:
+        old = [e for e in _items.dead_entries(tomb) if _items.entry_time(e) < now - schema.FINALITY_WINDOW]
+        if old:
+            stale_roots.update(_items.entry_root(e) for e in old)
+            forget.append(
+                ddb(
+                    "update_item",
+                    TableName=s.table_name,
+                    Key={ATTR.PK: pk, ATTR.SK: tomb[ATTR.SK]},
+                    UpdateExpression="DELETE #dr :dr",
+                    ExpressionAttributeNames={"#dr": ATTR.DEAD},
+                    ExpressionAttributeValues={":dr": {"SS": old}},
+                )
+            )
+    live_entries = {
+        _items.entry_root(e)
+        for tomb in tombstones
+        for e in _items.dead_entries(tomb)
+        if _items.entry_time(e) >= now - schema.FINALITY_WINDOW
+    }
+    stale_roots -= fresh | live_entries
+    if stale_roots:
+        forget.append(
+            ddb(
+                "update_item",
+                TableName=s.table_name,
+                Key={ATTR.PK: pk, ATTR.SK: {"S": schema.HEAD_SK}},
+                UpdateExpression="DELETE #dr :dr",
+                ExpressionAttributeNames={"#dr": ATTR.DEAD},
+                ExpressionAttributeValues={":dr": {"SS": sorted(stale_roots)}},
+            )
+        )
+    if forget:
+        yield Gather(forget)
+
+
+def load_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
+    items = yield from _requests.query_all(
+        TableName=s.table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": ATTR.PK},
+        ExpressionAttributeValues={":pk": {"S": s._pk(thread_id)}},
+        ConsistentRead=True,
+    )
+    return ThreadItems.from_items(thread_id, items)
+
+
+def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
+    yield from _requests.ordered_deletes(s.table_name, items)
+
+
+def delete_thread_counted(s: BaseDynamoDBSaver, thread_id: str) -> Op[PruneResult]:
+    thread = yield from load_thread(s, thread_id)
+    res = PruneResult(threads=1)
+    res.checkpoints_deleted = len(thread.checkpoints)
+    res.writes_deleted = sum(len(w) for w in thread.writes.values())
+    res.blobs_deleted = len(thread.blobs)
+    res.bytes_freed = sum(
+        _items.item_size(it)
+        for group in (thread.checkpoints.values(), thread.blobs.values(), thread.meta)
+        for it in group
+    ) + sum(_items.item_size(w) for ws in thread.writes.values() for w in ws)
+    yield from delete_thread(s, thread_id)
+    return res
+
+
+def prune_thread(s: BaseDynamoDBSaver, thread_id: str, keep_last: int) -> Op[PruneResult]:
+    thread = yield from load_thread(s, thread_id)
+    res = PruneResult(threads=1)
+    if not thread.checkpoints:
+        return res
+    # Late writes on deleted lineages are garbage: never survivors, never kept.
+    dead = thread.dead()
+    live = {key: it for key, it in thread.checkpoints.items() if key not in dead}
+    survivors: list[tuple[str, str]] = []
+    for ns in {n for n, _ in live}:
+        ids = sorted((cid for n, cid in live if n == ns), reverse=True)
+        survivors.extend((ns, cid) for cid in ids[:keep_last])
+    keep, _ = keep_set(live, survivors, thread_id=thread_id)
+    res.checkpoints_kept = len(keep)
+    res.kept_for_delta = len(keep) - len(survivors)
+    yield from _delete_unkept(s, thread, keep, res)
+    return res
+
+
+def _delete_unkept(
+    s: BaseDynamoDBSaver,
+    thread: ThreadItems,
+    keep: set[tuple[str, str]],
+    res: PruneResult,
+    *,
+    drop_writes: Iterable[Item] = (),
+) -> Op[None]:
+    """Delete checkpoints outside ``keep`` with their writes, blobs and objects.
+
+    Writes whose checkpoint item does not exist are never deleted: their
+    checkpoint may be a put still in flight (``durability="async"``).
+    """
+    doomed: list[Item] = []
+    kept_s3: set[str] = set()
+    kept_blobs: set[str] = set()
+    doomed_s3: set[str] = set()
+
+    def track(it: Item, kept: bool) -> None:
+        s3_keys, blob_sks = item_refs(s, thread.thread_id, it)
+        (kept_s3 if kept else doomed_s3).update(s3_keys)
+        if kept:
+            kept_blobs.update(blob_sks)
+
+    for key, it in thread.checkpoints.items():
+        track(it, key in keep)
+        if key not in keep:
+            doomed.append(it)
+            res.checkpoints_deleted += 1
+            doomed.extend(thread.writes.get(key, []))
+    drop = list(drop_writes)
+    drop_ids = {id(w) for w in drop}
+    for key, ws in thread.writes.items():
+        for w in ws:
+            track(w, (key in keep or key not in thread.checkpoints) and id(w) not in drop_ids)
+    doomed.extend(drop)
+    res.writes_deleted = sum(1 for it in doomed if it.get(ATTR.KIND, {}).get("S") == schema.WRITES_ITEM)
+    now = clock.now()
+    for sk, blob in thread.blobs.items():
+        age = now - int(blob.get(ATTR.CREATED, {}).get("N", "0"))
+        if sk not in kept_blobs and age > BLOB_GRACE_SECONDS:
+            doomed.append(blob)
+            res.blobs_deleted += 1
+    res.bytes_freed += sum(_items.item_size(it) for it in doomed)
+    yield from _rehome_held_values(s, thread, keep, res)
+    yield from delete_items(s, doomed)
+    # Value objects are keyed by version: a kept checkpoint may share one
+    # with a deleted one, so only unshared objects go.
+    s3_doomed = sorted(doomed_s3 - kept_s3)
+    if s3_doomed and s.bucket_name is not None:
+        yield from _requests.delete_s3_keys(s.bucket_name, s3_doomed)
+        res.s3_objects_deleted += len(s3_doomed)
+
+
+def _rehome_held_values(
+    s: BaseDynamoDBSaver, thread: ThreadItems, keep: set[tuple[str, str]], res: PruneResult
+) -> Op[None]:
+    """Move values that doomed checkpoints hold for kept ones out of them.
+
+    A kept checkpoint may reference a value held by the checkpoint that
+    introduced it. Before that one is deleted, the value is written as
+    the blob item (or S3 object) of its version, where readers look
+    next: the reference stays valid without rewriting the kept item.
+    """
+    uploads: list[Call] = []
+    blob_items: list[Item] = []
+    done: set[tuple[str, str, str]] = set()
+    for key, it in thread.checkpoints.items():
+        if key not in keep:
+            continue
+        ns = key[0]
+        for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+            ref = av.get("M") if isinstance(av, dict) else None
+            if not ref or ref.get("l", {}).get("S") != "c":
+                continue
+            holder = (ns, ref["c"]["S"])
+            version = ref["v"]["S"]
+            if holder in keep or (ns, channel, version) in done:
+                continue
+            if schema.blob_sk(ns, channel, version) in thread.blobs:
+                continue  # re-homed by an earlier, interrupted prune
+            held = thread.checkpoints.get(holder)
+            packed = _items.held_value(held, channel) if held is not None else None
+            if packed is None:
+                continue  # already gone (or in S3): nothing left to move
+            done.add((ns, channel, version))
+            big = s.bucket_name is not None and len(packed) > s.s3_threshold
+            _placement.stage_value(
+                s,
+                thread.thread_id,
+                ns,
+                channel,
+                version,
+                packed,
+                "s3" if big else "blob",
+                uploads,
+                blob_items,
+            )
+            res.values_rehomed += 1
+    yield from _placement.write_externals(s, uploads, blob_items)
+
+
+def item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
+    """``(S3 keys, blob sort keys)`` an item points to."""
+    s3_keys: set[str] = set()
+    blob_sks: set[str] = set()
+    ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
+    for attr, av in item.items():
+        if (attr in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+            _items.is_write_attr(attr) and "M" in av["L"][1]
+        ):
+            try:
+                s3_keys.add(s._s3_pointer(thread_id, item, attr))
+            except (CorruptPayloadError, KeyError, IndexError, TypeError):
+                # A forged pointer (another thread's or tenant's object)
+                # is never deleted, nor does it keep anything alive. A
+                # body or metadata object is the item's own by its key,
+                # whatever the attribute says.
+                own = s._own_s3_key(thread_id, item, attr)
+                if own is not None and own[1]:
+                    s3_keys.add(own[0])
+    if kind == schema.CHECKPOINT_ITEM:
+        for channel, av in item.get(ATTR.VALUES, {}).get("M", {}).items():
+            if "M" not in av:
+                continue
+            version = av["M"]["v"]["S"]
+            # Either location: thresholds may have changed since.
+            s3_keys.add(s._value_s3_key(thread_id, ns, channel, version))
+            blob_sks.add(schema.blob_sk(ns, channel, version))
+    return s3_keys, blob_sks
+
+
+def reap_thread(s: BaseDynamoDBSaver, thread_id: str, *, expired_before: float) -> Op[PruneResult]:
+    """Delete what an expired thread left: items stamped before the cutoff.
+
+    Items written after ``expired_before`` (a thread that came back to
+    life) stay, with the blobs and S3 objects they reference.
+    """
+    thread = yield from load_thread(s, thread_id)
+    cutoff = int(expired_before)
+    res = PruneResult(threads=1)
+
+    def old(it: Item) -> bool:
+        exp = it.get(ATTR.EXPIRES)
+        return exp is None or int(exp["N"]) <= cutoff
+
+    keep = {key for key, it in thread.checkpoints.items() if not old(it)}
+    drop_writes = [
+        w for key, ws in thread.writes.items() if key not in thread.checkpoints for w in ws if old(w)
+    ]
+    stale_meta = [
+        m for m in thread.meta if ATTR.TTL in m and int(m[ATTR.TTL]["N"]) <= max(cutoff, int(clock.now()))
+    ]
+    # Reaping is a delete: lineages it removes entirely are buried first,
+    # so a run still in flight on one cannot bring it back. A lineage with
+    # a checkpoint written after the cutoff came back to life: not buried.
+    kept_roots = {_items.root_of(thread.checkpoints[key], key[1]) for key in keep}
+    buried: dict[str, set[str]] = {}
+    for (ns, cid), it in thread.checkpoints.items():
+        if (ns, cid) not in keep and (root := _items.root_of(it, cid)) not in kept_roots:
+            buried.setdefault(ns, set()).add(root)
+    if buried:
+        head_stale = any(m[ATTR.SK]["S"] == schema.HEAD_SK for m in stale_meta)
+        yield from _bury(s, thread_id, buried, list(thread.tombstones.values()), retire_head=head_stale)
+        # A stale head is retired (it keeps the dead roots), not deleted.
+        stale_meta = [m for m in stale_meta if m[ATTR.SK]["S"] != schema.HEAD_SK]
+    yield from _delete_unkept(s, thread, keep, res, drop_writes=drop_writes)
+    if stale_meta:
+        yield from delete_items(s, stale_meta)
+    if not keep and s.bucket_name is not None:
+        # Nothing live remains: objects that no item ever pointed to
+        # (failed writes) go too, unless written after the cutoff.
+        res.s3_objects_deleted += yield from _delete_s3_prefix_before(s, s._s3_thread(thread_id), cutoff)
+    return res
+
+
+def _delete_s3_prefix_before(s: BaseDynamoDBSaver, prefix: str, cutoff: float) -> Op[int]:
+    deleted = 0
+    kwargs: dict[str, Any] = {"Bucket": s.bucket_name, "Prefix": prefix}
+    while True:
+        resp = yield s3("list_objects_v2", **kwargs)
+        keys = [o["Key"] for o in resp.get("Contents", []) if o["LastModified"].timestamp() <= cutoff]
+        if keys:
+            yield from _requests.delete_s3_keys(s.bucket_name, keys)
+            deleted += len(keys)
+        if not resp.get("IsTruncated"):
+            return deleted
+        kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+
+
+def keep_set(
+    checkpoints: Mapping[tuple[str, str], Item],
+    survivors: Iterable[tuple[str, str]],
+    *,
+    thread_id: str = "?",
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """Checkpoints that must stay for ``survivors`` to rebuild their state.
+
+    Returns ``(keep, ancestors)``: ``keep`` holds the survivors and every
+    ancestor on a delta path back to the nearest seed; ``ancestors`` holds
+    the ancestors alone, whose writes are part of that history (a survivor's
+    own writes are its pending writes).
+
+    Raises ``CorruptPayloadError`` (naming ``thread_id`` and the checkpoints
+    in the loop) if a parent chain comes back on itself: parent ids are
+    stored data, and a crafted or damaged one must not make the walk endless.
+    """
+    keep: set[tuple[str, str]] = set()
+    ancestors: set[tuple[str, str]] = set()
+    for key in survivors:
+        if key not in checkpoints:
+            continue
+        keep.add(key)
+        ns = key[0]
+        item = checkpoints[key]
+        needs = set(item.get(ATTR.DELTA_NEEDS, {}).get("SS", []))
+        parent = item.get(ATTR.PARENT_ID, {}).get("S")
+        walked = [key[1]]  # this survivor's chain so far, for cycle detection
+        on_chain = {key[1]}
+        while needs and parent is not None:
+            if parent in on_chain:
+                raise _items.parent_cycle_error(thread_id, ns, walked, parent)
+            walked.append(parent)
+            on_chain.add(parent)
+            pkey = (ns, parent)
+            pitem = checkpoints.get(pkey)
+            if pitem is None:
+                break  # chain already broken before us: nothing more to keep
+            keep.add(pkey)
+            ancestors.add(pkey)
+            needs -= set(pitem.get(ATTR.VALUES, {}).get("M", {}))
+            parent = pitem.get(ATTR.PARENT_ID, {}).get("S")
+    return keep, ancestors

@@ -1,0 +1,298 @@
+"""Maintenance of named threads, I/O-free: copy, tenant migration, prune, delete_for_runs.
+
+What lives here: operations a user or operator asks for by thread or run id.
+They order their writes as ``_deleting`` does: a reader never sees a
+checkpoint whose values are missing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _requests, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._items import (
+    Item,
+)
+from langgraph.checkpoint.dynamodb._ops import Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.lifecycle import (
+    PruneResult,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+STRATEGIES = ("keep_latest", "delete")
+
+
+def copy_thread(
+    s: BaseDynamoDBSaver,
+    source_thread_id: str,
+    target_thread_id: str,
+    *,
+    into: BaseDynamoDBSaver | None = None,
+) -> Op[None]:
+    """Copy every namespace, checkpoint, write, blob and S3 object.
+
+    Same checkpoint ids; S3 objects are copied server-side first, then
+    the items in batches, so the target never points at a missing object.
+    The copy shares nothing with the source: each owns its objects.
+    ``into``: the saver (a tenant view) whose keys the target gets; this
+    one's by default.
+    """
+    dst = into if into is not None else s
+    for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string")
+        s._check_keys(value, "", None)
+    if dst._pk(target_thread_id) == s._pk(source_thread_id):
+        raise ValueError("source_thread_id and target_thread_id are the same thread")
+    target = yield from _deleting.load_thread(dst, target_thread_id)
+    if target.checkpoints or target.blobs:
+        raise ValueError(
+            f"target thread {target_thread_id!r} already has checkpoints; "
+            "delete it first (copy_thread never merges two histories)"
+        )
+    source = yield from _deleting.load_thread(s, source_thread_id)
+    # Late writes on deleted lineages are not part of the source: not
+    # copied (nor the tombstones that hide them).
+    for dead_key in source.dead():
+        del source.checkpoints[dead_key]
+        source.writes.pop(dead_key, None)
+    src_prefix = s._s3_thread(source_thread_id)
+    dst_prefix = dst._s3_thread(target_thread_id)
+    dst_pk = {"S": dst._pk(target_thread_id)}
+
+    s3_keys: set[str] = set()
+
+    def retarget(items: Iterable[Item]) -> list[Item]:
+        out = []
+        for it in items:
+            # Only the source's own objects are copied: a pointer to any
+            # other object (a forged one, to another tenant's data) makes
+            # the copy refuse before anything is written.
+            for name, av in it.items():
+                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                    _items.is_write_attr(name) and "M" in av["L"][1]
+                ):
+                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                        s._s3_pointer(source_thread_id, it, name)
+            copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
+            copy[ATTR.PK] = dst_pk
+            out.append(copy)
+        return out
+
+    payload_items = retarget([*(w for ws in source.writes.values() for w in ws), *source.blobs.values()])
+    # Oldest first: an interrupted copy leaves the target a consistent
+    # prefix of the source (a checkpoint never lands before its parent).
+    checkpoint_items = retarget(source.checkpoints[k] for k in sorted(source.checkpoints, key=lambda k: k[1]))
+    # Fresh lineage roots: the target may once have held a copy of the
+    # same checkpoints and been deleted; its tombstone must not hide this one.
+    token = uuid.uuid4().hex
+    for it in checkpoint_items:
+        _, _, cid, _ = _items.parse_sk(it)
+        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{token}"}
+    # Channel values in S3 are keyed by version, not referenced by key.
+    # A value referenced as held by a checkpoint or as a blob item is in
+    # S3 when a prune re-homed it there or thresholds changed: copied if
+    # it is there (``maybe``), after the places a reader tries first.
+    maybe: set[str] = set()
+    if s.bucket_name is not None:
+        for it in source.checkpoints.values():
+            ns, _, _, _ = _items.parse_sk(it)
+            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+                if "M" not in av:
+                    continue
+                ref = av["M"]
+                version = ref["v"]["S"]
+                key = s._value_s3_key(source_thread_id, ns, channel, version)
+                if ref["l"]["S"] == "s3":
+                    s3_keys.add(key)
+                    continue
+                if schema.blob_sk(ns, channel, version) in source.blobs:
+                    continue
+                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
+                if held is None or _items.held_value(held, channel) is None:
+                    maybe.add(key)
+    maybe -= s3_keys
+    if s3_keys or maybe:
+        if s.bucket_name is None:
+            raise ValueError("source thread has S3 payloads but no bucket_name is configured")
+        keys = sorted(s3_keys | maybe)
+        for i in range(0, len(keys), 64):
+            chunk = keys[i : i + 64]
+            results = yield Gather(
+                [
+                    s3(
+                        "copy_object",
+                        Bucket=s.bucket_name,
+                        Key=dst_prefix + key[len(src_prefix) :],
+                        CopySource={"Bucket": s.bucket_name, "Key": key},
+                    )
+                    for key in chunk
+                ],
+                return_exceptions=True,
+            )
+            for key, result in zip(chunk, results, strict=True):
+                if isinstance(result, BaseException):
+                    if (
+                        key in maybe
+                        and isinstance(result, ClientError)
+                        and error_code(result) in ("NoSuchKey", "404")
+                    ):
+                        continue
+                    raise result
+    # What checkpoints point to (objects, then writes and blobs) lands
+    # before any checkpoint: a copied checkpoint is readable as in the
+    # source the moment it exists, or not at all.
+    yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in payload_items])
+    yield from _requests.batch_write(
+        s.table_name, [{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True
+    )
+    yield from _heads.on_activity(dst, target_thread_id)
+
+
+def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: str) -> Op[None]:
+    """Move a tenant's thread from the layout before the tenant delimiter to today's.
+
+    Versions without the delimiter stored tenant ``P``'s thread ``T``
+    exactly where an untenanted saver keeps thread ``P + T``
+    (``PK = escape(P + T)``, S3 ``<prefix><quote(P + T)>/``). The thread
+    is copied to ``P|T`` (items and objects, pointers rewritten), then
+    the old one is deleted. Re-running after an interruption is safe:
+    a completed copy is found and only the delete is redone.
+    """
+    if s.tenant_prefix:
+        raise ValueError("migrate with an untenanted saver: the old threads are untenanted keys")
+    schema.validate_tenant_prefix(tenant_prefix)
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ValueError("thread_id must be a non-empty string")
+    old = tenant_prefix + thread_id
+    dst = s._tenant_view(tenant_prefix)
+    source = yield from _deleting.load_thread(s, old)
+    target = yield from _deleting.load_thread(dst, thread_id)
+    if source.checkpoints and set(target.checkpoints) != set(source.checkpoints):
+        if not set(target.checkpoints) <= set(source.checkpoints):
+            raise ValueError(
+                f"tenant {tenant_prefix!r} already has a different thread {thread_id!r} under the "
+                "new layout; delete one of them first"
+            )
+        if target.checkpoints or target.blobs:
+            # An interrupted copy (it lands oldest first): start it over.
+            yield from _deleting.delete_thread(dst, thread_id)
+        yield from copy_thread(s, old, thread_id, into=dst)
+    yield from _deleting.delete_thread(s, old)
+
+
+def prune(
+    s: BaseDynamoDBSaver,
+    thread_ids: Sequence[str],
+    *,
+    strategy: str = "keep_latest",
+    keep_last: int | None = None,
+) -> Op[PruneResult]:
+    if isinstance(thread_ids, (str, bytes)):
+        raise TypeError(
+            f"thread_ids must be a list of thread ids, not a single string (did you mean [{thread_ids!r}]?)"
+        )
+    thread_ids = list(thread_ids)
+    for t in thread_ids:
+        if not isinstance(t, str) or not t:
+            raise TypeError(f"every thread id must be a non-empty str, got {t!r}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown prune strategy {strategy!r}; use one of {STRATEGIES}")
+    if keep_last is not None:
+        if strategy != "keep_latest":
+            raise ValueError("keep_last applies to strategy='keep_latest' only")
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
+            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+    total = PruneResult()
+    for thread_id in dict.fromkeys(thread_ids):
+        if strategy == "delete":
+            res = yield from _deleting.delete_thread_counted(s, thread_id)
+        else:
+            res = yield from _deleting.prune_thread(s, thread_id, keep_last or 1)
+        total.add(res)
+    return total
+
+
+def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneResult]:
+    """Delete the checkpoints and writes of runs, found through the run index.
+
+    A checkpoint of a deleted run that a surviving checkpoint still needs
+    for its delta channels stays (with the writes on that path).
+    """
+    if isinstance(run_ids, (str, bytes)):
+        raise TypeError("run_ids must be a list of run ids, not a single string")
+    runs = [str(r) for r in run_ids]
+    total = PruneResult()
+    if not runs:
+        return total
+    by_thread: dict[str, set[str]] = {}  # pk -> sort keys of the runs' items
+    for run_id in dict.fromkeys(runs):
+        kwargs: dict[str, Any] = dict(
+            TableName=s.table_name,
+            IndexName=schema.RUN_INDEX_NAME,
+            KeyConditionExpression="#rid = :rid",
+            ExpressionAttributeNames={"#rid": ATTR.RUN_ID},
+            ExpressionAttributeValues={":rid": {"S": run_id}},
+        )
+        while True:
+            resp = yield ddb("query", **kwargs)
+            for it in resp.get("Items", []):
+                by_thread.setdefault(it[ATTR.PK]["S"], set()).add(it[ATTR.SK]["S"])
+            if "LastEvaluatedKey" not in resp:
+                break
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    run_set = set(runs)
+    for pk in sorted(by_thread):
+        # An untenanted (operator) saver deletes the runs of every
+        # tenant, each through a view of that tenant (see _owner_of_pk).
+        owner = s._owner_of_pk(pk)
+        if owner is None:
+            continue
+        saver, thread_id = owner
+        thread = yield from _deleting.load_thread(saver, thread_id)
+        res = PruneResult(threads=1)
+        # The index is eventually consistent: trust the item's own rid.
+        doomed_cps = {
+            key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
+        }
+        survivors = [key for key in thread.checkpoints if key not in doomed_cps]
+        keep, ancestors = _deleting.keep_set(thread.checkpoints, survivors, thread_id=thread_id)
+        drop_writes = [
+            w
+            for key, ws in thread.writes.items()
+            if key not in doomed_cps and key not in ancestors
+            for w in ws
+            if w.get(ATTR.RUN_ID, {}).get("S") in run_set
+        ]
+        res.kept_for_delta = len(keep) - len(survivors)
+        yield from _deleting._delete_unkept(saver, thread, keep, res, drop_writes=drop_writes)
+        total.add(res)
+    return total
+
+
+def _retarget(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:
+    """Copy an item, moving its S3 references from one thread prefix to another."""
+
+    def fix(av: dict[str, Any]) -> dict[str, Any]:
+        if "M" in av and "s3" in av["M"]:
+            key = av["M"]["s3"]["S"]
+            if key.startswith(src_prefix):
+                s3_keys.add(key)
+                return {"M": {**av["M"], "s3": {"S": dst_prefix + key[len(src_prefix) :]}}}
+        return av
+
+    out: Item = {}
+    for name, av in item.items():
+        if name in (ATTR.BODY, ATTR.METADATA):
+            out[name] = fix(av)
+        elif _items.is_write_attr(name):
+            out[name] = {"L": [av["L"][0], fix(av["L"][1])]}
+        else:
+            out[name] = av
+    return out

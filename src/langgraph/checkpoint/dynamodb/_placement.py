@@ -1,0 +1,163 @@
+"""Where a written value goes, I/O-free: inline, held by its checkpoint, a blob item or S3.
+
+What lives here: the placement rule (``value_location``), the value
+references a checkpoint item carries, and staging the blob items and S3
+uploads a write needs. Writing (``_write``) and re-homing (``_deleting``) use
+it; nothing here decides *when* to write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from langchain_core.runnables import RunnableConfig
+
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._items import (
+    AttributeValue,
+    Item,
+)
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+
+def _uuid6ish() -> str:
+    return uuid.uuid4().hex
+
+
+def value_location(s: BaseDynamoDBSaver, size: int) -> Location:
+    """Where a new channel version of ``size`` packed bytes is stored.
+
+    ``inline``: copied into every checkpoint item that has it; ``c``:
+    held by the checkpoint item that introduces it, referenced by later
+    ones; ``s3``: its own object.
+    """
+    if s.bucket_name is not None and size > s.s3_threshold:
+        return "s3"
+    if size <= s.inline_threshold:
+        return "inline"
+    return "c"
+
+
+def root_for(
+    s: BaseDynamoDBSaver, thread_id: str, ns: str, cid: str, parent_id: str | None, config: RunnableConfig
+) -> Op[str]:
+    """The lineage root of a new checkpoint: itself without a parent, else the parent's.
+
+    A subgraph's first checkpoint has no parent in its namespace, but
+    LangGraph names the parent graph's checkpoint (``checkpoint_map``): it
+    inherits that one's root when known, so a subgraph that a late run
+    starts after a delete belongs to the deleted lineage too.
+
+    Known without a request when this saver wrote or read the parent
+    (LangGraph's flows); otherwise one GetItem of the parent. A parent
+    that does not exist means unknown history: ``ORPHAN_ROOT``, dead
+    wherever the namespace has a tombstone (a late write on a deleted
+    checkpoint whose root this process never learned).
+    """
+    if not parent_id:
+        root = cid
+        cmap = (config.get("configurable") or {}).get("checkpoint_map")
+        if ns and isinstance(cmap, Mapping):
+            # The innermost enclosing graph first (the longest namespace).
+            for pns in sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True):
+                pcid = cmap[pns]
+                if isinstance(pcid, str) and (inherited := s._roots.get((thread_id, pns, pcid))):
+                    root = inherited
+                    break
+    elif (known := s._roots.get((thread_id, ns, parent_id))) is not None:
+        root = known
+    else:
+        resp = yield ddb(
+            "get_item",
+            TableName=s.table_name,
+            Key={
+                ATTR.PK: {"S": s._pk(thread_id)},
+                ATTR.SK: {"S": schema.checkpoint_sk(ns, parent_id)},
+            },
+            # The key too: a legacy parent (no root) must still come back.
+            ProjectionExpression="#sk, #rt",
+            ExpressionAttributeNames={"#sk": ATTR.SK, "#rt": ATTR.ROOT},
+            ConsistentRead=True,
+        )
+        parent = resp.get("Item")
+        root = schema.ORPHAN_ROOT if parent is None else _items.root_of(parent, parent_id)
+    s._note_root(thread_id, ns, cid, root)
+    return root
+
+
+def value_ref(version: str, loc: Location, holder: str | None = None) -> AttributeValue:
+    ref: dict[str, AttributeValue] = {"v": {"S": version}, "l": {"S": loc}}
+    if holder is not None:
+        ref["c"] = {"S": holder}
+    return {"M": ref}
+
+
+def stage_value(
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    ns: str,
+    channel: str,
+    version: str,
+    packed: bytes,
+    loc: Location,
+    uploads: list[Call],
+    blob_items: list[Item],
+) -> None:
+    if loc == "s3":
+        uploads.append(
+            s3(
+                "put_object",
+                Bucket=s.bucket_name,
+                Key=s._value_s3_key(thread_id, ns, channel, version),
+                Body=packed,
+            )
+        )
+    else:
+        blob_items.append(
+            {
+                ATTR.PK: {"S": s._pk(thread_id)},
+                ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
+                ATTR.KIND: {"S": schema.BLOB_ITEM},
+                ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+                ATTR.BLOB: {"B": packed},
+                # Prune never deletes an unreferenced blob younger than a
+                # grace period: it may belong to a put still in flight.
+                ATTR.CREATED: {"N": str(int(clock.now()))},
+            }
+        )
+
+
+def doc_payload(s: BaseDynamoDBSaver, packed: bytes, key: str, uploads: list[Call]) -> AttributeValue:
+    """A payload that lives in its item unless it is over the S3 threshold."""
+    if s.bucket_name is not None and len(packed) > s.s3_threshold:
+        uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
+        return {"M": {"s3": {"S": key}}}
+    return {"B": packed}
+
+
+def write_externals(s: BaseDynamoDBSaver, uploads: list[Call], blob_items: list[Item]) -> Op[None]:
+    if uploads:
+        yield Gather(uploads)
+    if blob_items:
+        yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in blob_items])
+
+
+def write_to_s3(
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    ns: str,
+    cid: str,
+    task_id: str,
+    idx: int,
+    channel: str,
+    packed: bytes,
+    uploads: list[Call],
+) -> AttributeValue:
+    # A fresh key per attempt: if a first write already won, this object
+    # is an orphan for the sweeper, never a changed value under a live key.
+    key = f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/w/{schema.s3_segment(task_id)}/{idx}.{_uuid6ish()}"
+    uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
+    return {"L": [{"S": channel}, {"M": {"s3": {"S": key}}}]}

@@ -1,0 +1,596 @@
+"""Reading, I/O-free: ``get_tuple``, ``list``, and fetching and decoding what they need.
+
+What lives here: the latest-checkpoint Query, listing pages, collecting the
+references a checkpoint item makes (held values, blob items, S3 objects),
+fetching them in waves, and decoding items into ``CheckpointTuple``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from botocore.exceptions import ClientError
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    writes_sort_key,
+)
+
+from langgraph.checkpoint.dynamodb import _heads, _items, _requests, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._items import (
+    AttributeValue,
+    CheckpointRecord,
+    Item,
+    Ref,
+)
+from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
+from langgraph.checkpoint.dynamodb.errors import (
+    CorruptPayloadError,
+    MissingPayloadError,
+)
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+#: Items in the first Query page when looking for the latest checkpoint: the
+#: latest checkpoint plus the writes items of its tasks normally fit. Read
+#: units are paid per item read, so the page is small; more pages (of
+#: ``LATEST_PAGE_MORE``) only when a checkpoint has many tasks' writes.
+LATEST_PAGE = 8
+LATEST_PAGE_MORE = 64
+
+_MISSING = object()
+
+
+def dead_roots_call(s: BaseDynamoDBSaver, thread_id: str) -> Call:
+    """GetItem of the dead roots the thread head keeps, for reads whose Query
+    does not reach a tombstone (by id, ``before``). Thread-wide: it also
+    covers a subgraph namespace that a late run started after the delete."""
+    return ddb(
+        "get_item",
+        TableName=s.table_name,
+        Key={ATTR.PK: {"S": s._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+        ProjectionExpression="#dr",
+        ExpressionAttributeNames={"#dr": ATTR.DEAD},
+        ConsistentRead=True,
+    )
+
+
+def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTuple | None]:
+    thread_id, ns, cid = s._ids(config)
+    pk = s._pk(thread_id)
+    record: CheckpointRecord | None = None
+    nearby: list[CheckpointRecord] = []
+    if cid is not None:
+        query: dict[str, Any] = dict(
+            TableName=s.table_name,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": pk},
+                ":lo": {"S": schema.checkpoint_sk(ns, cid)},
+                ":hi": {"S": schema.checkpoint_range_end(ns, cid)},
+            },
+            ConsistentRead=True,
+        )
+        # No tombstone is in this key range: read the head's dead roots in
+        # the same round trip (one more request, not one more wait).
+        first, head = yield Gather([ddb("query", **query), dead_roots_call(s, thread_id)])
+        items = list(first.get("Items", []))
+        if "LastEvaluatedKey" in first:
+            items += yield from _requests.query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
+        record = _items.group(thread_id, items, only=cid)
+        if record is not None and _items.is_dead(record.item, _items.head_roots(head.get("Item"))):
+            record = None
+    else:
+        # Newest first: the first checkpoint item is the latest; its
+        # writes items sort right after it, so they come just before.
+        kwargs: dict[str, Any] = dict(
+            TableName=s.table_name,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": pk},
+                ":pre": {"S": schema.checkpoint_prefix(ns)},
+            },
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            Limit=LATEST_PAGE,
+        )
+        writes: dict[str, list[Item]] = {}
+        dead: set[str] | None = None
+        while record is None:
+            resp = yield ddb("query", **kwargs)
+            for it in resp.get("Items", []):
+                _items.check_format(it)
+                item_ns, kind, item_cid, _ = _items.parse_sk(it)
+                if kind == schema.TOMBSTONE_ITEM:
+                    # Sorts first: known before any checkpoint is considered.
+                    dead = _items.tomb_roots(it)
+                elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, dead):
+                    continue  # a late write on a deleted lineage
+                elif kind == schema.WRITES_ITEM:
+                    writes.setdefault(item_cid, []).append(it)
+                elif kind == schema.CHECKPOINT_ITEM and record is None:
+                    record = CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
+                elif kind == schema.CHECKPOINT_ITEM:
+                    # Older checkpoints on the same page (read anyway): one
+                    # may hold a value the latest references.
+                    nearby.append(CheckpointRecord(thread_id, item_ns, item_cid, it))
+            if record is None:
+                if "LastEvaluatedKey" not in resp:
+                    break
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+                kwargs["Limit"] = LATEST_PAGE_MORE
+    if record is None:
+        return None
+    if _items.expired_stamp(record.item):
+        alive = yield from _heads.thread_alive(s, thread_id)
+        if not alive:
+            return None
+    elif s.touch_on_read:
+        yield from _heads.on_activity(s, thread_id, root=_items.root_of(record.item, record.checkpoint_id))
+    tuples = yield from decode_records(s, [record], local=nearby)
+    return tuples[0]
+
+
+def collect_refs(s: BaseDynamoDBSaver, record: CheckpointRecord, *, values: bool = True) -> list[Ref]:
+    pk = s._pk(record.thread_id)
+    refs: list[Ref] = []
+    for attr in (ATTR.BODY, ATTR.METADATA):
+        av = record.item.get(attr)
+        if av is not None and "M" in av:
+            refs.append(Ref("s3", s._s3_pointer(record.thread_id, record.item, attr)))
+    if values:
+        for channel, av in record.item.get(ATTR.VALUES, {}).get("M", {}).items():
+            if "M" in av:
+                refs.append(value_ref_target(s, record, pk, channel, av))
+        for w in record.writes:
+            for name, av in w.items():
+                if _items.is_write_attr(name) and "M" in av["L"][1]:
+                    refs.append(Ref("s3", s._s3_pointer(record.thread_id, w, name)))
+    return refs
+
+
+def value_ref_target(
+    s: BaseDynamoDBSaver, record: CheckpointRecord, pk: str, channel: str, av: AttributeValue
+) -> Ref:
+    """Where a value reference points, with the places to try after it.
+
+    A value may have moved since the reference was written: thresholds
+    changed (blob item <-> S3), or the checkpoint holding it was pruned
+    and the value re-homed to a blob item or S3 object of its version.
+    """
+    ref = av["M"]
+    version = ref["v"]["S"]
+    ns = record.checkpoint_ns
+    s3_ref = Ref("s3", s._value_s3_key(record.thread_id, ns, channel, version))
+    loc = ref["l"]["S"]
+    if loc == "s3":
+        return Ref("s3", s3_ref.key, alt=Ref("blob", schema.blob_sk(ns, channel, version), pk=pk))
+    blob_ref = Ref("blob", schema.blob_sk(ns, channel, version), pk=pk, alt=s3_ref if s.bucket_name else None)
+    if loc == "blob":
+        return blob_ref
+    if loc == "c":
+        return Ref("item", schema.checkpoint_sk(ns, ref["c"]["S"]), pk=pk, channel=channel, alt=blob_ref)
+    raise CorruptPayloadError(
+        f"channel {channel!r} of checkpoint {record.checkpoint_id!r} (thread {record.thread_id!r}): "
+        f"unknown value location {loc!r}"
+    )
+
+
+def fetch(
+    s: BaseDynamoDBSaver, refs: Iterable[Ref], local: Iterable[CheckpointRecord] = ()
+) -> Op[dict[Ref, bytes]]:
+    """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave.
+
+    ``local``: checkpoint records already read (a ``list`` page, a delta
+    chain), consulted before fetching a value a checkpoint item holds.
+    A place found empty is followed by its ``alt`` in a second wave.
+    """
+    out: dict[Ref, bytes] = {}
+    held = {(r.item[ATTR.PK]["S"], r.item[ATTR.SK]["S"]): r.item for r in local}
+    # place to try -> the refs asked for (two holders of one version
+    # share the blob item and S3 object they fall back to)
+    pending: dict[Ref, list[Ref]] = {}
+    for ref in dict.fromkeys(refs):
+        if ref.kind == "item" and (ref.pk, ref.key) in held:
+            packed = _items.held_value(held[(ref.pk, ref.key)], ref.channel)
+            if packed is not None:
+                out[ref] = packed
+                continue
+        pending.setdefault(ref, []).append(ref)
+    while pending:
+        found: dict[Ref, bytes] = {}
+        missing = yield from _fetch_wave(s, list(pending), found)
+        for place, data in found.items():
+            for wanted in pending[place]:
+                out[wanted] = data
+        lost = [(place, wanted) for place in missing for wanted in pending[place]]
+        pending = {}
+        for place, wanted in lost:
+            if place.alt is None:
+                where = (
+                    f"s3://{s.bucket_name}/{wanted.key}"
+                    if wanted.kind == "s3"
+                    else f"item {wanted.pk!r}/{wanted.key!r}"
+                )
+                raise MissingPayloadError(
+                    f"stored payload {where} is missing ({len(lost)} missing in all); "
+                    "the checkpoint refers to data that was deleted or never written"
+                )
+            pending.setdefault(place.alt, []).append(wanted)
+    return out
+
+
+def _fetch_wave(s: BaseDynamoDBSaver, refs: list[Ref], out: dict[Ref, bytes]) -> Op[list[Ref]]:
+    s3_refs = [r for r in refs if r.kind == "s3"]
+    item_refs = [r for r in refs if r.kind != "s3"]
+    if s3_refs and s.bucket_name is None:
+        raise MissingPayloadError(
+            f"checkpoint data is stored in S3 (key {s3_refs[0].key!r}) but this saver has "
+            "no bucket_name configured"
+        )
+    # The driver refuses a body over the limit before reading it (its
+    # ContentLength) and never reads more than limit + 1 bytes.
+    calls: list[Call] = [
+        Call(
+            "s3",
+            "get_object",
+            {"Bucket": s.bucket_name, "Key": r.key},
+            max_bytes=s.max_payload_size,
+        )
+        for r in s3_refs
+    ]
+    # One key per item, however many refs read it (a checkpoint item may
+    # hold several channels' values); BatchGetItem refuses duplicates.
+    by_key: dict[tuple[str, str], list[Ref]] = {}
+    for r in item_refs:
+        by_key.setdefault((r.pk, r.key), []).append(r)
+    keys = [{ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}} for pk, sk in by_key]
+    chunks = [keys[i : i + _requests.BATCH_GET_MAX] for i in range(0, len(keys), _requests.BATCH_GET_MAX)]
+    calls += [
+        ddb(
+            "batch_get_item",
+            RequestItems={s.table_name: {"Keys": chunk, "ConsistentRead": True}},
+        )
+        for chunk in chunks
+    ]
+    responses = yield Gather(calls, return_exceptions=True)
+    missing: list[Ref] = []
+    unprocessed: list[dict[str, Any]] = []
+    for ref, resp in zip(s3_refs, responses[: len(s3_refs)], strict=True):
+        if isinstance(resp, BaseException):
+            if isinstance(resp, ClientError) and error_code(resp) in ("NoSuchKey", "404"):
+                missing.append(ref)
+                continue
+            raise resp
+        out[ref] = resp["Body"]
+
+    def take(resp: dict[str, Any]) -> None:
+        for it in resp.get("Responses", {}).get(s.table_name, []):
+            _items.check_format(it)
+            for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
+                if r.kind == "blob":
+                    out[r] = _items.blob_bytes(it)
+                else:
+                    packed = _items.held_value(it, r.channel)
+                    if packed is not None:
+                        out[r] = packed
+        unprocessed.extend(resp.get("UnprocessedKeys", {}).get(s.table_name, {}).get("Keys", []))
+
+    for resp in responses[len(s3_refs) :]:
+        if isinstance(resp, BaseException):
+            raise resp
+        take(resp)
+    attempt = 0
+    while unprocessed:
+        attempt += 1
+        if attempt > 12:
+            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
+        yield Sleep(_requests.backoff(attempt))
+        batch, unprocessed = (
+            unprocessed[: _requests.BATCH_GET_MAX],
+            unprocessed[_requests.BATCH_GET_MAX :],
+        )
+        take(
+            (
+                yield ddb(
+                    "batch_get_item",
+                    RequestItems={s.table_name: {"Keys": batch, "ConsistentRead": True}},
+                )
+            )
+        )
+    missing.extend(r for r in item_refs if r not in out)
+    return missing
+
+
+def payload(s: BaseDynamoDBSaver, av: AttributeValue, fetched: Mapping[Ref, bytes], where: str) -> bytes:
+    if "B" in av:
+        return cast(bytes, av["B"])
+    if "M" in av and "s3" in av["M"]:
+        return fetched[Ref("s3", av["M"]["s3"]["S"])]
+    raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
+
+
+def decode_metadata(
+    s: BaseDynamoDBSaver, record: CheckpointRecord, fetched: Mapping[Ref, bytes]
+) -> CheckpointMetadata:
+    where = f"metadata of checkpoint {record.checkpoint_id!r}"
+    av = record.item.get(ATTR.METADATA)
+    if av is None:
+        raise CorruptPayloadError(f"{where}: attribute missing")
+    md = s._unpack(payload(s, av, fetched, where), where)
+    if not isinstance(md, dict):
+        raise CorruptPayloadError(f"{where}: not a mapping")
+    return cast(CheckpointMetadata, md)
+
+
+def decode_records(
+    s: BaseDynamoDBSaver,
+    records: list[CheckpointRecord],
+    metadata: Mapping[int, CheckpointMetadata] | None = None,
+    local: Iterable[CheckpointRecord] = (),
+) -> Op[list[CheckpointTuple]]:
+    refs: list[Ref] = []
+    for r in records:
+        with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+            refs.extend(collect_refs(s, r))
+    fetched = yield from fetch(s, refs, local=[*records, *local])
+    out = []
+    for r in records:
+        with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+            out.append(_to_tuple(s, r, fetched, (metadata or {}).get(id(r))))
+    return out
+
+
+def _to_tuple(
+    s: BaseDynamoDBSaver,
+    record: CheckpointRecord,
+    fetched: Mapping[Ref, bytes],
+    metadata: CheckpointMetadata | None = None,
+) -> CheckpointTuple:
+    item = record.item
+    cid = record.checkpoint_id
+    pk = s._pk(record.thread_id)
+    body_av = item.get(ATTR.BODY)
+    if body_av is None:
+        raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
+    checkpoint = s._unpack(payload(s, body_av, fetched, f"checkpoint {cid!r}"), f"checkpoint {cid!r}")
+    if not isinstance(checkpoint, dict):
+        raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
+    channel_values: dict[str, Any] = {}
+    versions = checkpoint.get("channel_versions") or {}
+    for channel, av in _items.map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
+        where = f"channel {channel!r} of checkpoint {cid!r}"
+        placement: Placement
+        if "B" in av:
+            packed = av["B"]
+            # Held here: later checkpoints copy it if small, else point here.
+            placement = ("inline", packed) if len(packed) <= s.inline_threshold else ("c", cid)
+        else:
+            packed = fetched[value_ref_target(s, record, pk, channel, av)]
+            loc = cast(Location, av["M"]["l"]["S"])
+            placement = (loc, av["M"]["c"]["S"]) if loc == "c" else (loc, None)
+        if channel in versions:
+            s._remember((record.thread_id, record.checkpoint_ns, channel, str(versions[channel])), placement)
+        channel_values[channel] = s._unpack(packed, where)
+    checkpoint["channel_values"] = channel_values
+    s._note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))
+    if metadata is None:
+        metadata = decode_metadata(s, record, fetched)
+    counters = metadata.get("counters_since_delta_snapshot")
+    if counters:
+        if len(s._depth_hints) > 1024:
+            s._depth_hints.clear()
+        s._depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
+    pending = decode_writes(s, record, fetched)
+    parent = _items.str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
+    conf = {
+        "thread_id": record.thread_id,
+        "checkpoint_ns": record.checkpoint_ns,
+    }
+    return CheckpointTuple(
+        config={"configurable": {**conf, "checkpoint_id": cid}},
+        checkpoint=cast(Checkpoint, checkpoint),
+        metadata=metadata,
+        parent_config={"configurable": {**conf, "checkpoint_id": parent}} if parent else None,
+        pending_writes=pending,
+    )
+
+
+def decode_writes(
+    s: BaseDynamoDBSaver, record: CheckpointRecord, fetched: Mapping[Ref, bytes]
+) -> list[PendingWrite]:
+    rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
+    for w in record.writes:
+        task_id = w.get(ATTR.TASK_ID, {}).get("S", "")
+        task_path = w.get(ATTR.TASK_PATH, {}).get("S", "")
+        for name, av in w.items():
+            if not _items.is_write_attr(name):
+                continue
+            idx = int(name[len(ATTR.WRITE_PREFIX) :])
+            channel = av["L"][0]["S"]
+            where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
+            value = s._unpack(payload(s, av["L"][1], fetched, where), where)
+            rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
+    rows.sort(key=lambda r: r[0])
+    return [r[1] for r in rows]
+
+
+def list_checkpoints(
+    s: BaseDynamoDBSaver,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None = None,
+    before: RunnableConfig | None = None,
+    limit: int | None = None,
+) -> Op[None]:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    if limit is not None and limit <= 0:
+        return
+    if filter is not None and not isinstance(filter, Mapping):
+        raise TypeError(f"filter must be a dict, got {type(filter).__name__}")
+    before_id: str | None = None
+    if before is not None:
+        conf = before.get("configurable") if isinstance(before, Mapping) else None
+        if not isinstance(conf, Mapping):
+            raise TypeError(
+                "before must be a config like {'configurable': {'checkpoint_id': ...}}, "
+                f"got {type(before).__name__}"
+            )
+        before_id = conf.get("checkpoint_id")
+    if config is None:
+        yield from _list_scan(s, filter=filter, before_id=before_id, limit=limit)
+        return
+    thread_id, _, cid = s._ids(config)
+    conf = config.get("configurable") or {}
+    ns: str | None = conf.get("checkpoint_ns") if "checkpoint_ns" in conf else None
+    pk = s._pk(thread_id)
+    if ns is None:
+        # All namespaces of the thread: one item collection, read and
+        # merged newest first (an administrative path, not a hot one).
+        items = yield from _requests.query_all(
+            TableName=s.table_name,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": ATTR.PK},
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        records = _items.group_all(thread_id, items)
+        records.sort(key=lambda r: r.checkpoint_id, reverse=True)
+        yield from _emit_records(s, records, cid=cid, filter=filter, before_id=before_id, limit=limit)
+        return
+    values: dict[str, AttributeValue] = {":pk": {"S": pk}}
+    dead: set[str] | None = None
+    if cid is not None or before_id:
+        # This key range does not reach the tombstone: the head's dead roots.
+        head = yield dead_roots_call(s, thread_id)
+        dead = _items.head_roots(head.get("Item"))
+    if cid is not None:
+        cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+        values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
+        values[":hi"] = {"S": schema.checkpoint_range_end(ns, cid)}
+    elif before_id:
+        # ``before`` is only a bound on the id (it may name a checkpoint
+        # of another namespace), never looked up.
+        cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+        values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
+        values[":hi"] = {"S": schema.checkpoint_sk(ns, before_id)}
+    else:
+        cond = "#pk = :pk AND begins_with(#sk, :lo)"
+        values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
+    kwargs: dict[str, Any] = dict(
+        TableName=s.table_name,
+        KeyConditionExpression=cond,
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+        ExpressionAttributeValues=values,
+        ScanIndexForward=False,
+        ConsistentRead=True,
+    )
+    if limit is not None and not filter:
+        kwargs["Limit"] = min(1000, limit * 4 + 8)
+    remaining = limit
+    writes: dict[str, list[Item]] = {}
+    while True:
+        resp = yield ddb("query", **kwargs)
+        page: list[CheckpointRecord] = []
+        for it in resp.get("Items", []):
+            _items.check_format(it)
+            item_ns, kind, item_cid, _ = _items.parse_sk(it)
+            if kind == schema.TOMBSTONE_ITEM:
+                dead = _items.tomb_roots(it)  # sorts first in this descending Query
+            elif kind == schema.WRITES_ITEM:
+                writes.setdefault(item_cid, []).append(it)
+            elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
+                page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+        emitted = yield from _emit_records(
+            s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
+        )
+        if remaining is not None:
+            remaining -= emitted
+            if remaining <= 0:
+                return
+        if "LastEvaluatedKey" not in resp:
+            return
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def _list_scan(
+    s: BaseDynamoDBSaver, *, filter: dict[str, Any] | None, before_id: str | None, limit: int | None
+) -> Op[None]:
+    """``list(None)``: every thread. A table Scan, for tools, not for agents."""
+    kwargs: dict[str, Any] = {"TableName": s.table_name, "ConsistentRead": True}
+    items: list[Item] = []
+    while True:
+        resp = yield ddb("scan", **kwargs)
+        items.extend(resp.get("Items", []))
+        if "LastEvaluatedKey" not in resp:
+            break
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    by_thread: dict[str, list[Item]] = {}
+    for it in items:
+        by_thread.setdefault(it[ATTR.PK]["S"], []).append(it)
+    records: list[CheckpointRecord] = []
+    for pk, its in by_thread.items():
+        thread_id = s._thread_from_pk(pk)
+        if thread_id is not None:
+            records.extend(_items.group_all(thread_id, its))
+    records.sort(key=lambda r: r.checkpoint_id, reverse=True)
+    yield from _emit_records(s, records, cid=None, filter=filter, before_id=before_id, limit=limit)
+
+
+def _emit_records(
+    s: BaseDynamoDBSaver,
+    records: list[CheckpointRecord],
+    *,
+    cid: str | None,
+    filter: Mapping[str, Any] | None,
+    before_id: str | None,
+    limit: int | None,
+) -> Op[int]:
+    """Filter a page of records on metadata, then decode and emit the matches.
+
+    Metadata is decoded first and bodies, values and writes only for the
+    records that match, so a filtered list downloads no unneeded bodies.
+    """
+    selected = [
+        r
+        for r in records
+        if (cid is None or r.checkpoint_id == cid) and (before_id is None or r.checkpoint_id < before_id)
+    ]
+    # A thread past its idle TTL is gone as a whole, even before the
+    # reaper deletes it (checked only when a stamp says it may be).
+    for thread_id in {r.thread_id for r in selected if _items.expired_stamp(r.item)}:
+        alive = yield from _heads.thread_alive(s, thread_id)
+        if not alive:
+            selected = [r for r in selected if r.thread_id != thread_id]
+    metadata: dict[int, CheckpointMetadata] = {}
+    if filter:
+        md_refs = []
+        for r in selected:
+            with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
+                md_refs.extend(collect_refs(s, r, values=False))
+        fetched_md = yield from fetch(s, md_refs)
+        matched = []
+        for r in selected:
+            md = decode_metadata(s, r, fetched_md)
+            if all(md.get(k, _MISSING) == v for k, v in filter.items()):
+                metadata[id(r)] = md
+                matched.append(r)
+        selected = matched
+    if limit is not None:
+        selected = selected[:limit]
+    if not selected:
+        return 0
+    # The whole page is local: a selected checkpoint may reference a
+    # value held by one filtered out or past the limit.
+    tuples = yield from decode_records(s, selected, metadata, local=records)
+    for t in tuples:
+        yield Emit(t)
+    return len(tuples)

@@ -73,7 +73,7 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[None]:
         roots.setdefault(ns, set()).update(sorted(ids)[-schema.LEGACY_ROOTS_MAX :])
     if roots:
         yield from _bury(s, thread_id, roots, tombstones, retire_head=True)
-        # The retired head stays: it refuses the dead lineages (see _on_activity).
+        # The retired head stays: it refuses the dead lineages (see ``_heads.on_activity``).
         doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
     # Items first: once they are gone nothing points to the S3 objects.
     yield from _requests.ordered_deletes(s.table_name, doomed)
@@ -92,7 +92,7 @@ def _bury(
     """Record deleted lineage roots: per-namespace tombstones and the thread head.
 
     Tombstones (``"<epoch>:<root>"`` entries) are what readers check. The
-    head keeps the bare roots, so that ``_on_activity`` can refuse, in its
+    head keeps the bare roots, so that ``_heads.on_activity`` can refuse, in its
     own UpdateItem, to bring the head back for a deleted lineage;
     ``retire_head`` also takes it out of the threads index and drops its
     TTL (the thread is gone, not idle). Entries older than

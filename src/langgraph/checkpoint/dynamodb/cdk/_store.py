@@ -105,7 +105,7 @@ KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #:   (a delete's tombstones and the retired thread head, which keep a run still
 #:   in flight from bringing a deleted thread back);
 #: * reaper: ``Query``, ``BatchWriteItem`` and ``UpdateItem``, as the pruner
-#:   (``_op_reap_thread`` deletes, re-homes and leaves tombstones too), and no
+#:   (``_deleting.reap_thread`` deletes, re-homes and leaves tombstones too), and no
 #:   ``Scan``: it is handed its threads;
 #: * orphan sweeper: ``Query`` only (it reads which objects a thread
 #:   references); it never writes or deletes an item.

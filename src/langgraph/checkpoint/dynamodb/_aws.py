@@ -17,6 +17,7 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
+from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from langgraph.checkpoint.dynamodb._ops import Op
@@ -32,6 +33,18 @@ __all__ = [
 ]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
+
+
+def client_config(
+    *, retry_mode: str = "standard", max_attempts: int = 8, max_pool_connections: int = 32
+) -> Config:
+    """botocore ``Config`` the savers use: bounded retries with backoff and jitter."""
+    return Config(
+        retries={"mode": retry_mode, "max_attempts": max_attempts},  # type: ignore[typeddict-item]
+        max_pool_connections=max_pool_connections,
+        connect_timeout=5,
+        read_timeout=30,
+    )
 
 
 def client_region(explicit: str | None, session: Any = None) -> str | None:

@@ -36,7 +36,7 @@ from langgraph.checkpoint.dynamodb.schema import ATTR
 _UUID_EPOCH_100NS = 0x01B21DD213814000
 
 
-def reap_stream(s: BaseDynamoDBSaver, event: Mapping[str, Any]) -> Op[SweepReport]:
+def reap_expired_stream(s: BaseDynamoDBSaver, event: Mapping[str, Any]) -> Op[SweepReport]:
     """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
     found = dedupe(expired_threads_from_stream(event))
     return (yield from reap_partitions(s, [(t.partition_key, t.expired_at) for t in found]))

@@ -28,22 +28,25 @@ from langgraph.checkpoint.dynamodb.schema import ATTR
 STRATEGIES = ("keep_latest", "delete")
 
 
-def copy_thread(
-    s: BaseDynamoDBSaver,
-    source_thread_id: str,
-    target_thread_id: str,
-    *,
-    into: BaseDynamoDBSaver | None = None,
-) -> Op[None]:
-    """Copy every namespace, checkpoint, write, blob and S3 object.
+def copy_thread(s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str) -> Op[None]:
+    """Copy a thread (all namespaces, checkpoints, writes, blobs, S3 objects) to a new thread id.
 
     Same checkpoint ids; S3 objects are copied server-side first, then
     the items in batches, so the target never points at a missing object.
-    The copy shares nothing with the source: each owns its objects.
-    ``into``: the saver (a tenant view) whose keys the target gets; this
-    one's by default.
+    The copy shares nothing with the source: each owns its objects. The
+    target must not have checkpoints yet (a copy never merges histories).
+
+    Raises:
+        ValueError: an id is empty or the same thread, or the target has checkpoints.
     """
-    dst = into if into is not None else s
+    return (yield from _copy(s, source_thread_id, target_thread_id, into=s))
+
+
+def _copy(
+    s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str, *, into: BaseDynamoDBSaver
+) -> Op[None]:
+    """``copy_thread`` into the keys of ``into`` (a tenant view, for migrations)."""
+    dst = into
     for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
         if not isinstance(value, str) or not value:
             raise ValueError(f"{name} must be a non-empty string")
@@ -156,7 +159,18 @@ def copy_thread(
 
 
 def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: str) -> Op[None]:
-    """Move a tenant's thread from the layout before the tenant delimiter to today's.
+    """Move tenant ``tenant_prefix``'s thread ``thread_id`` to the prefix-free tenant layout.
+
+    For threads written by a version before the tenant delimiter (which
+    stored them as the untenanted thread ``tenant_prefix + thread_id``).
+    Run it with an untenanted (operator) saver, while the tenant is not
+    writing that thread; safe to re-run after an interruption.
+
+    Example:
+        >>> operator = DynamoDBSaver(table_name="t", bucket_name="b")  # untenanted  # doctest: +SKIP
+        >>> operator.migrate_tenant_thread("acme-", "t1")  # old "acme-t1" -> "acme-|t1"  # doctest: +SKIP
+
+    How:
 
     Versions without the delimiter stored tenant ``P``'s thread ``T``
     exactly where an untenanted saver keeps thread ``P + T``
@@ -183,7 +197,7 @@ def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: s
         if target.checkpoints or target.blobs:
             # An interrupted copy (it lands oldest first): start it over.
             yield from _deleting.delete_thread(dst, thread_id)
-        yield from copy_thread(s, old, thread_id, into=dst)
+        yield from _copy(s, old, thread_id, into=dst)
     yield from _deleting.delete_thread(s, old)
 
 
@@ -194,6 +208,17 @@ def prune(
     strategy: str = "keep_latest",
     keep_last: int | None = None,
 ) -> Op[PruneResult]:
+    """Prune threads, delta-safe.
+
+    ``keep_latest`` keeps the latest checkpoint of each namespace (the
+    ``keep_last`` latest, if given) with its writes, plus every ancestor
+    its delta channels need back to their nearest snapshot. ``delete``
+    removes the threads. Returns what was removed and kept.
+
+    Raises:
+        TypeError: ``thread_ids`` is a single string, or holds a non-string.
+        ValueError: an unknown strategy, or a bad ``keep_last``.
+    """
     if isinstance(thread_ids, (str, bytes)):
         raise TypeError(
             f"thread_ids must be a list of thread ids, not a single string (did you mean [{thread_ids!r}]?)"

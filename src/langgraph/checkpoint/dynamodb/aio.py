@@ -7,10 +7,10 @@ boto3), so one loop can serve many threads at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, TypeVar, Unpack
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -20,51 +20,24 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
+from langgraph.checkpoint.dynamodb._methods import async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
-from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
-from langgraph.checkpoint.dynamodb.lifecycle import (
-    PrunePolicy,
-    PruneResult,
-    SweepReport,
-)
-from langgraph.checkpoint.dynamodb.saver import client_config
 
 __all__ = ["AsyncDynamoDBSaver"]
 
 R = TypeVar("R")
-_S = TypeVar("_S", bound="AsyncDynamoDBSaver")
-_P = ParamSpec("_P")
 
 
-def _blocking(
-    async_method: Callable[Concatenate[_S, _P], Coroutine[Any, Any, R]],
-) -> Callable[Concatenate[_S, _P], R]:
-    """The sync twin of an async method (``aput`` -> ``put``), typed as it is.
-
-    It runs the coroutine on the saver's event loop from another thread, as
-    the Postgres saver allows (see ``AsyncDynamoDBSaver._sync``). The async
-    method is looked up by name at call time, so a subclass's override counts.
-    """
-    async_name = async_method.__name__
-
-    def method(self: _S, *args: _P.args, **kwargs: _P.kwargs) -> R:
-        return cast(R, self._sync(getattr(self, async_name)(*args, **kwargs)))
-
-    method.__wrapped__ = async_method  # type: ignore[attr-defined]  # help() and inspect show its parameters
-    method.__name__ = async_name[1:]
-    method.__qualname__ = f"AsyncDynamoDBSaver.{async_name[1:]}"
-    method.__doc__ = (
-        f"Sync :meth:`{async_name}`, from a thread other than the saver's event loop.\n\n"
-        f"Example:\n    >>> saver.{async_name[1:]}(...)  # doctest: +SKIP\n"
-    )
-    return method
+_aprune = async_method(_maintain.prune)
+_adelete_for_runs = async_method(_maintain.delete_for_runs)
+_prune = blocking(_aprune)
+_delete_for_runs = blocking(_adelete_for_runs)
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -98,54 +71,21 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     def __init__(
         self,
         *,
-        table_name: str,
-        bucket_name: str | None = None,
-        region_name: str | None = None,
-        endpoint_url: str | None = None,
-        serde: SerializerProtocol | None = None,
         session: Any = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
-        s3_key_prefix: str = "checkpoints/",
-        inline_threshold: int = 4 * 1024,
-        s3_threshold: int = 64 * 1024,
-        compression: Compression = "zlib",
-        tenant_prefix: str | None = None,
-        ttl: int | None = None,
-        track_threads: bool | None = None,
-        touch_on_read: bool = False,
-        retry_mode: str = "standard",
-        max_attempts: int = 8,
-        max_concurrency: int = 16,
-        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+        **settings: Unpack[SaverSettings],
     ) -> None:
-        super().__init__(
-            table_name=table_name,
-            bucket_name=bucket_name,
-            s3_key_prefix=s3_key_prefix,
-            serde=serde,
-            inline_threshold=inline_threshold,
-            s3_threshold=s3_threshold,
-            compression=compression,
-            tenant_prefix=tenant_prefix,
-            ttl=ttl,
-            track_threads=track_threads,
-            touch_on_read=touch_on_read,
-            max_payload_size=max_payload_size,
-        )
+        super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
-        self._region_name = client_region(region_name, session)
-        self._endpoint_url = endpoint_url
+        self._region_name = client_region(self._region_name, session)
         self._session = session
         self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}
-        self._client_config = client_config(
-            retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
-        )
         self._stack: AsyncExitStack | None = None
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._driver = AsyncDriver(self, max_concurrency=max_concurrency, translate=translate_errors)
+        self._driver = AsyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
@@ -334,66 +274,34 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     ) -> Mapping[str, DeltaChannelHistory]:
         return await self._run(_history.delta_history(self, config, channels))
 
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(_maintain.copy_thread(self, source_thread_id, target_thread_id))
-
-    async def amigrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
-        """Async :meth:`DynamoDBSaver.migrate_tenant_thread`.
-
-        Example:
-            >>> await operator.amigrate_tenant_thread("acme-", "t1")  # doctest: +SKIP
-        """
-        await self._run(_maintain.migrate_tenant_thread(self, tenant_prefix, thread_id))
-
-    async def aprune(  # type: ignore[override]  # adds keep_last, returns a report
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> PruneResult:
-        return await self._run(_maintain.prune(self, thread_ids, strategy=strategy, keep_last=keep_last))
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
-        return await self._run(_maintain.delete_for_runs(self, run_ids))
+    acopy_thread = async_method(_maintain.copy_thread)
+    amigrate_tenant_thread = async_method(_maintain.migrate_tenant_thread)
+    # Both widen LangGraph's signature (a report instead of None, keep_last):
+    # typed from module-level twins, so the override keeps the wider type.
+    aprune = _aprune  # type: ignore[assignment]
+    adelete_for_runs = _adelete_for_runs  # type: ignore[assignment]
 
     # ------------------------------------------------------------ lifecycle
 
-    async def areap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
-        return await self._run(_deleting.reap_thread(self, thread_id, expired_before=expired_before))
+    areap_thread = async_method(_deleting.reap_thread)
+    areap_expired_stream = async_method(_jobs.reap_expired_stream)
+    apurge_expired = async_method(_jobs.purge_expired)
+    arun_pruner = async_method(_jobs.run_pruner)
+    asweep_orphans = async_method(_jobs.sweep_orphans)
 
-    async def areap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
-        return await self._run(_jobs.reap_stream(self, event))
+    # ------------------------------------------------- sync twins (blocking)
 
-    async def apurge_expired(self, *, deadline: float | None = None) -> SweepReport:
-        return await self._run(_jobs.purge_expired(self, deadline=deadline))
-
-    async def arun_pruner(
-        self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
-    ) -> SweepReport:
-        return await self._run(_jobs.run_pruner(self, policy, deadline=deadline, max_pages=max_pages))
-
-    async def asweep_orphans(
-        self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
-    ) -> SweepReport:
-        return await self._run(
-            _jobs.sweep_orphans(self, grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
-        )
-
-    # ---------------------------------- sync twins of the async operations
-    # Each runs its async twin on the saver's loop (see ``_sync``).
-
-    get_tuple = _blocking(aget_tuple)
-    put = _blocking(aput)
-    put_writes = _blocking(aput_writes)
-    delete_thread = _blocking(adelete_thread)
-    get_delta_channel_history = _blocking(aget_delta_channel_history)
-    copy_thread = _blocking(acopy_thread)
-    migrate_tenant_thread = _blocking(amigrate_tenant_thread)
-    prune = _blocking(aprune)  # type: ignore[arg-type]  # adds keep_last, returns a report (as aprune)
-    delete_for_runs = _blocking(adelete_for_runs)  # type: ignore[arg-type]  # returns a report (as adelete_for_runs)
-    reap_thread = _blocking(areap_thread)
-    reap_expired_stream = _blocking(areap_expired_stream)
-    purge_expired = _blocking(apurge_expired)
-    run_pruner = _blocking(arun_pruner)
-    sweep_orphans = _blocking(asweep_orphans)
+    get_tuple = blocking(aget_tuple)
+    put = blocking(aput)
+    put_writes = blocking(aput_writes)
+    delete_thread = blocking(adelete_thread)
+    get_delta_channel_history = blocking(aget_delta_channel_history)
+    copy_thread = blocking(acopy_thread)
+    migrate_tenant_thread = blocking(amigrate_tenant_thread)
+    prune = _prune  # type: ignore[assignment]  # as aprune
+    delete_for_runs = _delete_for_runs  # type: ignore[assignment]  # as adelete_for_runs
+    reap_thread = blocking(areap_thread)
+    reap_expired_stream = blocking(areap_expired_stream)
+    purge_expired = blocking(apurge_expired)
+    run_pruner = blocking(arun_pruner)
+    sweep_orphans = blocking(asweep_orphans)

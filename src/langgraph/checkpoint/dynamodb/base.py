@@ -16,7 +16,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Required, Self, TypedDict, cast
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
@@ -27,7 +27,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._aws import client_config, error_code
 from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
@@ -38,7 +38,7 @@ from langgraph.checkpoint.dynamodb.errors import (
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from langgraph.checkpoint.dynamodb.serde import default_serde
 
-__all__ = ["BaseDynamoDBSaver", "Location", "Placement"]
+__all__ = ["BaseDynamoDBSaver", "Location", "Placement", "SaverSettings"]
 
 #: Where a channel version lives: copied into every checkpoint item that has
 #: it (``inline``), in the item of the checkpoint that introduced it (``c``),
@@ -51,6 +51,32 @@ Placement = tuple[Location, bytes | str | None]
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each).
 PLACEMENT_CACHE_MAX = 4096
+
+
+class SaverSettings(TypedDict, total=False):
+    """The keyword settings both savers take, typed (``**settings`` of their constructors).
+
+    Defaults and checks are ``BaseDynamoDBSaver.__init__``'s; a unit test keeps
+    the two in step.
+    """
+
+    table_name: Required[str]
+    bucket_name: str | None
+    region_name: str | None
+    endpoint_url: str | None
+    serde: SerializerProtocol | None
+    s3_key_prefix: str
+    inline_threshold: int
+    s3_threshold: int
+    compression: Compression
+    tenant_prefix: str | None
+    ttl: int | None
+    track_threads: bool | None
+    touch_on_read: bool
+    retry_mode: str
+    max_attempts: int
+    max_concurrency: int
+    max_payload_size: int
 
 
 class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
@@ -74,18 +100,23 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         *,
         table_name: str,
         bucket_name: str | None = None,
-        s3_key_prefix: str = "checkpoints/",
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
         serde: SerializerProtocol | None = None,
+        s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
         compression: Compression = "zlib",
-        compression_min_size: int = 512,
         tenant_prefix: str | None = None,
         ttl: int | None = None,
         track_threads: bool | None = None,
         touch_on_read: bool = False,
+        retry_mode: str = "standard",
+        max_attempts: int = 8,
+        max_concurrency: int = 16,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
     ) -> None:
+        """The settings both savers share (see ``DynamoDBSaver`` for each one); the one place they are declared."""
         # By default a stored value may rebuild LangGraph's safe types and the
         # data classes (pydantic, dataclass, enum...) this process has imported,
         # and call nothing else, so a party who can write to the table or bucket
@@ -112,7 +143,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         self.s3_key_prefix = s3_key_prefix
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
-        self.codec = PayloadCodec(compression, min_size=compression_min_size)
+        self.codec = PayloadCodec(compression)
         #: Largest payload a read accepts, decompressed or as an S3 body: the
         #: bound on what one crafted item or object can make a reader allocate.
         self.max_payload_size = max_payload_size
@@ -139,6 +170,14 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # wrote or read. A put inherits its parent's root from here (LangGraph
         # reads or writes the parent first), so finality costs no request.
         self._roots: dict[tuple[str, str, str], str] = {}
+        # Where and how the savers open their clients (they differ only in
+        # the client library): botocore settings shared by both.
+        self._region_name = region_name
+        self._endpoint_url = endpoint_url
+        self._max_concurrency = max_concurrency
+        self._client_config = client_config(
+            retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
+        )
 
     # ------------------------------------------------------------------ ids
 

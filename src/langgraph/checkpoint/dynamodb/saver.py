@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import boto3
-from botocore.config import Config
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -16,36 +15,27 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
-from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._driver import SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
-from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
-from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
-from langgraph.checkpoint.dynamodb.lifecycle import (
-    PrunePolicy,
-    PruneResult,
-    SweepReport,
+from langgraph.checkpoint.dynamodb._aws import (
+    client_config,
+    client_region,
+    fail_fast_on_local_endpoint,
+    translate_errors,
 )
+from langgraph.checkpoint.dynamodb._driver import SyncDriver
+from langgraph.checkpoint.dynamodb._methods import sync_method
+from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 
 __all__ = ["DynamoDBSaver", "client_config"]
 
 R = TypeVar("R")
 
 
-def client_config(
-    *, retry_mode: str = "standard", max_attempts: int = 8, max_pool_connections: int = 32
-) -> Config:
-    """botocore ``Config`` the savers use: bounded retries with backoff and jitter."""
-    return Config(
-        retries={"mode": retry_mode, "max_attempts": max_attempts},  # type: ignore[typeddict-item]
-        max_pool_connections=max_pool_connections,
-        connect_timeout=5,
-        read_timeout=30,
-    )
+_prune = sync_method(_maintain.prune)
+_delete_for_runs = sync_method(_maintain.delete_for_runs)
 
 
 class DynamoDBSaver(BaseDynamoDBSaver):
@@ -107,60 +97,27 @@ class DynamoDBSaver(BaseDynamoDBSaver):
     def __init__(
         self,
         *,
-        table_name: str,
-        bucket_name: str | None = None,
-        region_name: str | None = None,
-        endpoint_url: str | None = None,
-        serde: SerializerProtocol | None = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
         boto3_session: Any = None,
-        s3_key_prefix: str = "checkpoints/",
-        inline_threshold: int = 4 * 1024,
-        s3_threshold: int = 64 * 1024,
-        compression: Compression = "zlib",
-        tenant_prefix: str | None = None,
-        ttl: int | None = None,
-        track_threads: bool | None = None,
-        touch_on_read: bool = False,
-        retry_mode: str = "standard",
-        max_attempts: int = 8,
-        max_concurrency: int = 16,
-        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+        **settings: Unpack[SaverSettings],
     ) -> None:
-        super().__init__(
-            table_name=table_name,
-            bucket_name=bucket_name,
-            s3_key_prefix=s3_key_prefix,
-            serde=serde,
-            inline_threshold=inline_threshold,
-            s3_threshold=s3_threshold,
-            compression=compression,
-            tenant_prefix=tenant_prefix,
-            ttl=ttl,
-            track_threads=track_threads,
-            touch_on_read=touch_on_read,
-            max_payload_size=max_payload_size,
-        )
-        cfg = client_config(
-            retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
-        )
+        super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
-        region_name = client_region(region_name, boto3_session)
+        region_name = client_region(self._region_name, boto3_session)
         session = boto3_session or boto3.session.Session(region_name=region_name)
+        opts = {"region_name": region_name, "endpoint_url": self._endpoint_url, "config": self._client_config}
         self._owned: list[Any] = []
         if dynamodb_client is None:
-            dynamodb_client = session.client(
-                "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=cfg
-            )
+            dynamodb_client = session.client("dynamodb", **opts)
             fail_fast_on_local_endpoint(dynamodb_client)
             self._owned.append(dynamodb_client)
-        if s3_client is None and bucket_name is not None:
-            s3_client = session.client("s3", region_name=region_name, endpoint_url=endpoint_url, config=cfg)
+        if s3_client is None and self.bucket_name is not None:
+            s3_client = session.client("s3", **opts)
             fail_fast_on_local_endpoint(s3_client)
             self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
-        self._driver = SyncDriver(self, max_concurrency=max_concurrency, translate=translate_errors)
+        self._driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> DynamoDBSaver:
@@ -277,68 +234,17 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Delta-channel history in a constant number of round trips (see the core)."""
         return self._run(_history.delta_history(self, config, channels))
 
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread (all namespaces, writes, blobs, S3 objects) to a new thread id."""
-        self._run(_maintain.copy_thread(self, source_thread_id, target_thread_id))
-
-    def migrate_tenant_thread(self, tenant_prefix: str, thread_id: str) -> None:
-        """Move tenant ``tenant_prefix``'s thread ``thread_id`` to the prefix-free tenant layout.
-
-        For threads written by a version before the tenant delimiter (which
-        stored them as the untenanted thread ``tenant_prefix + thread_id``).
-        Run it with an untenanted (operator) saver, while the tenant is not
-        writing that thread; safe to re-run after an interruption.
-
-        Example:
-            >>> operator = DynamoDBSaver(table_name="t", bucket_name="b")  # untenanted  # doctest: +SKIP
-            >>> operator.migrate_tenant_thread("acme-", "t1")  # old "acme-t1" -> "acme-|t1"  # doctest: +SKIP
-        """
-        self._run(_maintain.migrate_tenant_thread(self, tenant_prefix, thread_id))
-
-    def prune(  # type: ignore[override]  # adds keep_last, returns a report
-        self,
-        thread_ids: Sequence[str],
-        *,
-        strategy: str = "keep_latest",
-        keep_last: int | None = None,
-    ) -> PruneResult:
-        """Prune threads, delta-safe.
-
-        ``keep_latest`` keeps the latest checkpoint of each namespace (the
-        ``keep_last`` latest, if given) with its writes, plus every ancestor
-        its delta channels need back to their nearest snapshot. ``delete``
-        removes the threads.
-        """
-        return self._run(_maintain.prune(self, thread_ids, strategy=strategy, keep_last=keep_last))
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> PruneResult:  # type: ignore[override]
-        """Delete the checkpoints and writes of runs (via the run-id index), delta-safe."""
-        return self._run(_maintain.delete_for_runs(self, run_ids))
+    copy_thread = sync_method(_maintain.copy_thread)
+    migrate_tenant_thread = sync_method(_maintain.migrate_tenant_thread)
+    # Both widen LangGraph's signature (a report instead of None, keep_last):
+    # typed from module-level twins, so the override keeps the wider type.
+    prune = _prune  # type: ignore[assignment]
+    delete_for_runs = _delete_for_runs  # type: ignore[assignment]
 
     # ------------------------------------------------------------ lifecycle
 
-    def reap_thread(self, thread_id: str, *, expired_before: float) -> PruneResult:
-        """Delete what an expired thread left (items stamped before the cutoff)."""
-        return self._run(_deleting.reap_thread(self, thread_id, expired_before=expired_before))
-
-    def reap_expired_stream(self, event: Mapping[str, Any]) -> SweepReport:
-        """Reap the threads whose heads DynamoDB TTL deleted, from a Streams event."""
-        return self._run(_jobs.reap_stream(self, event))
-
-    def purge_expired(self, *, deadline: float | None = None) -> SweepReport:
-        """Reap every expired thread found in the threads index (no stream needed)."""
-        return self._run(_jobs.purge_expired(self, deadline=deadline))
-
-    def run_pruner(
-        self, policy: PrunePolicy, *, deadline: float | None = None, max_pages: int | None = None
-    ) -> SweepReport:
-        """Apply a prune policy to the table, resumably, until ``deadline`` (epoch s)."""
-        return self._run(_jobs.run_pruner(self, policy, deadline=deadline, max_pages=max_pages))
-
-    def sweep_orphans(
-        self, *, grace_seconds: float = 86_400, deadline: float | None = None, max_pages: int | None = None
-    ) -> SweepReport:
-        """Delete S3 objects no item references, older than ``grace_seconds``."""
-        return self._run(
-            _jobs.sweep_orphans(self, grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
-        )
+    reap_thread = sync_method(_deleting.reap_thread)
+    reap_expired_stream = sync_method(_jobs.reap_expired_stream)
+    purge_expired = sync_method(_jobs.purge_expired)
+    run_pruner = sync_method(_jobs.run_pruner)
+    sweep_orphans = sync_method(_jobs.sweep_orphans)

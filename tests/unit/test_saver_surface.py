@@ -37,7 +37,11 @@ def test_settings_typed_dict_matches_the_one_constructor() -> None:
 
 @pytest.mark.parametrize("cls", [DynamoDBSaver, AsyncDynamoDBSaver])
 def test_savers_take_only_their_clients_besides_the_shared_settings(cls: type) -> None:
-    own = [n for n, p in inspect.signature(cls.__init__).parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    own = [
+        n
+        for n, p in inspect.signature(cls.__init__).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
     assert set(own) <= {"dynamodb_client", "s3_client", "boto3_session", "session"}
 
 

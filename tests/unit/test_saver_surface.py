@@ -54,7 +54,7 @@ def test_generated_methods_read_like_written_ones(name: str) -> None:
     assert sync.__doc__ and sync.__doc__ == amethod.__doc__  # one docstring, the operation's
     assert inspect.iscoroutinefunction(amethod) and not inspect.iscoroutinefunction(twin)
     sig = inspect.signature(sync)
-    assert list(sig.parameters)[0] == "self"
+    assert next(iter(sig.parameters)) == "self"
     assert "s" not in sig.parameters  # the operation's saver argument is the method's self
     assert inspect.signature(amethod) == sig
 

@@ -26,7 +26,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, _inspection, cli, schema
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -321,7 +321,7 @@ def test_stats_counts_everything(store: dict[str, Any]) -> None:
     run_once(saver, t, "req-1", ANY_CHECKPOINT, lambda: "ok")
     with ThreadLease(saver, t, heartbeat=False):
         stats = run_json(*conn(store), "stats")
-        items = list(cli._scan(saver))
+        items = list(_inspection.scan(saver))
     assert stats["dynamodb"]["items"] == len(items)
     kinds = stats["dynamodb"]["by_kind"]
     assert kinds["lock"]["items"] == 1 and kinds["request"]["items"] == 1

@@ -212,6 +212,22 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         BaseDynamoDBSaver._check_keys(thread_id, ns, cid)
         return thread_id, ns, cid
 
+    def check_ids(
+        self, thread_id: str, checkpoint_ns: str = "", checkpoint_id: str | None = None, task_id: str = ""
+    ) -> None:
+        """Refuse ids this store cannot key, before anything is written.
+
+        Raises:
+            KeyTooLongError: a key built from them would pass DynamoDB's key limits.
+            ValueError: an id is not valid Unicode, or takes a range the store reserves.
+
+        Example:
+            ```python
+            saver.check_ids("t-1", "", "1ef...")  # None: every id can be stored
+            ```
+        """
+        self._check_keys(thread_id, checkpoint_ns, checkpoint_id, task_id)
+
     @staticmethod
     def _check_keys(thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
         for name, value in (

@@ -63,7 +63,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import _inspection, schema
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["Check", "DoctorReport", "Status", "diagnose"]
@@ -195,9 +195,8 @@ def diagnose(saver: Any) -> DoctorReport:
             print(check.status, check.name, check.message, check.fix)
         ```
     """
-    from langgraph.checkpoint.dynamodb import cli
 
-    ddb = cli._ddb(saver)
+    ddb = _inspection.ddb_client(saver)
     meta = ddb.meta
     report = DoctorReport(
         table=saver.table_name,
@@ -207,7 +206,7 @@ def diagnose(saver: Any) -> DoctorReport:
         tenant_prefix=getattr(saver, "tenant_prefix", "") or "",
         checks=[],
     )
-    doc = _Doctor(saver, ddb, cli._s3(saver), report)
+    doc = _Doctor(saver, ddb, _inspection.s3_client(saver), report)
     with contextlib.suppress(_Stop):  # the endpoint or credentials failed: reported already
         doc.run()
     return report
@@ -229,9 +228,8 @@ class _Doctor:
             ATTR.PK: {"S": f"{scope}{schema.SEP}doctor{schema.SEP}{token}"},
             ATTR.SK: {"S": f"{schema.META_PREFIX}doctor"},
         }
-        from langgraph.checkpoint.dynamodb import cli
 
-        self.probe_object = f"{cli._s3_root(saver)}{schema.SEP}doctor/{token}"
+        self.probe_object = f"{_inspection.s3_root(saver)}{schema.SEP}doctor/{token}"
 
     def add(self, name: str, status: Status, message: str, fix: str = "") -> None:
         self.report.checks.append(Check(name, status, message, fix))

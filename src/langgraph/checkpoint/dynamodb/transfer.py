@@ -70,7 +70,7 @@ from typing import IO, Any, Final
 from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import _inspection, schema
 from langgraph.checkpoint.dynamodb._export_file import (
     FORMAT,
     ExportError,
@@ -141,15 +141,17 @@ def _raw_writes(
     ``(namespace, checkpoint id)``, each list in ``writes_sort_key`` order,
     the order of ``CheckpointTuple.pending_writes``.
     """
-    from langgraph.checkpoint.dynamodb import cli
 
     out: dict[tuple[str, str], list[tuple[tuple[str, str, int], dict[str, Any]]]] = {}
-    items = cli._query(
+    items = _inspection.query(
         saver,
         KeyConditionExpression="#pk = :pk",
         FilterExpression="#t = :w",
         ExpressionAttributeNames={"#pk": ATTR.PK, "#t": ATTR.KIND},
-        ExpressionAttributeValues={":pk": {"S": cli._pk(saver, thread_id)}, ":w": {"S": schema.WRITES_ITEM}},
+        ExpressionAttributeValues={
+            ":pk": {"S": saver.partition_key(thread_id)},
+            ":w": {"S": schema.WRITES_ITEM},
+        },
         ConsistentRead=True,
     )
     for it in items:
@@ -432,11 +434,9 @@ def import_thread(
         src = _seekable(fp, stack)
         start = src.tell()
         plan = _Plan()
-        check = getattr(saver, "_check_keys", None)  # the savers' own key rules, before any write
-
         def check_keys(ns: str, cid: str, task_id: str) -> None:
-            if callable(check):
-                check(thread_id or plan.source_thread, ns, cid, task_id)
+            # The savers' own key rules, before any write.
+            saver.check_ids(thread_id or plan.source_thread, ns, cid, task_id)
 
         def check_value(where: str, value: Any) -> None:
             # Without a bucket, a value larger than a DynamoDB item can hold
@@ -491,9 +491,11 @@ def _check_target(saver: Any, thread_id: str) -> None:
     bring them back), and the same checkpoints written again are exactly
     such writes: they would be stored and never read.
     """
-    from langgraph.checkpoint.dynamodb import cli
 
-    kinds = {schema.parse_sk(it[ATTR.SK]["S"])[1] for it in cli._partition(saver, thread_id, projection=True)}
+    kinds = {
+        schema.parse_sk(it[ATTR.SK]["S"])[1]
+        for it in _inspection.thread_items(saver, thread_id, projection=True)
+    }
     if schema.CHECKPOINT_ITEM in kinds:
         raise TargetExistsError(
             f"thread {thread_id!r} already has checkpoints in table {saver.table_name!r}; import under a "

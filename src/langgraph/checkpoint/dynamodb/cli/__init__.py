@@ -87,18 +87,11 @@ from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-export
 )
 from langgraph.checkpoint.dynamodb.cli._store import (  # noqa: F401 (re-exported)
     ThreadFilter,
-    _ddb,
     _decode_token,
     _encode_token,
     _item_kind,
-    _partition,
-    _pk,
-    _query,
     _require_thread,
-    _s3,
     _s3_kind,
-    _s3_root,
-    _scan,
     checkpoint_sizes,
     collect_stats,
     describe_checkpoint,

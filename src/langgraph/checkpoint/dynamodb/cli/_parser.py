@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from langgraph.checkpoint.dynamodb._inspection import ddb_client
 from langgraph.checkpoint.dynamodb.cli import _ops
 from langgraph.checkpoint.dynamodb.cli._base import (
     _CREDENTIAL_CODES,
@@ -46,7 +47,7 @@ from langgraph.checkpoint.dynamodb.cli._commands import (
     cmd_threads,
 )
 from langgraph.checkpoint.dynamodb.cli._render import _paint, _wants_color
-from langgraph.checkpoint.dynamodb.cli._store import _client_code, _ddb
+from langgraph.checkpoint.dynamodb.cli._store import _client_code
 
 # =================================================================== parser
 
@@ -273,7 +274,7 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
     bucket = getattr(saver, "bucket_name", None) or (args and _settings(args)["bucket"])
     where = ""
     if saver is not None:
-        meta = getattr(_ddb(saver), "meta", None)
+        meta = getattr(ddb_client(saver), "meta", None)
         if meta is not None:
             where = f" (region {meta.region_name}, endpoint {meta.endpoint_url})"
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):

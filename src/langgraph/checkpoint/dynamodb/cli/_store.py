@@ -10,6 +10,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._inspection import (
+    ddb_client,
+    s3_in_scope,
+    s3_objects,
+    s3_root,
+    scan,
+    thread_items,
+)
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_USAGE, CLIError
 from langgraph.checkpoint.dynamodb.cli._render import jsonable, shell_quote
@@ -102,10 +110,10 @@ def missing_parent_reason(saver: Any, tup: Any) -> str:
         ```
     """
     conf = tup.config["configurable"]
-    resp = _ddb(saver).get_item(
+    resp = ddb_client(saver).get_item(
         TableName=saver.table_name,
         Key={
-            ATTR.PK: {"S": _pk(saver, conf["thread_id"])},
+            ATTR.PK: {"S": saver.partition_key(conf["thread_id"])},
             ATTR.SK: {"S": schema.checkpoint_sk(conf.get("checkpoint_ns", ""), conf["checkpoint_id"])},
         },
         ProjectionExpression="#rt",
@@ -183,124 +191,11 @@ def _equal(x: Any, y: Any) -> bool:
 # ============================================================ store queries
 
 
-def _item_size(item: Mapping[str, Any]) -> int:
-    return item_size(dict(item))
-
-
-def _ddb(saver: Any) -> Any:
-    return saver._clients["dynamodb"]
-
-
-def _s3(saver: Any) -> Any:
-    return saver._clients.get("s3")
-
-
-# Keys through the saver, so a tenant-prefixed saver (``--tenant-prefix``)
-# reads its own partitions and S3 prefixes; plain schema keys otherwise.
-
-
-def _pk(saver: Any, thread_id: str) -> str:
-    pk_of = getattr(saver, "partition_key", None)
-    return str(pk_of(thread_id)) if callable(pk_of) else schema.partition_key(thread_id)
-
-
-def _s3_thread(saver: Any, thread_id: str) -> str:
-    prefix_of = getattr(saver, "s3_thread_prefix", None)
-    if callable(prefix_of):
-        return str(prefix_of(thread_id))
-    return schema.s3_thread_prefix(saver.s3_key_prefix, thread_id)
-
-
-def _thread_of(saver: Any, pk: str) -> str | None:
-    """The thread id of a partition key, or ``None`` if it is another tenant's."""
-    of = getattr(saver, "thread_id_of", None)
-    if callable(of):
-        found = of(pk)
-        return None if found is None else str(found)
-    parsed = schema.parse_partition_key(pk)
-    return parsed[1] if parsed is not None and not parsed[0] else None
-
-
-def _s3_in_scope(saver: Any, key: str) -> bool:
-    """Whether an S3 key belongs to a thread of the saver's tenant (or to an untenanted one)."""
-    parsed = schema.parse_s3_thread_segment(key[len(saver.s3_key_prefix) :].split("/", 1)[0])
-    return parsed is not None and parsed[0] == (getattr(saver, "tenant_prefix", "") or "")
-
-
-def _s3_root(saver: Any) -> str:
-    tenant = getattr(saver, "tenant_prefix", "") or ""
-    return schema.tenant_s3_prefix(saver.s3_key_prefix, tenant) if tenant else saver.s3_key_prefix
-
-
-def _paginate(
-    call: Callable[..., Mapping[str, Any]], key: str, token_in: str, token_out: str, **kwargs: Any
-) -> Iterable[Any]:
-    while True:
-        resp = call(**kwargs)
-        yield from resp.get(key, [])
-        token = resp.get(token_out)
-        if not token:
-            return
-        kwargs[token_in] = token
-
-
-def _query(saver: Any, **kwargs: Any) -> Iterable[dict[str, Any]]:
-    return _paginate(
-        _ddb(saver).query,
-        "Items",
-        "ExclusiveStartKey",
-        "LastEvaluatedKey",
-        TableName=saver.table_name,
-        **kwargs,
-    )
-
-
-def _scan(saver: Any, **kwargs: Any) -> Iterable[dict[str, Any]]:
-    return _paginate(
-        _ddb(saver).scan,
-        "Items",
-        "ExclusiveStartKey",
-        "LastEvaluatedKey",
-        TableName=saver.table_name,
-        **kwargs,
-    )
-
-
-def _s3_objects(saver: Any, prefix: str) -> Iterable[dict[str, Any]]:
-    if saver.bucket_name is None or _s3(saver) is None:
-        return []
-    return _paginate(
-        _s3(saver).list_objects_v2,
-        "Contents",
-        "ContinuationToken",
-        "NextContinuationToken",
-        Bucket=saver.bucket_name,
-        Prefix=prefix,
-    )
-
-
-def _partition(
-    saver: Any, thread_id: str, sk_prefix: str | None = None, projection: bool = False
-) -> Iterable[dict[str, Any]]:
-    kwargs: dict[str, Any] = {
-        "KeyConditionExpression": "#pk = :pk" + (" AND begins_with(#sk, :pre)" if sk_prefix else ""),
-        "ExpressionAttributeNames": {"#pk": ATTR.PK, **({"#sk": ATTR.SK} if sk_prefix or projection else {})},
-        "ExpressionAttributeValues": {
-            ":pk": {"S": _pk(saver, thread_id)},
-            **({":pre": {"S": sk_prefix}} if sk_prefix else {}),
-        },
-        "ConsistentRead": True,
-    }
-    if projection:
-        kwargs["ProjectionExpression"] = "#pk, #sk"
-    return _query(saver, **kwargs)
-
-
 def thread_checkpoint_count(saver: Any, thread_id: str) -> int:
     """Checkpoints of a thread in all namespaces (0: the thread does not exist)."""
     return sum(
         1
-        for it in _partition(saver, thread_id, projection=True)
+        for it in thread_items(saver, thread_id, projection=True)
         if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM
     )
 
@@ -517,7 +412,7 @@ def _client_code(exc: BaseException) -> str:
 
 def _index_has_heads(saver: Any) -> bool:
     for shard in range(schema.THREADS_INDEX_SHARDS):
-        resp = _ddb(saver).query(
+        resp = ddb_client(saver).query(
             TableName=saver.table_name,
             IndexName=schema.THREADS_INDEX_NAME,
             KeyConditionExpression="#ts = :ts",
@@ -568,14 +463,14 @@ def _shard_query(
     }
     if flt.prefix:
         names["#pk"] = ATTR.PK
-        values[":pre"] = {"S": _pk(saver, flt.prefix)}
+        values[":pre"] = {"S": saver.partition_key(flt.prefix)}
         kwargs["FilterExpression"] = "begins_with(#pk, :pre)"
         kwargs["Limit"] = max(limit, 200)  # heads dropped by the filter still count against Limit
     if cursor:
         kwargs["ExclusiveStartKey"] = cursor
     items: list[Any] = []
     while True:
-        resp = _ddb(saver).query(**kwargs)
+        resp = ddb_client(saver).query(**kwargs)
         items.extend(resp.get("Items", []))
         last = resp.get("LastEvaluatedKey")
         if not last:
@@ -615,7 +510,7 @@ def _threads_from_index(
     more = any(cursors.get(s) != "done" for s in shards)
     threads = []
     for _, it in page:
-        thread_id = _thread_of(saver, it[ATTR.PK]["S"])
+        thread_id = saver.thread_id_of(it[ATTR.PK]["S"])
         if thread_id is None:  # another tenant's head
             continue
         ua = int(it.get(ATTR.UPDATED_AT, {"N": "0"})["N"])
@@ -645,7 +540,7 @@ def _threads_from_scan(
         note += "; last activity is the newest checkpoint's time (no thread heads)"
     offset = int(state.get("o", 0)) if state else 0
     by_thread: dict[str, dict[str, Any]] = {}
-    for it in _scan(
+    for it in scan(
         saver,
         ProjectionExpression="#pk, #sk",
         ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
@@ -655,7 +550,7 @@ def _threads_from_scan(
         if kind != schema.CHECKPOINT_ITEM:
             continue
         pk = it[ATTR.PK]["S"]
-        if _thread_of(saver, pk) is None:  # another tenant's thread
+        if saver.thread_id_of(pk) is None:  # another tenant's thread
             continue
         info = by_thread.setdefault(pk, {"checkpoints": 0, "namespaces": set(), "latest": ""})
         info["checkpoints"] += 1
@@ -665,7 +560,7 @@ def _threads_from_scan(
         (
             (pk, info)
             for pk, info in by_thread.items()
-            if flt.matches(_thread_of(saver, pk) or "", _uuid6_ms(info["latest"]))
+            if flt.matches(saver.thread_id_of(pk) or "", _uuid6_ms(info["latest"]))
         ),
         key=lambda kv: (checkpoint_time(kv[1]["latest"]) or "", kv[1]["latest"]),
         reverse=True,
@@ -673,7 +568,7 @@ def _threads_from_scan(
     page = ordered[offset : offset + limit]
     threads = [
         {
-            "thread_id": _thread_of(saver, pk),
+            "thread_id": saver.thread_id_of(pk),
             "updated_at": checkpoint_time(info["latest"]),
             "checkpoints": info["checkpoints"],
             "namespaces": len(info["namespaces"]),
@@ -701,10 +596,10 @@ def _value_sizes(
     for it in items:
         kind = schema.parse_sk(it[ATTR.SK]["S"])[1]
         if kind == schema.BLOB_ITEM:
-            blobs[it[ATTR.SK]["S"]] = _item_size(it)
+            blobs[it[ATTR.SK]["S"]] = item_size(it)
         else:
             kept.append(it)
-    objects = {o["Key"]: int(o["Size"]) for o in _s3_objects(saver, s3_prefix)}
+    objects = {o["Key"]: int(o["Size"]) for o in s3_objects(saver, s3_prefix)}
     return kept, blobs, objects
 
 
@@ -722,8 +617,8 @@ def checkpoint_sizes(
     items, blobs, objects = _value_sizes(
         saver,
         thread_id,
-        _partition(saver, thread_id, sk_prefix=prefix),
-        _s3_thread(saver, thread_id),
+        thread_items(saver, thread_id, sk_prefix=prefix),
+        saver.s3_thread_prefix(thread_id),
     )
     sizes: dict[tuple[str, str], int] = {}
     holders: dict[tuple[str, str], Any] = {}
@@ -735,7 +630,7 @@ def checkpoint_sizes(
         ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
         if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
             continue
-        total = _item_size(it)
+        total = item_size(it)
         refs: list[str] = []
         for attr in (ATTR.BODY, ATTR.METADATA):
             av = it.get(attr, {})
@@ -894,12 +789,12 @@ def collect_stats(
     """
     if thread_id is None:
         items: Iterable[dict[str, Any]] = (
-            it for it in _scan(saver, ConsistentRead=True) if _thread_of(saver, it[ATTR.PK]["S"]) is not None
+            it for it in scan(saver, ConsistentRead=True) if saver.thread_id_of(it[ATTR.PK]["S"]) is not None
         )
-        s3_prefix = _s3_root(saver)
+        s3_prefix = s3_root(saver)
     else:
-        items = _partition(saver, thread_id)
-        s3_prefix = _s3_thread(saver, thread_id)
+        items = thread_items(saver, thread_id)
+        s3_prefix = saver.s3_thread_prefix(thread_id)
     by_kind: dict[str, dict[str, int]] = {}
     threads: set[str] = set()
     # Namespaces are counted as subgraphs (root included), whatever the number
@@ -911,7 +806,7 @@ def collect_stats(
     for it in items:
         sk = it[ATTR.SK]["S"]
         kind = _item_kind(sk)
-        size = _item_size(it)
+        size = item_size(it)
         entry = by_kind.setdefault(kind, {"items": 0, "bytes": 0})
         entry["items"] += 1
         entry["bytes"] += size
@@ -933,8 +828,8 @@ def collect_stats(
         "bytes": 0,
         "by_kind": {},
     }
-    for obj in _s3_objects(saver, s3_prefix):
-        if thread_id is None and not _s3_in_scope(saver, obj["Key"]):
+    for obj in s3_objects(saver, s3_prefix):
+        if thread_id is None and not s3_in_scope(saver, obj["Key"]):
             continue  # another tenant's (an untenanted root lists every tenant's objects)
         kind = _s3_kind(obj["Key"], saver.s3_key_prefix)
         e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})

@@ -133,15 +133,7 @@ def delta_history(
                 # Not where id order says it would be (ids from hosts
                 # with skewed clocks): look it up directly.
                 items = yield from _requests.query_all(
-                    TableName=s.table_name,
-                    KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
-                    ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-                    ExpressionAttributeValues={
-                        ":pk": {"S": pk},
-                        ":lo": {"S": schema.checkpoint_sk(ns, target)},
-                        ":hi": {"S": schema.checkpoint_range_end(ns, target)},
-                    },
-                    ConsistentRead=True,
+                    **_requests.checkpoint_query(s.table_name, pk, ns, target)
                 )
 
                 rec = _items.group(thread_id, items, only=target)

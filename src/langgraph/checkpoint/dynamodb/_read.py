@@ -66,17 +66,7 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
     record: CheckpointRecord | None = None
     nearby: list[CheckpointRecord] = []
     if cid is not None:
-        query: dict[str, Any] = dict(
-            TableName=s.table_name,
-            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-            ExpressionAttributeValues={
-                ":pk": {"S": pk},
-                ":lo": {"S": schema.checkpoint_sk(ns, cid)},
-                ":hi": {"S": schema.checkpoint_range_end(ns, cid)},
-            },
-            ConsistentRead=True,
-        )
+        query = _requests.checkpoint_query(s.table_name, pk, ns, cid)
         # No tombstone is in this key range: read the head's dead roots in
         # the same round trip (one more request, not one more wait).
         first, head = yield Gather([ddb("query", **query), dead_roots_call(s, thread_id)])

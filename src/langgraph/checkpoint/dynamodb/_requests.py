@@ -39,6 +39,21 @@ def query_all(**kwargs: Any) -> Op[list[Item]]:
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
+def checkpoint_query(table_name: str, pk: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
+    """The Query (strongly consistent) of one checkpoint's key range: its item and its writes items."""
+    return dict(
+        TableName=table_name,
+        KeyConditionExpression="#pk = :pk AND #sk BETWEEN :lo AND :hi",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+        ExpressionAttributeValues={
+            ":pk": {"S": pk},
+            ":lo": {"S": schema.checkpoint_sk(ns, checkpoint_id)},
+            ":hi": {"S": schema.checkpoint_range_end(ns, checkpoint_id)},
+        },
+        ConsistentRead=True,
+    )
+
+
 def batch_write(table_name: str, requests: list[dict[str, Any]], *, in_order: bool = False) -> Op[None]:
     """BatchWriteItem in chunks of 25, resubmitting unprocessed items with backoff.
 

@@ -434,6 +434,7 @@ def import_thread(
         src = _seekable(fp, stack)
         start = src.tell()
         plan = _Plan()
+
         def check_keys(ns: str, cid: str, task_id: str) -> None:
             # The savers' own key rules, before any write.
             saver.check_ids(thread_id or plan.source_thread, ns, cid, task_id)

@@ -26,6 +26,7 @@ from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
 from langgraph.checkpoint.dynamodb._methods import async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb._tracing import traced
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 
@@ -175,11 +176,11 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits."""
-        return self._driver.iter(op)
+        return self._driver.iter(traced(self, op))
 
     async def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        return await self._driver.run(op)
+        return await self._driver.run(traced(self, op))
 
     async def setup(self) -> None:
         """Create the table (and bucket, if named) when missing. Idempotent."""

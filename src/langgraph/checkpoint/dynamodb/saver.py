@@ -26,6 +26,7 @@ from langgraph.checkpoint.dynamodb._aws import (
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
 from langgraph.checkpoint.dynamodb._methods import sync_method
 from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb._tracing import traced
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 
@@ -149,11 +150,11 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def _iter(self, op: Op[Any]) -> Iterator[Any]:
         """Drive an operation, yielding what it emits."""
-        return self._driver.iter(op)
+        return self._driver.iter(traced(self, op))
 
     def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        return self._driver.run(op)
+        return self._driver.run(traced(self, op))
 
     # ------------------------------------------------------------ lifecycle
 

@@ -1,0 +1,173 @@
+"""OpenTelemetry spans: one per saver operation, with what it did; no OpenTelemetry without the extra."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver
+from langgraph.checkpoint.dynamodb.errors import StoreNotFoundError
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # the first test in this process installs it
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()
+
+
+def _cfg(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+def _run(mode: str, names: dict[str, str], steps: Any) -> None:
+    if mode == "sync":
+        with DynamoDBSaver(**names, region_name="us-east-1") as saver:
+            saver.setup()
+            steps(saver, lambda r: r)
+        return
+    import asyncio
+
+    async def main() -> None:
+        async with AsyncDynamoDBSaver(**names, region_name="us-east-1") as saver:
+            await saver.setup()
+            results = []
+
+            def later(coro: Any) -> Any:
+                results.append(coro)
+                return coro
+
+            steps(saver, later)
+            for coro in results:
+                await coro
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_one_span_per_saver_operation_with_its_counts(
+    mode: str, moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter
+) -> None:
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"small": "x", "big": os.urandom(100_000).hex()}  # incompressible: S3
+    cp["channel_versions"] = {"small": "1", "big": "1"}
+    prefix = "" if mode == "sync" else "a"
+
+    def steps(saver: Any, run: Any) -> None:
+        run(getattr(saver, prefix + "put")(_cfg("t1"), cp, {"step": 1}, {"small": "1", "big": "1"}))
+        run(getattr(saver, prefix + "get_tuple")(_cfg("t1")))
+        run(getattr(saver, prefix + "copy_thread")("t1", "t2"))
+
+    _run(mode, names, steps)
+    done = [s for s in spans.get_finished_spans() if s.name != "langgraph.checkpoint.setup"]
+    assert [s.name for s in done] == [
+        "langgraph.checkpoint.put",
+        "langgraph.checkpoint.get_tuple",
+        "langgraph.checkpoint.copy_thread",
+    ]
+    put, get, copy = done
+    saver_cls = "DynamoDBSaver" if mode == "sync" else "AsyncDynamoDBSaver"
+    for span in done:
+        assert span.kind is trace.SpanKind.CLIENT
+        assert span.attributes is not None
+        assert span.attributes["langgraph.thread_id"] == "t1"
+        assert span.attributes["langgraph.checkpoint.saver"] == saver_cls
+        assert span.attributes["db.system"] == "aws.dynamodb"
+        assert span.status.status_code is not StatusCode.ERROR
+    assert put.attributes is not None and get.attributes is not None and copy.attributes is not None
+    # The big value went to S3 before the one PutItem.
+    assert put.attributes["langgraph.checkpoint.dynamodb.requests"] == 1
+    assert put.attributes["langgraph.checkpoint.s3.objects_written"] == 1
+    assert put.attributes["langgraph.checkpoint.s3.bytes_written"] > 0
+    assert put.attributes["langgraph.checkpoint.requests"] == 2
+    assert put.attributes["langgraph.checkpoint_ns"] == ""
+    # get_tuple: one Query, one S3 GET of the big value.
+    assert get.attributes["langgraph.checkpoint.dynamodb.requests"] == 1
+    assert get.attributes["langgraph.checkpoint.s3.requests"] == 1
+    assert get.attributes["langgraph.checkpoint.s3.bytes_read"] > 0
+    assert copy.attributes["langgraph.target_thread_id"] == "t2"
+
+
+def test_a_failed_operation_ends_its_span_in_error(
+    moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter
+) -> None:
+    # No setup: the table is missing.
+    with DynamoDBSaver(**names, region_name="us-east-1") as saver, pytest.raises(StoreNotFoundError):
+        saver.get_tuple(_cfg("t1"))
+    (span,) = spans.get_finished_spans()
+    assert span.name == "langgraph.checkpoint.get_tuple"
+    assert span.status.status_code is StatusCode.ERROR
+    assert any(e.name == "exception" for e in span.events)
+
+
+def test_a_list_read_halfway_ends_its_span_without_error(
+    moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter
+) -> None:
+    with DynamoDBSaver(**names, region_name="us-east-1") as saver:
+        saver.setup()
+        cfg = _cfg("t1")
+        for step in range(3):
+            cp = empty_checkpoint()
+            cfg = saver.put(cfg, cp, {"step": step}, {})
+        it = saver.list(_cfg("t1"))
+        next(it)
+        it.close()  # abandoned: GeneratorExit through the span, not an error
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "langgraph.checkpoint.list"]
+    assert span.status.status_code is not StatusCode.ERROR
+
+
+def test_without_opentelemetry_nothing_is_imported_and_operations_run(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
+    # A process where OpenTelemetry cannot be found (as without the extra).
+    code = textwrap.dedent(
+        f"""
+        import sys
+
+        sys.modules["opentelemetry"] = None  # as if not installed: import fails, find_spec is None
+        from langgraph.checkpoint.base import empty_checkpoint
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        saver = DynamoDBSaver(table_name={names["table_name"]!r}, region_name="us-east-1")
+        saver.setup()
+        saver.put({{"configurable": {{"thread_id": "t", "checkpoint_ns": ""}}}}, empty_checkpoint(), {{}}, {{}})
+        assert saver.get_tuple({{"configurable": {{"thread_id": "t"}}}}) is not None
+        loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") and sys.modules[m] is not None)
+        assert not loaded, loaded
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_importing_the_savers_imports_no_opentelemetry_even_when_installed() -> None:
+    code = (
+        "import sys; import langgraph.checkpoint.dynamodb as m; import langgraph.checkpoint.dynamodb.aio; "
+        "m.DynamoDBSaver; print(sorted(k for k in sys.modules if k.startswith('opentelemetry')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

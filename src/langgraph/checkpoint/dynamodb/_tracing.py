@@ -76,7 +76,14 @@ def traced(saver: Any, op: Op[Any]) -> Op[Any]:
         >>> result = saver._driver.run(traced(saver, _write.put(saver, config, cp, md, versions)))  # doctest: +SKIP
     """
     tracer = _get_tracer()
-    if tracer is None or not inspect.isgenerator(op):
+    is_generator = inspect.isgenerator(op)  # (a flag, not a narrowing: op keeps its type)
+    if tracer is None or not is_generator:
+        return op
+    from opentelemetry import trace
+
+    # No tracer provider configured (the API's default proxy, or the no-op
+    # one): spans would record nothing, so the operation runs unwrapped.
+    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return op
     return _run_in_span(tracer, saver, op)
 

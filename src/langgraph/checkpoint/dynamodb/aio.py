@@ -25,6 +25,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb._resumable import (
+    StepResult,
+    op_copy_thread_step,
+    op_delete_for_runs_step,
+    op_prune_step,
+)
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
@@ -393,3 +399,67 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     purge_expired = _blocking(apurge_expired)
     run_pruner = _blocking(arun_pruner)
     sweep_orphans = _blocking(asweep_orphans)
+
+    # ------------------------------------------------ resumable maintenance
+
+    async def acopy_thread_step(
+        self,
+        source_thread_id: str,
+        target_thread_id: str,
+        *,
+        continuation: str | None = None,
+        deadline: float | None = None,
+        batch_size: int = 25,
+    ) -> StepResult:
+        """Async :meth:`DynamoDBSaver.copy_thread_step`.
+
+        Example:
+            >>> step = await saver.acopy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
+        """
+        return await self._run(
+            op_copy_thread_step(
+                self,
+                source_thread_id,
+                target_thread_id,
+                continuation=continuation,
+                deadline=deadline,
+                batch_size=batch_size,
+            )
+        )
+
+    async def aprune_step(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+        continuation: str | None = None,
+        deadline: float | None = None,
+    ) -> StepResult:
+        """Async :meth:`DynamoDBSaver.prune_step`.
+
+        Example:
+            >>> step = await saver.aprune_step(["t1"], keep_last=5)  # doctest: +SKIP
+        """
+        return await self._run(
+            op_prune_step(
+                self,
+                thread_ids,
+                strategy=strategy,
+                keep_last=keep_last,
+                continuation=continuation,
+                deadline=deadline,
+            )
+        )
+
+    async def adelete_for_runs_step(
+        self, run_ids: Sequence[str], *, continuation: str | None = None, deadline: float | None = None
+    ) -> StepResult:
+        """Async :meth:`DynamoDBSaver.delete_for_runs_step`.
+
+        Example:
+            >>> step = await saver.adelete_for_runs_step(["run-1"])  # doctest: +SKIP
+        """
+        return await self._run(
+            op_delete_for_runs_step(self, run_ids, continuation=continuation, deadline=deadline)
+        )

@@ -21,6 +21,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb._resumable import (
+    StepResult,
+    op_copy_thread_step,
+    op_delete_for_runs_step,
+    op_prune_step,
+)
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
@@ -340,3 +346,76 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         return self._run(
             self._op_sweep_orphans(grace_seconds=grace_seconds, deadline=deadline, max_pages=max_pages)
         )
+
+    # ------------------------------------------------ resumable maintenance
+
+    def copy_thread_step(
+        self,
+        source_thread_id: str,
+        target_thread_id: str,
+        *,
+        continuation: str | None = None,
+        deadline: float | None = None,
+        batch_size: int = 25,
+    ) -> StepResult:
+        """:meth:`copy_thread` in steps that each stop at ``deadline`` (epoch seconds).
+
+        Call again with the returned ``continuation`` until ``status`` is
+        ``"done"``. Replaying a step (same token, or an earlier one) is safe.
+        Midway the target reads as empty, then as an older state of the
+        source (every visible checkpoint complete); it reads as the source's
+        latest only when done.
+
+        Example:
+            >>> step = saver.copy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
+            >>> while not step.done:  # doctest: +SKIP
+            ...     step = saver.copy_thread_step("src", "dst", continuation=step.continuation)
+        """
+        return self._run(
+            op_copy_thread_step(
+                self,
+                source_thread_id,
+                target_thread_id,
+                continuation=continuation,
+                deadline=deadline,
+                batch_size=batch_size,
+            )
+        )
+
+    def prune_step(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+        continuation: str | None = None,
+        deadline: float | None = None,
+    ) -> StepResult:
+        """:meth:`prune` a thread at a time until ``deadline``; resume with ``continuation``.
+
+        Example:
+            >>> step = saver.prune_step(["t1", "t2"], keep_last=5, deadline=time.time() + 60)  # doctest: +SKIP
+            >>> step.status, step.report["checkpoints_deleted"]  # doctest: +SKIP
+            ('done', 12)
+        """
+        return self._run(
+            op_prune_step(
+                self,
+                thread_ids,
+                strategy=strategy,
+                keep_last=keep_last,
+                continuation=continuation,
+                deadline=deadline,
+            )
+        )
+
+    def delete_for_runs_step(
+        self, run_ids: Sequence[str], *, continuation: str | None = None, deadline: float | None = None
+    ) -> StepResult:
+        """:meth:`delete_for_runs` a run id at a time until ``deadline``; resume with ``continuation``.
+
+        Example:
+            >>> saver.delete_for_runs_step(["run-1"]).status  # doctest: +SKIP
+            'done'
+        """
+        return self._run(op_delete_for_runs_step(self, run_ids, continuation=continuation, deadline=deadline))

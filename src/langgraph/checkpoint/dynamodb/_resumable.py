@@ -351,8 +351,7 @@ def op_copy_thread_step(
             units += 1
         state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
         state["after"] = None
-    if not more():
-        return StepResult("continue", _encode("copy_thread", binding, state), report)
+    # The head (one small request when threads are tracked) needs no unit of its own.
     yield from s._on_activity(target_thread_id)
     return StepResult("done", None, report)
 

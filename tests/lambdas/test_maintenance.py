@@ -50,7 +50,9 @@ AMPLE = FakeContext(900_000)
 
 
 @pytest.fixture
-def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def store(
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, str]]:
     """A fresh table and bucket, the handler's environment, small copy batches, a clean saver cache."""
     with DynamoDBSaver(**names) as saver:
         saver.setup()
@@ -72,7 +74,9 @@ def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
 
 def _writer(names: dict[str, str], **kwargs: Any) -> DynamoDBSaver:
     """A saver that spills almost every value to S3 (so a copy has objects to copy)."""
-    return DynamoDBSaver(table_name=names["table_name"], bucket_name=names["bucket_name"], s3_threshold=200, **kwargs)
+    return DynamoDBSaver(
+        table_name=names["table_name"], bucket_name=names["bucket_name"], s3_threshold=200, **kwargs
+    )
 
 
 def _chat(saver: Any, thread: str, turns: int = 3, harness: Harness | None = None) -> None:
@@ -234,7 +238,9 @@ def test_prune_and_delete_for_runs_steps(harness: Harness) -> None:
     assert result.status == "continue" and result.report["threads"] == 1
     steps = 1
     while not result.done:
-        result = harness.call("prune_step", threads, keep_last=1, continuation=result.continuation, deadline=0)
+        result = harness.call(
+            "prune_step", threads, keep_last=1, continuation=result.continuation, deadline=0
+        )
         steps += 1
     assert steps == 3
     for t in threads:
@@ -245,7 +251,9 @@ def test_prune_and_delete_for_runs_steps(harness: Harness) -> None:
     harness.call("put", first, checkpoint_of({"a": 2}, {"a": "2"}), {"run_id": run_b}, {"a": "2"})
     result = harness.call("delete_for_runs_step", [run_b, run_a], deadline=0)
     assert result.status == "continue"
-    result = harness.call("delete_for_runs_step", [run_b, run_a], continuation=result.continuation, deadline=0)
+    result = harness.call(
+        "delete_for_runs_step", [run_b, run_a], continuation=result.continuation, deadline=0
+    )
     assert result.done and harness.call("get_tuple", cfg(t)) is None
 
 
@@ -280,7 +288,9 @@ def test_copy_through_the_handler_needs_many_invocations(store: dict[str, str], 
     writer.copy_thread(source, whole)
     a = _items(store["table_name"], schema.partition_key(target))
     b = _items(store["table_name"], schema.partition_key(whole))
-    assert _pointers_relative(a, writer.s3_thread_prefix(target)) == _pointers_relative(b, writer.s3_thread_prefix(whole))
+    assert _pointers_relative(a, writer.s3_thread_prefix(target)) == _pointers_relative(
+        b, writer.s3_thread_prefix(whole)
+    )
     assert _objects(store["bucket_name"], writer.s3_thread_prefix(target)) == _objects(
         store["bucket_name"], writer.s3_thread_prefix(whole)
     )
@@ -329,9 +339,12 @@ def test_replays_converge(store: dict[str, str]) -> None:
     for _ in range(len(tokens) // 2):
         out = maintenance.handler({**first, "continuation": out["continuation"]}, TINY)
     _run_to_end(first)
-    assert _pointers_relative(
-        _items(store["table_name"], schema.partition_key(other)), writer.s3_thread_prefix(other)
-    ) == expected
+    assert (
+        _pointers_relative(
+            _items(store["table_name"], schema.partition_key(other)), writer.s3_thread_prefix(other)
+        )
+        == expected
+    )
     writer.close()
 
 
@@ -362,7 +375,11 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
         "other action": {"action": "prune", "thread_ids": [victim], "continuation": token},
         # A forged binding, a forged action, garbage, a malformed state.
         "forged binding": _copy_event(source, victim, continuation=_forge(token, b="0" * 64)),
-        "forged action": {"action": "prune", "thread_ids": [victim], "continuation": _forge(token, a="prune")},
+        "forged action": {
+            "action": "prune",
+            "thread_ids": [victim],
+            "continuation": _forge(token, a="prune"),
+        },
         "garbage": _copy_event(source, target, continuation="not-a-token!"),
         "bad root": _copy_event(source, target, continuation=_forge(token, root="../../x")),
         "bad phase": _copy_event(source, target, continuation=_forge(token, phase="drop")),
@@ -389,8 +406,14 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
         ({"action": "drop_table"}, "unknown action 'drop_table'"),
         ({"action": ["copy_thread"]}, "unknown action"),
         ({"action": "copy_thread", "source_thread_id": "a"}, "needs target_thread_id"),
-        ({"action": "copy_thread", "source_thread_id": "a", "target_thread_id": 7}, "target_thread_id must be"),
-        ({"action": "copy_thread", "source_thread_id": "", "target_thread_id": "b"}, "source_thread_id must be"),
+        (
+            {"action": "copy_thread", "source_thread_id": "a", "target_thread_id": 7},
+            "target_thread_id must be",
+        ),
+        (
+            {"action": "copy_thread", "source_thread_id": "", "target_thread_id": "b"},
+            "source_thread_id must be",
+        ),
         ({"action": "delete_thread", "thread_id": "a", "thread_ids": ["b"]}, "unknown field(s)"),
         ({"action": "delete_thread", "thread_id": None}, "thread_id must be"),
         ({"action": "prune", "thread_ids": "a"}, "thread_ids must be a list"),
@@ -408,7 +431,9 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
         ({"action": "delete_thread", "thread_id": "a", "continuation": ""}, "continuation must be"),
     ],
 )
-def test_bad_events_are_rejected_with_a_reason(store: dict[str, str], event: Any, message: str, capsys: Any) -> None:
+def test_bad_events_are_rejected_with_a_reason(
+    store: dict[str, str], event: Any, message: str, capsys: Any
+) -> None:
     out = maintenance.handler(event, AMPLE)
     assert out["status"] == "rejected" and out["error"]["type"] == "invalid_event", out
     assert message in out["error"]["message"]
@@ -466,12 +491,16 @@ def test_tenant_prefix_is_respected(store: dict[str, str], monkeypatch: pytest.M
     assert set(_objects(store["bucket_name"], acme.s3_thread_prefix(target)))
     # acme's token does not resume a copy of the other tenant's thread.
     token = maintenance.handler(_copy_event(source, new_thread(), tenant_prefix="acme"), TINY)["continuation"]
-    out = maintenance.handler({**_copy_event(source, target, tenant_prefix="other"), "continuation": token}, AMPLE)
+    out = maintenance.handler(
+        {**_copy_event(source, target, tenant_prefix="other"), "continuation": token}, AMPLE
+    )
     assert out["status"] == "rejected"
     # A function configured for one tenant serves no other.
     monkeypatch.setenv("LANGGRAPH_DYNAMODB_TENANT_PREFIX", "acme")
     handlers.reset_saver()
-    out = maintenance.handler({"action": "delete_thread", "thread_id": source, "tenant_prefix": "other"}, AMPLE)
+    out = maintenance.handler(
+        {"action": "delete_thread", "thread_id": source, "tenant_prefix": "other"}, AMPLE
+    )
     assert out["status"] == "rejected" and "serves tenant 'acme' only" in out["error"]["message"]
     assert other.get_tuple(cfg(source)) is not None
     (done,) = _run_to_end({"action": "delete_thread", "thread_id": source})

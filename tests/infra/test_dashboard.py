@@ -275,7 +275,7 @@ def test_bucketless_and_reaperless_stores(custom: Synth) -> None:
     assert not [m for m in _metrics(body) if m[0] == "AWS/S3"]
     assert [h.split()[1] for h in _headers(body)] == ["Checkpoint", "Maintenance", "Maintenance"]
     jobs = {dims["Job"] for ns, _, dims, _, _ in _metrics(body) if ns == "LangGraph/Checkpoints"}
-    assert jobs == {"pruner", "reaper"}  # no sweeper without a bucket
+    assert jobs == {"pruner", "reaper", "maintenance"}  # no sweeper without a bucket
     unversioned = _body(custom, "Unversioned")
     lam = {dims["FunctionName"] for ns, n, dims, _, _ in _metrics(unversioned) if ns == "AWS/Lambda"}
     assert len(lam) == 2 and not [m for m in _metrics(unversioned) if m[1] == "IteratorAge"]

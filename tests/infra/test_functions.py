@@ -208,6 +208,7 @@ def test_dead_letter_queues(reference, reference_kms) -> None:
     for synth in (reference, reference_kms):
         queues = synth.resources(REF, "AWS::SQS::Queue")
         assert sorted(q.rstrip("0123456789ABCDEF") for q in queues) == [
+            "CheckpointStoreMaintenanceDlq",
             "CheckpointStoreOrphanSweeperDlq",
             "CheckpointStorePrunerDlq",
             "CheckpointStoreReaperDlq",

@@ -523,3 +523,45 @@ def test_repository_handler_reexports_the_package_handler() -> None:
     from lambdas.maintenance.handler import handler
 
     assert handler is maintenance.handler
+
+
+def test_documented_boto3_loop_drives_a_copy_to_the_end(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/infrastructure.md's boto3 example, run as written against the handler (moto cannot invoke Lambdas)."""
+    import io
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "infrastructure.md").read_text()
+    section = text[text.index("## On-demand maintenance") : text.index("## Dashboard and job metrics")]
+    (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    calls: list[dict[str, Any]] = []
+
+    class FakeLambda:
+        def invoke(self, FunctionName: str, Payload: str) -> dict[str, Any]:
+            event = json.loads(Payload)
+            calls.append(event)
+            return {
+                "StatusCode": 200,
+                "Payload": io.BytesIO(json.dumps(maintenance.handler(event, TINY)).encode()),
+            }
+
+    real_client = boto3.client
+    monkeypatch.setattr(
+        boto3,
+        "client",
+        lambda service, **kw: FakeLambda() if service == "lambda" else real_client(service, **kw),
+    )
+    namespace: dict[str, Any] = {"fn_name": FUNCTION}
+    exec(compile(block, "docs/infrastructure.md", "exec"), namespace)
+    writer = _writer(store)
+    source, target = new_thread(), new_thread()
+    _chat(writer, source, turns=2)
+    calls.clear()
+    total = namespace["maintain"](FUNCTION, _copy_event(source, target))
+    assert len(calls) > 3 and calls[0]["continuation"] is None and all(c["continuation"] for c in calls[1:])
+    assert total["checkpoints_copied"] == len(_all(writer, source))
+    assert _same_tuple(writer.get_tuple(cfg(target)), writer.get_tuple(cfg(source)))
+    with pytest.raises(ValueError, match="unknown action"):
+        namespace["maintain"](FUNCTION, {"action": "nope"})
+    writer.close()

@@ -463,3 +463,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         return await self._run(
             op_delete_for_runs_step(self, run_ids, continuation=continuation, deadline=deadline)
         )
+
+    copy_thread_step = _blocking(acopy_thread_step)
+    prune_step = _blocking(aprune_step)
+    delete_for_runs_step = _blocking(adelete_for_runs_step)

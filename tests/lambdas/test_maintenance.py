@@ -565,3 +565,46 @@ def test_documented_boto3_loop_drives_a_copy_to_the_end(
     with pytest.raises(ValueError, match="unknown action"):
         namespace["maintain"](FUNCTION, {"action": "nope"})
     writer.close()
+
+
+def test_a_step_that_fails_midway_is_retried_with_the_same_token(store: dict[str, str]) -> None:
+    """An AWS failure in the middle of a checkpoint batch fails the invocation; the same event and
+    token again finish the copy, identical to ``copy_thread``'s (what the async retry or the caller does)."""
+    writer = _writer(store)
+    source, target, reference = new_thread(), new_thread(), new_thread()
+    _chat(writer, source)
+    writer.copy_thread(source, reference)
+    event = _copy_event(source, target)
+    out = maintenance.handler(event, TINY)
+    saver = handlers.get_saver()
+    calls = {"n": 0}
+
+    def fail_the_second_checkpoint_batch(params: dict[str, Any], **_: Any) -> None:
+        puts = [
+            r["PutRequest"]["Item"] for r in next(iter(params["RequestItems"].values())) if "PutRequest" in r
+        ]
+        if any(it[ATTR.SK]["S"].startswith(schema.checkpoint_prefix("")) for it in puts):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise RuntimeError("injected: connection reset")
+
+    saver.clients["dynamodb"].meta.events.register(
+        "before-parameter-build.dynamodb.BatchWriteItem", fail_the_second_checkpoint_batch
+    )
+    failed = None
+    while out["status"] == "continue":
+        token = out["continuation"]
+        try:
+            out = maintenance.handler({**event, "continuation": token}, TINY)
+        except RuntimeError as exc:
+            failed = token
+            assert "injected" in str(exc)
+            _check_prefix(writer, source, target, done=False)  # what landed is still a consistent prefix
+            out = maintenance.handler({**event, "continuation": token}, TINY)  # the same step again
+    assert failed is not None, "the fault was never injected"
+    assert _pointers_relative(
+        _items(store["table_name"], schema.partition_key(target)), writer.s3_thread_prefix(target)
+    ) == _pointers_relative(
+        _items(store["table_name"], schema.partition_key(reference)), writer.s3_thread_prefix(reference)
+    )
+    writer.close()

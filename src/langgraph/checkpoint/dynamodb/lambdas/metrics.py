@@ -48,7 +48,7 @@ __all__ = [
 ENV_METRICS_NAMESPACE = "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE"
 #: The namespace when the variable is unset.
 DEFAULT_NAMESPACE = "LangGraph/Checkpoints"
-#: Dimension holding the job (``pruner``, ``reaper``, ``orphan_sweeper``).
+#: Dimension holding the job (``pruner``, ``reaper``, ``orphan_sweeper``, ``maintenance``).
 JOB_DIMENSION = "Job"
 #: Dimension holding the Lambda function's name: two stores in one account
 #: (and one namespace) stay apart.

@@ -342,7 +342,8 @@ def op_copy_thread_step(
                 state["after"] = chunk[-1][ATTR.SK]["S"]
                 report["items_copied"] += len(chunk)
             else:
-                # in_order: a failure leaves an oldest-first prefix of the batch.
+                # in_order (as copy_thread): a failure leaves the batch's older
+                # 25-item chunks landed, never a newer one without them.
                 yield from _requests.batch_write(
                     s.table_name, [{"PutRequest": {"Item": it}} for it in chunk], in_order=True
                 )

@@ -608,3 +608,38 @@ def test_a_step_that_fails_midway_is_retried_with_the_same_token(store: dict[str
         _items(store["table_name"], schema.partition_key(reference)), writer.s3_thread_prefix(reference)
     )
     writer.close()
+
+
+def test_a_forged_pointer_in_the_source_stops_the_copy_before_it_writes(store: dict[str, str]) -> None:
+    """An attacker rewrites its own item to point at another thread's object: nothing is copied."""
+    from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
+
+    writer = _writer(store)
+    source, target, victim = new_thread(), new_thread(), new_thread()
+    _chat(writer, source, turns=1)
+    _chat(writer, victim, turns=1)
+    victim_objects = _objects(store["bucket_name"], writer.s3_thread_prefix(victim))
+    items = _items(store["table_name"], schema.partition_key(source))
+    forged = [
+        (sk, name)
+        for sk, it in items.items()
+        for name, av in it.items()
+        if name in (ATTR.BODY, ATTR.METADATA) and "M" in av and "s3" in av["M"]
+    ]
+    assert forged, "the scenario needs a spilled body or metadata"
+    sk, name = forged[0]
+    key = items[sk][name]["M"]["s3"]["S"]
+    stolen = writer.s3_thread_prefix(victim) + key[len(writer.s3_thread_prefix(source)) :]
+    boto3.client("dynamodb").update_item(
+        TableName=store["table_name"],
+        Key={ATTR.PK: {"S": schema.partition_key(source)}, ATTR.SK: {"S": sk}},
+        UpdateExpression="SET #a.#s = :k",
+        ExpressionAttributeNames={"#a": name, "#s": "s3"},
+        ExpressionAttributeValues={":k": {"S": stolen}},
+    )
+    with pytest.raises(CorruptPayloadError):
+        maintenance.handler(_copy_event(source, target), AMPLE)
+    assert _items(store["table_name"], schema.partition_key(target)) == {}
+    assert _objects(store["bucket_name"], writer.s3_thread_prefix(target)) == {}
+    assert _objects(store["bucket_name"], writer.s3_thread_prefix(victim)) == victim_objects
+    writer.close()

@@ -88,7 +88,8 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
     (grant_maintenance). Stack ``NoBucket``: a DynamoDB-only store with
     thread tracking, no idle deletion, and a ``ReadWriteRole``. Stack
     ``Unversioned``: an unversioned bucket, an imported customer key, no
-    reserved concurrency, no reaper.
+    reserved concurrency, no reaper, no maintenance function. ``Custom``'s
+    maintenance function has a 20 s time budget.
     """
     from aws_cdk import App, Duration, RemovalPolicy, Stack, Validations
     from aws_cdk import aws_events as events
@@ -126,6 +127,7 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         reaper_retry_attempts=3,
         lambda_code_dir=fake_lambdas,
         alarm_topic=topic,
+        maintenance_time_budget=Duration.seconds(20),
     )
     principal = iam.AccountRootPrincipal()
     store.grant_read_write(iam.Role(stack, "ReadWriteRole", assumed_by=principal))
@@ -157,6 +159,7 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         kms_key=imported_key,
         reserved_concurrency=None,
         enable_reaper=False,
+        enable_maintenance=False,
         lambda_code_dir=fake_lambdas,
     )
 

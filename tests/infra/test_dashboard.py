@@ -25,7 +25,12 @@ from langgraph.checkpoint.dynamodb.lambdas.metrics import JOB_METRICS
 from langgraph.checkpoint.dynamodb.lifecycle import SweepReport
 
 REF = "LangGraphCheckpointStack"
-JOBS = {"Pruner": "pruner", "Reaper": "reaper", "OrphanSweeper": "orphan_sweeper"}
+JOBS = {
+    "Pruner": "pruner",
+    "Reaper": "reaper",
+    "OrphanSweeper": "orphan_sweeper",
+    "Maintenance": "maintenance",
+}
 ENV_NAMESPACE = "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE"
 
 
@@ -101,7 +106,7 @@ def test_one_pinned_dashboard_in_four_groups(reference: Synth) -> None:
     assert [h.split()[1] for h in headers] == ["Checkpoint", "Payload", "Maintenance", "Maintenance"]
     assert "jobs" in headers[3] and "LangGraph/Checkpoints" in headers[3]
     # docs/infrastructure.md prices it by this count (over 50: never a free dashboard).
-    assert len(_metrics(body)) == 87
+    assert len(_metrics(body)) == 101
     # Groups are rows: every widget after a header starts below it.
     tops = [w["y"] for w in body["widgets"] if w["type"] == "text"]
     assert tops == sorted(tops) and len(set(tops)) == 4
@@ -168,7 +173,17 @@ def test_function_widgets_name_each_maintenance_function(reference: Synth) -> No
     (agent,) = [k for k in reference.resources(REF, "AWS::Lambda::Function") if k.startswith("AgentFunction")]
     assert all(dims["FunctionName"] != f"<{agent}>" for _, _, dims, _, _ in lam)
     dlq = {dims["QueueName"] for ns, _, dims, _, _ in _metrics(_body(reference, REF)) if ns == "AWS/SQS"}
-    assert len(dlq) == 3 and all(q.startswith("<CheckpointStore") and "Dlq" in q for q in dlq)
+    assert len(dlq) == 4 and all(q.startswith("<CheckpointStore") and "Dlq" in q for q in dlq)
+
+
+def _maintenance_record() -> dict[str, Any]:
+    """Every count the maintenance handler can log (a copy step's, a prune step's, a rejection)."""
+    from dataclasses import asdict
+
+    from langgraph.checkpoint.dynamodb.base import PruneResult
+
+    copy = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
+    return {"action": "copy_thread", "status": "done", "rejected": 0, **copy, **asdict(PruneResult())}
 
 
 def _job_metrics_on_dashboard(synth: Synth, stack: str, namespace: str) -> set[tuple[str, str, str]]:
@@ -207,7 +222,9 @@ def test_job_metrics_are_what_the_handlers_emit(
         # What the real handler code prints with that environment, in that function.
         monkeypatch.setenv(ENV_NAMESPACE, env[ENV_NAMESPACE])
         monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", ref)
-        handlers.log_event(job, **SweepReport().to_dict())
+        # The maintenance function logs a copy step's or a prune step's counts.
+        report = SweepReport().to_dict() if job != "maintenance" else _maintenance_record()
+        handlers.log_event(job, **report)
         (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
         (directive,) = line["_aws"]["CloudWatchMetrics"]
         assert directive["Namespace"] == namespace and directive["Dimensions"] == [["Job", "FunctionName"]]
@@ -258,7 +275,7 @@ def test_bucketless_and_reaperless_stores(custom: Synth) -> None:
     assert not [m for m in _metrics(body) if m[0] == "AWS/S3"]
     assert [h.split()[1] for h in _headers(body)] == ["Checkpoint", "Maintenance", "Maintenance"]
     jobs = {dims["Job"] for ns, _, dims, _, _ in _metrics(body) if ns == "LangGraph/Checkpoints"}
-    assert jobs == {"pruner", "reaper"}  # no sweeper without a bucket
+    assert jobs == {"pruner", "reaper", "maintenance"}  # no sweeper without a bucket
     unversioned = _body(custom, "Unversioned")
     lam = {dims["FunctionName"] for ns, n, dims, _, _ in _metrics(unversioned) if ns == "AWS/Lambda"}
     assert len(lam) == 2 and not [m for m in _metrics(unversioned) if m[1] == "IteratorAge"]

@@ -55,6 +55,7 @@ def test_docs_agent_example_is_nag_clean(tmp_path: Path) -> None:
         r["Properties"]["Handler"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
     )
     assert handlers == [
+        "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
         "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
         "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
         "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",

@@ -16,6 +16,7 @@ FUNCTIONS = {
     "Pruner": "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
     "Reaper": "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
     "OrphanSweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
+    "Maintenance": "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
 }
 
 
@@ -35,8 +36,10 @@ def test_handlers_runtime_and_environment(reference) -> None:
         "Pruner": {**common, "PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30", "TIME_BUDGET_SECONDS": "270"},
         "Reaper": common,
         "OrphanSweeper": {**common, "ORPHAN_GRACE_HOURS": "24", "TIME_BUDGET_SECONDS": "840"},
+        # A step answers within the CLI's and SDKs' default 60 s read timeout.
+        "Maintenance": {**common, "TIME_BUDGET_SECONDS": "45"},
     }
-    timeouts = {"Pruner": 300, "Reaper": 300, "OrphanSweeper": 900}
+    timeouts = {"Pruner": 300, "Reaper": 300, "OrphanSweeper": 900, "Maintenance": 300}
     codes = set()
     for name, handler in FUNCTIONS.items():
         _, fn = _fn(reference, REF, name)
@@ -104,7 +107,7 @@ def test_roles_have_no_managed_policies(reference, reference_kms, custom) -> Non
 
 def test_log_groups_have_retention(reference) -> None:
     groups = reference.resources(REF, "AWS::Logs::LogGroup")
-    assert len(groups) == 4
+    assert len(groups) == 5
     assert {g["Properties"]["RetentionInDays"] for g in groups.values()} == {30}
 
 
@@ -148,7 +151,7 @@ def test_schedules(reference, custom) -> None:
 
 def test_async_failures_go_to_each_functions_dlq(reference) -> None:
     invoke_configs = reference.resources(REF, "AWS::Lambda::EventInvokeConfig")
-    for name in ("Pruner", "OrphanSweeper"):
+    for name in ("Pruner", "OrphanSweeper", "Maintenance"):
         fn_id, fn = _fn(reference, REF, name)
         dlq_id, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{name}Dlq")
         assert fn["Properties"]["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]}}
@@ -205,6 +208,7 @@ def test_dead_letter_queues(reference, reference_kms) -> None:
     for synth in (reference, reference_kms):
         queues = synth.resources(REF, "AWS::SQS::Queue")
         assert sorted(q.rstrip("0123456789ABCDEF") for q in queues) == [
+            "CheckpointStoreMaintenanceDlq",
             "CheckpointStoreOrphanSweeperDlq",
             "CheckpointStorePrunerDlq",
             "CheckpointStoreReaperDlq",
@@ -323,7 +327,7 @@ def test_alarms(reference) -> None:
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:
     topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
     alarms = _alarms(custom, "Custom")
-    assert len(alarms) == 13  # no agent in this stack
+    assert len(alarms) == 16  # no agent in this stack
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": topic_id}]
         assert props["OKActions"] == [{"Ref": topic_id}]
@@ -378,7 +382,7 @@ def test_log_groups_use_the_customer_key(reference, reference_kms) -> None:
     ]
     key_id, key = reference_kms.one(REF, "AWS::KMS::Key")
     groups = reference_kms.resources(REF, "AWS::Logs::LogGroup")
-    assert len(groups) == 4  # three maintenance functions and the agent
+    assert len(groups) == 5  # four maintenance functions and the agent
     for gid, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}, gid
     # The key policy lets CloudWatch Logs of this region use the key, for this account's log groups only.
@@ -431,8 +435,44 @@ def test_imported_key_warns_about_its_key_policy(custom) -> None:
 def test_bucketless_store_has_no_sweeper_and_no_bucket_env(custom) -> None:
     functions = custom.resources("NoBucket", "AWS::Lambda::Function")
     assert sorted(f["Properties"]["Handler"] for f in functions.values()) == [
+        "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
         "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
         "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
     ]
     for fn in functions.values():
         assert "LANGGRAPH_DYNAMODB_BUCKET" not in fn["Properties"]["Environment"]["Variables"]
+
+
+def test_maintenance_function_runs_on_request(reference, custom) -> None:
+    """No schedule and no event source: invoked by operators; its own role, DLQ and alarms; a property."""
+    fn_id, fn = _fn(reference, REF, "Maintenance")
+    store = reference.stores[REF]
+    assert store.maintenance_function is store.functions["maintenance"]
+    assert not [
+        r
+        for r in reference.resources(REF, "AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [fn_id, "Arn"]}
+    ]
+    assert not [
+        m
+        for m in reference.resources(REF, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": fn_id}
+    ]
+    role_id, _ = reference.one(REF, "AWS::IAM::Role", "CheckpointStoreMaintenanceRole")
+    assert fn["Properties"]["Role"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    # The errors alarm goes to the store's topic when it has one.
+    topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
+    c_fn_id, c_fn = _fn(custom, "Custom", "Maintenance", "Store")
+    errors = _alarms(custom, "Custom")["StoreMaintenanceErrorsAlarm"]
+    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": c_fn_id}}]
+    assert errors["AlarmActions"] == [{"Ref": topic_id}] and errors["Threshold"] == 1
+    assert c_fn["Properties"]["Environment"]["Variables"]["TIME_BUDGET_SECONDS"] == "20"
+    assert c_fn["Properties"]["Timeout"] == 300
+
+
+def test_maintenance_function_can_be_left_out(custom) -> None:
+    handlers = sorted(
+        f["Properties"]["Handler"] for f in custom.resources("Unversioned", "AWS::Lambda::Function").values()
+    )
+    assert "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler" not in handlers and handlers
+    assert not [k for k in custom.resources("Unversioned", "AWS::IAM::Role") if "Maintenance" in k]

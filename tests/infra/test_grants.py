@@ -213,6 +213,28 @@ def _function_statements(
             listing,
         ]
         kms = ("dynamodb", "s3")
+    elif name == "maintenance":
+        # On request: copy (server-side object copies: GetObject + PutObject),
+        # prune, delete, delete_for_runs (the run index, and no other index).
+        out = [
+            {
+                "Action": ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+                "Effect": "Allow",
+                "Resource": _arn(table),
+            },
+            {
+                "Action": ["dynamodb:Query"],
+                "Effect": "Allow",
+                "Resource": _join(_arn(table), "/index/run_id-index"),
+            },
+            {
+                "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+                "Effect": "Allow",
+                "Resource": objects,
+            },
+            listing,
+        ]
+        kms = ("dynamodb", "s3")
     else:
         out = [
             {"Action": ["dynamodb:Query"], "Effect": "Allow", "Resource": _arn(table)},
@@ -239,7 +261,12 @@ def _role_parts(synth, stack: str, role: str, prefix: str) -> tuple[list[dict], 
     return data, other
 
 
-FUNCTION_ROLES = {"pruner": "Pruner", "reaper": "Reaper", "orphan_sweeper": "OrphanSweeper"}
+FUNCTION_ROLES = {
+    "pruner": "Pruner",
+    "reaper": "Reaper",
+    "orphan_sweeper": "OrphanSweeper",
+    "maintenance": "Maintenance",
+}
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTION_ROLES))
@@ -278,7 +305,7 @@ def test_maintenance_roles_get_only_what_their_code_path_calls(
 
 
 def test_bucketless_maintenance_roles(custom) -> None:
-    for role in ("Pruner", "Reaper"):
+    for role in ("Pruner", "Reaper", "Maintenance"):
         data, _ = _role_parts(custom, "NoBucket", role, "Store")
         assert not [s for s in data if s["Action"][0].startswith("s3:")], role
     data, _ = _role_parts(custom, "NoBucket", "Pruner", "Store")

@@ -10,8 +10,9 @@ pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
 #: Every acknowledged finding and where it applies (docs/infrastructure.md explains each).
 REFERENCE_ACKS = {
-    # Python 3.12 pinned (all four functions).
+    # Python 3.12 pinned (all five functions).
     ("AwsSolutions-L1", "LangGraphCheckpointStack/AgentFunction/Resource"),
+    ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/Maintenance/Resource"),
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/OrphanSweeper/Resource"),
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/Pruner/Resource"),
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/Reaper/Resource"),
@@ -37,6 +38,7 @@ REFERENCE_ACKS = {
         "CheckpointStore/PrunerRole",
         "CheckpointStore/ReaperRole",
         "CheckpointStore/OrphanSweeperRole",
+        "CheckpointStore/MaintenanceRole",
     )
 }
 

@@ -98,6 +98,12 @@ class Recorder:
                 yield Request("s3:DeleteObject", f"{BUCKET}/{obj['Key']}")
         elif op in ("PutObject", "GetObject", "DeleteObject"):
             yield Request(f"s3:{op}", f"{BUCKET}/{p['Key']}")
+        elif op == "CopyObject":
+            # Authorized as a read of the source and a write of the target.
+            source = p["CopySource"]
+            assert source["Bucket"] == self.bucket, source
+            yield Request("s3:GetObject", f"{BUCKET}/{source['Key']}")
+            yield Request("s3:PutObject", f"{BUCKET}/{p['Key']}")
         else:
             raise AssertionError(f"unexpected S3 operation {op}: add it to the recorder")
 
@@ -370,6 +376,43 @@ def test_orphan_sweeper_role_is_exactly_what_the_sweeper_calls(
         prefix + "_/c/x/w/t/0.orphan"
     }
     assert saver.get_tuple(configs[0]).pending_writes[0][1] == "w"
+
+
+def test_maintenance_role_is_exactly_what_the_maintenance_function_calls(
+    store: dict[str, Any], reference: Any
+) -> None:
+    """Every action, through the real handler: a copy, a prune that re-homes, a delete, a run's deletion."""
+    table, bucket = store["table_name"], store["bucket_name"]
+    writer = DynamoDBSaver(table_name=table, bucket_name=bucket, s3_threshold=300_000)
+    spill = DynamoDBSaver(table_name=table, bucket_name=bucket)
+    big = os.urandom(100_000)
+    source, copy, active, runs = (f"t-{uuid.uuid4().hex[:12]}" for _ in range(4))
+    configs = _chain(spill, source, [_uuid6_at(time.time() - 30 + i) for i in range(2)], big)
+    spill.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
+    held = _chain(writer, active, [_uuid6_at(time.time() - 20 + i) for i in range(3)], big)
+    spill.put_writes(held[0], [("w", os.urandom(100_000))], "task-1")
+    run = str(uuid.uuid4())
+    cp = _checkpoint(_uuid6_at(time.time()), {"step": 1}, {"step": "1"})
+    writer.put(_cfg(runs), cp, {"run_id": run}, {"step": "1"})
+
+    store["use"]("CheckpointStoreMaintenance")
+    handler = _handler("maintenance")
+    copied = handler({"action": "copy_thread", "source_thread_id": source, "target_thread_id": copy}, None)
+    assert copied["status"] == "done" and copied["report"]["objects_copied"] >= 2, copied
+    pruned = handler({"action": "prune", "thread_ids": [active], "keep_last": 1}, None)
+    assert pruned["report"]["values_rehomed"] == 1 and pruned["report"]["checkpoints_deleted"] == 2, pruned
+    deleted = handler({"action": "delete_thread", "thread_id": copy}, None)
+    assert deleted["status"] == "done" and deleted["report"]["checkpoints_deleted"] == 2, deleted
+    by_run = handler({"action": "delete_for_runs", "run_ids": [run]}, None)
+    assert by_run["report"]["checkpoints_deleted"] == 1, by_run
+    requests = store["recorder"].requests
+    assert _rehomed_to_s3(requests) and _deleted_under(requests, active, copy)
+
+    _check_role(reference, "Maintenance", requests)
+    assert not [r for r in requests if r.action == "dynamodb:Scan"]
+    assert {r.resource for r in requests if "/index/" in r.resource} == {f"{TABLE}/index/run_id-index"}
+    assert writer.get_tuple(held[-1]).checkpoint["channel_values"]["big"] == big
+    assert spill.get_tuple(_cfg(copy)) is None and writer.get_tuple(_cfg(runs)) is None
 
 
 def test_the_evaluator_refuses_what_a_role_lacks(reference: Any) -> None:

@@ -22,6 +22,9 @@ GENERATED = [
     "purge_expired",
     "run_pruner",
     "sweep_orphans",
+    "copy_thread_step",
+    "prune_step",
+    "delete_for_runs_step",
 ]
 
 

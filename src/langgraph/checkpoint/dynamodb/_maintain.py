@@ -83,7 +83,7 @@ def _copy(
                 ):
                     with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
                         s._s3_pointer(source_thread_id, it, name)
-            copy = _retarget(it, src_prefix, dst_prefix, s3_keys)
+            copy = retarget_item(it, src_prefix, dst_prefix, s3_keys)
             copy[ATTR.PK] = dst_pk
             out.append(copy)
         return out
@@ -301,7 +301,7 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
     return total
 
 
-def _retarget(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:
+def retarget_item(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:
     """Copy an item, moving its S3 references from one thread prefix to another."""
 
     def fix(av: dict[str, Any]) -> dict[str, Any]:

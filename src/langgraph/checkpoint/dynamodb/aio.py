@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
+from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
 from langgraph.checkpoint.dynamodb._methods import async_method, blocking
@@ -290,6 +290,12 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     arun_pruner = async_method(_jobs.run_pruner)
     asweep_orphans = async_method(_jobs.sweep_orphans)
 
+    # ------------------------------------------------ resumable maintenance
+
+    acopy_thread_step = async_method(_resumable.copy_thread_step)
+    aprune_step = async_method(_resumable.prune_step)
+    adelete_for_runs_step = async_method(_resumable.delete_for_runs_step)
+
     # ------------------------------------------------- sync twins (blocking)
 
     get_tuple = blocking(aget_tuple)
@@ -306,3 +312,6 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     purge_expired = blocking(apurge_expired)
     run_pruner = blocking(arun_pruner)
     sweep_orphans = blocking(asweep_orphans)
+    copy_thread_step = blocking(acopy_thread_step)
+    prune_step = blocking(aprune_step)
+    delete_for_runs_step = blocking(adelete_for_runs_step)

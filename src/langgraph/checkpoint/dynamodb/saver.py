@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _write
+from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
 from langgraph.checkpoint.dynamodb._aws import (
     client_config,
     client_region,
@@ -249,3 +249,9 @@ class DynamoDBSaver(BaseDynamoDBSaver):
     purge_expired = sync_method(_jobs.purge_expired)
     run_pruner = sync_method(_jobs.run_pruner)
     sweep_orphans = sync_method(_jobs.sweep_orphans)
+
+    # ------------------------------------------------ resumable maintenance
+
+    copy_thread_step = sync_method(_resumable.copy_thread_step)
+    prune_step = sync_method(_resumable.prune_step)
+    delete_for_runs_step = sync_method(_resumable.delete_for_runs_step)

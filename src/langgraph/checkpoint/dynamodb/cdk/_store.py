@@ -108,20 +108,30 @@ KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #:   (``_deleting.reap_thread`` deletes, re-homes and leaves tombstones too), and no
 #:   ``Scan``: it is handed its threads;
 #: * orphan sweeper: ``Query`` only (it reads which objects a thread
-#:   references); it never writes or deletes an item.
+#:   references); it never writes or deletes an item;
+#: * maintenance (on request, ``lambdas/maintenance.py`` -> ``_resumable``):
+#:   ``Query`` (``_load_thread``; ``delete_for_runs`` also queries the run
+#:   index, granted apart on that index only), ``BatchWriteItem`` (a copy's
+#:   puts, the deletes of prune and delete), ``UpdateItem`` (a delete's
+#:   tombstones and retired head, a copy's thread head); no ``Scan``, no cursor.
 FUNCTION_DYNAMODB_ACTIONS: Mapping[str, tuple[str, ...]] = {
     "pruner": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
     "reaper": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"),
     "orphan_sweeper": ("dynamodb:Query",),
+    "maintenance": ("dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:UpdateItem"),
 }
 #: Object actions under the key prefix (plus ``s3:ListBucket`` on the prefix
-#: for all three). No function reads an object: pointers and version keys are
-#: in the items. ``PutObject`` is the re-homing of a held value too large for
-#: a blob item; ``DeleteObject`` authorizes ``DeleteObjects``.
+#: for all of them). No scheduled function reads an object: pointers and
+#: version keys are in the items. ``PutObject`` is the re-homing of a held
+#: value too large for a blob item; ``DeleteObject`` authorizes
+#: ``DeleteObjects``. The maintenance function's ``copy_thread`` copies objects
+#: server-side (``CopyObject`` is authorized as ``GetObject`` on the source and
+#: ``PutObject`` on the target).
 FUNCTION_S3_ACTIONS: Mapping[str, tuple[str, ...]] = {
     "pruner": ("s3:DeleteObject", "s3:PutObject"),
     "reaper": ("s3:DeleteObject", "s3:PutObject"),
     "orphan_sweeper": ("s3:DeleteObject",),
+    "maintenance": ("s3:DeleteObject", "s3:GetObject", "s3:PutObject"),
 }
 #: The cursor items' actions (``_read_cursor``: ``GetItem``; ``_claim_cursor``:
 #: a conditional ``PutItem``), for the two functions that walk pages.
@@ -157,6 +167,7 @@ MAINTENANCE_HANDLERS: Mapping[str, str] = {
     "pruner": "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
     "reaper": "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",
     "orphan_sweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
+    "maintenance": "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
 }
 
 
@@ -264,8 +275,9 @@ class CheckpointStore(Construct):
       the table's point-in-time recovery reaches back, aborting incomplete
       multipart uploads) unless ``bucket=False``;
     * the maintenance Lambdas: ``pruner`` (EventBridge schedule), ``reaper``
-      (stream consumer of TTL deletions of thread heads) and ``orphan_sweeper``
-      (daily), each with its own role (only what its code path calls), log
+      (stream consumer of TTL deletions of thread heads), ``orphan_sweeper``
+      (daily) and ``maintenance`` (on request: copy, prune, delete named
+      threads or runs, in resumable steps), each with its own role (only what its code path calls), log
       group (encrypted with ``kms_key`` when given), reserved concurrency and
       encrypted, TLS-only SQS dead-letter queue (kept under ``RETAIN``);
     * CloudWatch alarms (Lambda errors and throttles, DLQ depth, table
@@ -334,6 +346,15 @@ class CheckpointStore(Construct):
         orphan_sweep_schedule: Its schedule (default: every day).
         orphan_grace_hours: ``ORPHAN_GRACE_HOURS``: objects younger than this
             are never swept (a ``put`` may still be about to reference them).
+        enable_maintenance: Create the on-demand maintenance function
+            (:attr:`maintenance_function`): ``copy_thread``, ``prune``,
+            ``delete_thread`` and ``delete_for_runs`` on request, in resumable
+            steps (docs/infrastructure.md shows how to invoke it).
+        maintenance_time_budget: ``TIME_BUDGET_SECONDS`` of the maintenance
+            function: each invocation starts no new unit of work after this
+            long and returns a continuation token (default 45 s, so that a
+            step answers within the AWS CLI's and SDKs' default 60 s read
+            timeout; its Lambda timeout is 5 minutes, for one large unit).
         lambda_code_dir: A folder of your own code to ship next to the library in
             the maintenance functions' asset (default: none; the maintenance
             handlers are part of this package, ``langgraph.checkpoint.dynamodb.lambdas``).
@@ -354,7 +375,7 @@ class CheckpointStore(Construct):
             alarms exist with no action: they show in the CloudWatch console,
             and ``store.alarms`` lets an app add actions later.
         dashboard: Create the store's CloudWatch dashboard (:attr:`dashboard`).
-            On by default. It costs $3 a month: it graphs 87 metrics, more
+            On by default. It costs $3 a month: it graphs 101 metrics, more
             than the 50 of CloudWatch's free dashboards (docs/infrastructure.md
             lists every cost, and the dashboard's widgets).
         dashboard_name: Its physical name (default: generated).
@@ -409,6 +430,8 @@ class CheckpointStore(Construct):
         enable_orphan_sweeper: bool = True,
         orphan_sweep_schedule: events.Schedule | None = None,
         orphan_grace_hours: int = 24,
+        enable_maintenance: bool = True,
+        maintenance_time_budget: Duration | None = None,
         lambda_code_dir: str | Path | None = None,
         lambda_code: lambda_.Code | None = None,
         runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
@@ -500,6 +523,7 @@ class CheckpointStore(Construct):
             "reaper": enable_reaper,
             # Without a bucket there is nothing to sweep.
             "orphan_sweeper": enable_orphan_sweeper and bucket,
+            "maintenance": enable_maintenance,
         }
         if any(wanted.values()):
             # The default asset is the installed library and its wheels: the
@@ -561,6 +585,18 @@ class CheckpointStore(Construct):
                     fn,
                     orphan_sweep_schedule or events.Schedule.rate(Duration.days(1)),
                 )
+            if wanted["maintenance"]:
+                budget = maintenance_time_budget or Duration.seconds(45)
+                self._maintenance_function(
+                    "maintenance",
+                    "Maintenance",
+                    description="On request: copy_thread, prune, delete_thread, delete_for_runs "
+                    "(resumable steps, via the library).",
+                    timeout=Duration.minutes(5),
+                    memory_size=1024,
+                    environment={"TIME_BUDGET_SECONDS": str(int(budget.to_seconds()))},
+                    **common,
+                )
         self._table_alarms()
         #: The store's CloudWatch dashboard (``None`` with ``dashboard=False``);
         #: add widgets of your own with ``store.dashboard.add_widgets(...)``.
@@ -583,6 +619,15 @@ class CheckpointStore(Construct):
             cfn_dashboard = self.dashboard.node.default_child
             assert isinstance(cfn_dashboard, cloudwatch.CfnDashboard)
             cfn_dashboard.override_logical_id(f"{self.node.id}Dashboard")
+
+    @property
+    def maintenance_function(self) -> lambda_.Function | None:
+        """The on-demand maintenance function (``None`` with ``enable_maintenance=False``).
+
+        Example:
+            >>> store.maintenance_function.grant_invoke(operator_role)  # doctest: +SKIP
+        """
+        return self.functions.get("maintenance")
 
     # ------------------------------------------------------------------ table
 
@@ -1077,7 +1122,7 @@ class CheckpointStore(Construct):
         added with its event source (see ``_create_reaper``).
 
         Args:
-            name: ``"pruner"``, ``"reaper"`` or ``"orphan_sweeper"``.
+            name: ``"pruner"``, ``"reaper"``, ``"orphan_sweeper"`` or ``"maintenance"``.
 
         Returns:
             The statements, in the order the role's policy lists them.
@@ -1100,6 +1145,13 @@ class CheckpointStore(Construct):
                 else self.table_arn
             )
             stmts.append(iam.PolicyStatement(actions=["dynamodb:Scan"], resources=[scanned]))
+        if name == "maintenance":
+            # delete_for_runs finds a run's threads through the run index: that index only.
+            stmts.append(
+                iam.PolicyStatement(
+                    actions=["dynamodb:Query"], resources=[f"{self.table_arn}/index/{schema.RUN_INDEX_NAME}"]
+                )
+            )
         if name in ("pruner", "orphan_sweeper"):
             stmts.append(
                 iam.PolicyStatement(

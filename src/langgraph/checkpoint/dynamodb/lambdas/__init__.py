@@ -6,7 +6,10 @@ Handler strings (what ``CheckpointStore`` sets):
 * ``langgraph.checkpoint.dynamodb.lambdas.reaper.handler``: DynamoDB Streams
   consumer finishing the expiry of threads whose head TTL deleted;
 * ``langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler``: scheduled
-  sweep of S3 objects no item references.
+  sweep of S3 objects no item references;
+* ``langgraph.checkpoint.dynamodb.lambdas.maintenance.handler``: on request,
+  ``copy_thread``, ``prune``, ``delete_thread``, ``delete_for_runs`` in
+  resumable steps (continuation tokens).
 
 They live in the package, not next to it, so that the construct can deploy
 them from an installed wheel: its Lambda asset is this library plus its

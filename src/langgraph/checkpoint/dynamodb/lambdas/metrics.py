@@ -48,7 +48,7 @@ __all__ = [
 ENV_METRICS_NAMESPACE = "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE"
 #: The namespace when the variable is unset.
 DEFAULT_NAMESPACE = "LangGraph/Checkpoints"
-#: Dimension holding the job (``pruner``, ``reaper``, ``orphan_sweeper``).
+#: Dimension holding the job (``pruner``, ``reaper``, ``orphan_sweeper``, ``maintenance``).
 JOB_DIMENSION = "Job"
 #: Dimension holding the Lambda function's name: two stores in one account
 #: (and one namespace) stay apart.
@@ -93,6 +93,11 @@ OBJECTS_DELETED = JobMetric("ObjectsDeleted", "s3_objects_deleted")
 VALUES_REHOMED = JobMetric("ValuesRehomed", "values_rehomed")
 BYTES_FREED = JobMetric("BytesFreed", "bytes_freed", "Bytes")
 ERRORS = JobMetric("Errors", "errors")
+OBJECTS_COPIED = JobMetric("ObjectsCopied", "objects_copied")
+ITEMS_COPIED = JobMetric("ItemsCopied", "items_copied")
+CHECKPOINTS_COPIED = JobMetric("CheckpointsCopied", "checkpoints_copied")
+#: Maintenance requests refused (a malformed event, a foreign token, a non-empty copy target).
+REQUESTS_REJECTED = JobMetric("RequestsRejected", "rejected")
 
 #: Job -> the metrics its handler emits (and the dashboard graphs). Only
 #: counts that job can move: each metric is billed as a custom metric.
@@ -119,6 +124,18 @@ JOB_METRICS: Mapping[str, tuple[JobMetric, ...]] = {
         ERRORS,
     ),
     "orphan_sweeper": (THREADS_SCANNED, OBJECTS_SCANNED, OBJECTS_DELETED, BYTES_FREED, ERRORS),
+    # On-demand steps: each invocation reports what its step did.
+    "maintenance": (
+        OBJECTS_COPIED,
+        ITEMS_COPIED,
+        CHECKPOINTS_COPIED,
+        CHECKPOINTS_DELETED,
+        WRITES_DELETED,
+        OBJECTS_DELETED,
+        VALUES_REHOMED,
+        BYTES_FREED,
+        REQUESTS_REJECTED,
+    ),
 }
 
 

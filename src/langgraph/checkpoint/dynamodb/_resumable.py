@@ -1,0 +1,473 @@
+"""Step-wise (resumable) maintenance operations, I/O-free.
+
+The maintenance Lambda (``lambdas/maintenance.py``) runs ``copy_thread``,
+``prune`` and ``delete_for_runs`` on request, within one invocation's time
+budget. Each operation here does as many *units* of work as fit before a
+deadline (always at least one, so every invocation makes progress) and returns
+a :class:`StepResult` whose continuation token lets the next call resume.
+
+Units and what is safe to replay:
+
+* ``copy_thread``: S3 objects first, then the writes and blob items, then the
+  checkpoint items oldest first, a batch per unit; last the target's head.
+  Cursors are keys, not positions, and every write is a put of the same item
+  or a copy of the same object, so replaying a step (the same token, an older
+  one, or the first request without a token) ends in the same target.
+* ``prune`` and ``delete_for_runs``: one thread (one run id) per unit; each
+  is the library's own operation, which is already safe to interrupt and to
+  redo (deletes in an order that keeps every readable checkpoint intact).
+
+What a reader sees in a copy's target while it is under way: nothing until
+the first checkpoint batch lands (objects, writes and blobs are not readable
+without a checkpoint item), then a prefix of the source in checkpoint id
+order, each checkpoint complete (its payloads, pending writes and delta
+ancestors all landed before it). The target's latest checkpoint is the
+source's latest only once the step returns ``done``.
+
+The token is base64url JSON, opaque to users. It is bound to the request (the
+action, the thread or run ids, the options) and to the saver's tenant by a
+digest it carries: a token from another request, thread or tenant is refused
+(``ValueError``), so it can never point a step at another thread. It is not a
+secret and grants nothing: it only tells the step where to resume.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from botocore.exceptions import ClientError
+
+from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
+from langgraph.checkpoint.dynamodb._ops import Gather, Op, s3
+from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "MAX_TOKEN_CHARS",
+    "StepResult",
+    "copy_thread_step",
+    "delete_for_runs_step",
+    "prune_step",
+]
+
+#: Items (or S3 objects) per unit of a copy: one BatchWriteItem's worth.
+DEFAULT_BATCH_SIZE = _requests.BATCH_WRITE_MAX
+#: Longest token accepted (a copy's cursors are keys: a few hundred bytes each).
+MAX_TOKEN_CHARS = 8192
+_TOKEN_VERSION = 1
+_COPY_PHASES = ("objects", "items", "checkpoints", "finish")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step of a resumable maintenance operation did.
+
+    Attributes:
+        status: ``"done"`` (nothing left) or ``"continue"`` (call again with
+            ``continuation``).
+        continuation: The token to pass to the next call, ``None`` when done.
+        report: Counts of this step only (sum them over the steps for a total).
+
+    Example:
+        >>> r = StepResult("continue", "eyJ2Ijox...", {"checkpoints_copied": 25})
+        >>> r.to_dict()["status"]
+        'continue'
+    """
+
+    status: Literal["done", "continue"]
+    continuation: str | None
+    report: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        """Whether the operation has finished."""
+        return self.status == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"status", "continuation", "report"}``, JSON-ready (the Lambda's result)."""
+        return {"status": self.status, "continuation": self.continuation, "report": dict(self.report)}
+
+
+# ----------------------------------------------------------------- tokens
+
+
+def _binding(action: str, tenant: str, request: Mapping[str, Any]) -> str:
+    """Digest of what a token belongs to: the action, the tenant and the request's parameters."""
+    raw = json.dumps([action, tenant, request], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _encode(action: str, binding: str, state: Mapping[str, Any]) -> str:
+    doc = {"v": _TOKEN_VERSION, "a": action, "b": binding, "s": dict(state)}
+    raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(token: object, action: str, binding: str) -> dict[str, Any]:
+    """The state a token carries, after checking it belongs to this request.
+
+    Raises:
+        ValueError: not a token, another version, or another request's
+            (action, ids, options or tenant differ).
+    """
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
+        raise ValueError(f"continuation must be a token string of at most {MAX_TOKEN_CHARS} characters")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        doc = json.loads(raw)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ValueError("continuation is not a token returned by a previous step") from None
+    if not isinstance(doc, dict) or doc.get("v") != _TOKEN_VERSION or not isinstance(doc.get("s"), dict):
+        raise ValueError("continuation is not a token returned by a previous step (or of another version)")
+    if doc.get("a") != action or doc.get("b") != binding:
+        raise ValueError(
+            "continuation belongs to another request: resume with the same action, thread or run ids, "
+            "options and tenant as the step that returned it"
+        )
+    return doc["s"]
+
+
+def _str_or_none(state: Mapping[str, Any], key: str) -> str | None:
+    value = state.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"continuation is malformed ({key!r})")
+    return value
+
+
+def _count(state: Mapping[str, Any], total: int) -> int:
+    done = state.get("done")
+    if not isinstance(done, int) or isinstance(done, bool) or not 0 <= done <= total:
+        raise ValueError("continuation is malformed ('done')")
+    return done
+
+
+# ------------------------------------------------------------------ copy
+
+
+@dataclass
+class _CopyPlan:
+    """Everything a copy writes, in the order it writes it, from the source as it is now."""
+
+    #: (source key, target key, may be missing) in source key order.
+    objects: list[tuple[str, str, bool]]
+    #: Writes and blob items, by sort key.
+    items: list[Item]
+    #: Checkpoint items, oldest first (``(checkpoint id, namespace)`` order).
+    checkpoints: list[Item]
+
+
+def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: ThreadItems) -> str:
+    """The lineage-root suffix of a copy, the same for every replay of the same request.
+
+    ``copy_thread`` draws a fresh one (a deleted earlier copy's tombstone must
+    not hide the new one). A step-wise copy must reuse one across steps and
+    replays, so it is derived from the source, the target and the lineages
+    the target's tombstones list: a copy after a delete gets a new root.
+    """
+    dead = sorted(e for tomb in target_items.tombstones.values() for e in _items.dead_entries(tomb))
+    raw = json.dumps([s._pk(source), s._pk(target), dead], separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _plan_copy(
+    s: BaseDynamoDBSaver, source_id: str, target_id: str, source: ThreadItems, root: str, upto: str
+) -> _CopyPlan:
+    """What ``copy_thread`` writes, laid out for steps (same rules; see ``_maintain.copy_thread``).
+
+    Only the checkpoints with ids up to ``upto`` (the source's newest when
+    the copy started) and their writes are part of it: a checkpoint put in
+    the source during the copy may point at objects an earlier step did not
+    copy.
+    """
+    for dead_key in source.dead():
+        del source.checkpoints[dead_key]
+        source.writes.pop(dead_key, None)
+    src_prefix = s._s3_thread(source_id)
+    dst_prefix = s._s3_thread(target_id)
+    dst_pk = {"S": s._pk(target_id)}
+    s3_keys: set[str] = set()
+
+    def retarget(items: Iterable[Item]) -> list[Item]:
+        out = []
+        for it in items:
+            # Only the source's own objects are copied: a forged pointer to
+            # another thread's or tenant's object makes the copy refuse.
+            for name, av in it.items():
+                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                    _items.is_write_attr(name) and "M" in av["L"][1]
+                ):
+                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                        s._s3_pointer(source_id, it, name)
+            copy = _maintain.retarget_item(it, src_prefix, dst_prefix, s3_keys)
+            copy[ATTR.PK] = dst_pk
+            out.append(copy)
+        return out
+
+    included = {key for key in source.checkpoints if key[1] <= upto}
+    writes = [w for key, ws in source.writes.items() if key in included for w in ws]
+    items = sorted(retarget([*writes, *source.blobs.values()]), key=lambda it: it[ATTR.SK]["S"])
+    keys = sorted(included, key=lambda k: (k[1], k[0]))
+    checkpoints = retarget(source.checkpoints[k] for k in keys)
+    for it in checkpoints:
+        _, _, cid, _ = _items.parse_sk(it)
+        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
+    maybe: set[str] = set()
+    if s.bucket_name is not None:
+        for key in included:
+            it = source.checkpoints[key]
+            ns = key[0]
+            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+                if "M" not in av:
+                    continue
+                ref = av["M"]
+                version = ref["v"]["S"]
+                s3_key = s._value_s3_key(source_id, ns, channel, version)
+                if ref["l"]["S"] == "s3":
+                    s3_keys.add(s3_key)
+                    continue
+                if schema.blob_sk(ns, channel, version) in source.blobs:
+                    continue
+                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
+                if held is None or _items.held_value(held, channel) is None:
+                    maybe.add(s3_key)
+    maybe -= s3_keys
+    if (s3_keys or maybe) and s.bucket_name is None:
+        raise ValueError("source thread has S3 payloads but no bucket_name is configured")
+    objects = [(k, dst_prefix + k[len(src_prefix) :], k in maybe) for k in sorted(s3_keys | maybe)]
+    return _CopyPlan(objects, items, checkpoints)
+
+
+def _checkpoint_cursor(it: Item) -> str:
+    ns, _, cid, _ = _items.parse_sk(it)
+    # Checkpoint id first: the copy's order (NUL sorts below any namespace char).
+    return f"{cid}\x00{ns}"
+
+
+def copy_thread_step(
+    s: BaseDynamoDBSaver,
+    source_thread_id: str,
+    target_thread_id: str,
+    *,
+    continuation: str | None = None,
+    deadline: float | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> Op[StepResult]:
+    """:meth:`copy_thread` in steps that each stop at ``deadline`` (epoch seconds).
+
+    Call again with the returned ``continuation`` until ``status`` is
+    ``"done"``. Replaying a step (same token, or an earlier one) is safe.
+    Midway the target reads as empty, then as an older state of the
+    source (every visible checkpoint complete); it reads as the source's
+    latest only when done.
+
+    The first step (no token) refuses a target that holds anything this copy
+    would not write (as ``copy_thread`` refuses a non-empty target); a target
+    holding exactly what an interrupted run of the same request wrote is
+    taken over, so the request can be replayed without its token too.
+
+    Example:
+        >>> step = saver.copy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
+        >>> while not step.done:  # doctest: +SKIP
+        ...     step = saver.copy_thread_step("src", "dst", continuation=step.continuation)
+    """
+    for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string")
+        s._check_keys(value, "", None)
+    if s._pk(target_thread_id) == s._pk(source_thread_id):
+        raise ValueError("source_thread_id and target_thread_id are the same thread")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    binding = _binding(
+        "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
+    )
+    source = yield from _deleting.load_thread(s, source_thread_id)
+    if continuation is None:
+        target = yield from _deleting.load_thread(s, target_thread_id)
+        root = _copy_root(s, source_thread_id, target_thread_id, target)
+        upto = max((cid for _, cid in set(source.checkpoints) - source.dead()), default="")
+        plan = _plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
+        planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
+        present = [
+            *(w for ws in target.writes.values() for w in ws),
+            *target.blobs.values(),
+            *target.checkpoints.values(),
+        ]
+        if any(planned.get(it[ATTR.SK]["S"]) != it for it in present):
+            raise ValueError(
+                f"target thread {target_thread_id!r} already has checkpoints; "
+                "delete it first (copy_thread never merges two histories)"
+            )
+        state: dict[str, Any] = {"root": root, "upto": upto, "phase": _COPY_PHASES[0], "after": None}
+    else:
+        state = _decode(continuation, "copy_thread", binding)
+        token_root, token_upto = state.get("root"), state.get("upto")
+        if not isinstance(token_root, str) or len(token_root) != 32 or token_root.strip("0123456789abcdef"):
+            raise ValueError("continuation is malformed ('root')")
+        if not isinstance(token_upto, str) or state.get("phase") not in _COPY_PHASES:
+            raise ValueError("continuation is malformed ('upto', 'phase')")
+        _str_or_none(state, "after")
+        plan = _plan_copy(s, source_thread_id, target_thread_id, source, token_root, token_upto)
+
+    report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
+    units = 0
+
+    def more() -> bool:
+        # At least one unit per call: an invocation that starts late still moves on.
+        return units == 0 or deadline is None or clock.now() < deadline
+
+    def pending(entries: Sequence[Any], key: Callable[[Any], str]) -> list[Any]:
+        after = state["after"]
+        return [e for e in entries if after is None or key(e) > after]
+
+    while state["phase"] != "finish":
+        phase = state["phase"]
+        if phase == "objects":
+            todo: list[Any] = pending(plan.objects, lambda o: o[0])
+        elif phase == "items":
+            todo = pending(plan.items, lambda it: it[ATTR.SK]["S"])
+        else:
+            todo = pending(plan.checkpoints, _checkpoint_cursor)
+        for i in range(0, len(todo), batch_size):
+            if not more():
+                return StepResult("continue", _encode("copy_thread", binding, state), report)
+            chunk = todo[i : i + batch_size]
+            if phase == "objects":
+                yield from _copy_objects(s, chunk)
+                state["after"] = chunk[-1][0]
+                report["objects_copied"] += len(chunk)
+            elif phase == "items":
+                yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in chunk])
+                state["after"] = chunk[-1][ATTR.SK]["S"]
+                report["items_copied"] += len(chunk)
+            else:
+                # in_order (as copy_thread): a failure leaves the batch's older
+                # 25-item chunks landed, never a newer one without them.
+                yield from _requests.batch_write(
+                    s.table_name, [{"PutRequest": {"Item": it}} for it in chunk], in_order=True
+                )
+                state["after"] = _checkpoint_cursor(chunk[-1])
+                report["checkpoints_copied"] += len(chunk)
+            units += 1
+        state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
+        state["after"] = None
+    # The head (one small request when threads are tracked) needs no unit of its own.
+    yield from _heads.on_activity(s, target_thread_id)
+    return StepResult("done", None, report)
+
+
+def _copy_objects(s: BaseDynamoDBSaver, chunk: Sequence[tuple[str, str, bool]]) -> Op[None]:
+    """Server-side copies; a "maybe" object that is not there is skipped (see ``_maintain.copy_thread``)."""
+    results = yield Gather(
+        [
+            s3("copy_object", Bucket=s.bucket_name, Key=dst, CopySource={"Bucket": s.bucket_name, "Key": src})
+            for src, dst, _ in chunk
+        ],
+        return_exceptions=True,
+    )
+    for (_, _, maybe), result in zip(chunk, results, strict=True):
+        if isinstance(result, BaseException):
+            if maybe and isinstance(result, ClientError) and error_code(result) in ("NoSuchKey", "404"):
+                continue
+            raise result
+
+
+# ------------------------------------------------------ prune, delete_for_runs
+
+
+def _id_list(values: object, what: str) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{what} must be a list of ids, not {type(values).__name__}")
+    for v in values:
+        if not isinstance(v, str) or not v:
+            raise TypeError(f"every entry of {what} must be a non-empty str, got {v!r}")
+    return list(dict.fromkeys(values))
+
+
+def _per_unit(
+    s: BaseDynamoDBSaver,
+    action: str,
+    request: Mapping[str, Any],
+    units: list[str],
+    run_one: Callable[[str], Op[PruneResult]],
+    continuation: str | None,
+    deadline: float | None,
+) -> Op[StepResult]:
+    """Run ``run_one`` on each unit in order until ``deadline``; the token counts the units done."""
+    binding = _binding(action, s.tenant_prefix, request)
+    done = 0 if continuation is None else _count(_decode(continuation, action, binding), len(units))
+    total = PruneResult()
+    started = 0
+    while done < len(units):
+        if started and deadline is not None and clock.now() >= deadline:
+            return StepResult("continue", _encode(action, binding, {"done": done}), asdict(total))
+        res = yield from run_one(units[done])
+        total.add(res)
+        done += 1
+        started += 1
+    return StepResult("done", None, asdict(total))
+
+
+def prune_step(
+    s: BaseDynamoDBSaver,
+    thread_ids: Sequence[str],
+    *,
+    strategy: str = "keep_latest",
+    keep_last: int | None = None,
+    continuation: str | None = None,
+    deadline: float | None = None,
+) -> Op[StepResult]:
+    """:meth:`prune` a thread at a time until ``deadline``; resume with ``continuation``.
+
+    Each thread's prune is safe to interrupt and redo, so a replayed step
+    converges.
+
+    Example:
+        >>> step = saver.prune_step(["t1", "t2"], keep_last=5, deadline=time.time() + 60)  # doctest: +SKIP
+        >>> step.status, step.report["checkpoints_deleted"]  # doctest: +SKIP
+        ('done', 12)
+    """
+    threads = _id_list(thread_ids, "thread_ids")
+    # The library validates strategy and keep_last (no I/O for an empty list).
+    yield from _maintain.prune(s, [], strategy=strategy, keep_last=keep_last)
+    request = {"thread_ids": threads, "strategy": strategy, "keep_last": keep_last}
+
+    def one(thread_id: str) -> Op[PruneResult]:
+        return (yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last))
+
+    return (yield from _per_unit(s, "prune", request, threads, one, continuation, deadline))
+
+
+def delete_for_runs_step(
+    s: BaseDynamoDBSaver,
+    run_ids: Sequence[str],
+    *,
+    continuation: str | None = None,
+    deadline: float | None = None,
+) -> Op[StepResult]:
+    """:meth:`delete_for_runs` a run id at a time until ``deadline``; resume with ``continuation``.
+
+    Each run's delete is safe to interrupt and redo.
+
+    Example:
+        >>> saver.delete_for_runs_step(["run-1"]).status  # doctest: +SKIP
+        'done'
+    """
+    runs = _id_list(run_ids, "run_ids")
+
+    def one(run_id: str) -> Op[PruneResult]:
+        return (yield from _maintain.delete_for_runs(s, [run_id]))
+
+    return (yield from _per_unit(s, "delete_for_runs", {"run_ids": runs}, runs, one, continuation, deadline))

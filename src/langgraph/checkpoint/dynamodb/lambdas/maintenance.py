@@ -1,0 +1,262 @@
+"""On-demand maintenance: copy, prune or delete named threads, delete runs, in resumable steps.
+
+The event is one of (``tenant_prefix`` and ``continuation`` are optional in each):
+
+.. code-block:: json
+
+    {"action": "copy_thread", "source_thread_id": "t1", "target_thread_id": "t1-copy"}
+    {"action": "prune", "thread_ids": ["t1", "t2"], "keep_last": 5, "strategy": "keep_latest"}
+    {"action": "delete_thread", "thread_id": "t1"}
+    {"action": "delete_for_runs", "run_ids": ["run-1"]}
+
+The result is ``{"status": "done" | "continue" | "rejected", "continuation":
+token | null, "report": {counts of this step}}``. ``continue``: invoke again with
+the same event plus ``"continuation": <token>``; each invocation works until
+its time budget (the remaining time minus ``handlers.SAFETY_SECONDS``, or
+``TIME_BUDGET_SECONDS`` if shorter) and replaying a step is safe (see
+``langgraph.checkpoint.dynamodb._resumable``). ``rejected``: the event or the
+token was refused, with ``"error": {"type", "message"}``; nothing was
+changed. AWS failures (throttling that outlasts the retries...) raise, so
+that the function's ``Errors`` alarm sees them.
+
+Environment: the store's (``langgraph.checkpoint.dynamodb.config``),
+``TIME_BUDGET_SECONDS`` and ``MAINTENANCE_BATCH_SIZE`` (items or objects a
+copy writes per unit, default 25).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.checkpoint.dynamodb._resumable import DEFAULT_BATCH_SIZE, StepResult
+from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
+
+__all__ = [
+    "ACTIONS",
+    "CopyThread",
+    "DeleteForRuns",
+    "DeleteThread",
+    "EventError",
+    "MaintenanceRequest",
+    "Prune",
+    "handler",
+    "parse_event",
+]
+
+#: Largest id list one event may name (a Lambda event is at most 256 KB async).
+MAX_IDS = 1000
+
+
+class EventError(ValueError):
+    """The event is not a valid maintenance request (the message says why)."""
+
+
+@dataclass(frozen=True)
+class _Common:
+    tenant_prefix: str | None
+    continuation: str | None
+
+
+@dataclass(frozen=True)
+class CopyThread(_Common):
+    """``{"action": "copy_thread", "source_thread_id", "target_thread_id"}``."""
+
+    source_thread_id: str
+    target_thread_id: str
+
+
+@dataclass(frozen=True)
+class Prune(_Common):
+    """``{"action": "prune", "thread_ids": [...], "keep_last"?: int, "strategy"?: ...}``."""
+
+    thread_ids: tuple[str, ...]
+    keep_last: int | None
+    strategy: Literal["keep_latest", "delete"]
+
+
+@dataclass(frozen=True)
+class DeleteThread(_Common):
+    """``{"action": "delete_thread", "thread_id"}``."""
+
+    thread_id: str
+
+
+@dataclass(frozen=True)
+class DeleteForRuns(_Common):
+    """``{"action": "delete_for_runs", "run_ids": [...]}``."""
+
+    run_ids: tuple[str, ...]
+
+
+MaintenanceRequest = CopyThread | Prune | DeleteThread | DeleteForRuns
+
+#: Action -> (required fields, optional fields) besides ``action``, ``tenant_prefix``, ``continuation``.
+ACTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "copy_thread": (("source_thread_id", "target_thread_id"), ()),
+    "prune": (("thread_ids",), ("keep_last", "strategy")),
+    "delete_thread": (("thread_id",), ()),
+    "delete_for_runs": (("run_ids",), ()),
+}
+_COMMON = ("action", "tenant_prefix", "continuation")
+
+
+def _text(event: Mapping[str, Any], name: str) -> str:
+    value = event[name]
+    if not isinstance(value, str) or not value:
+        raise EventError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_text(event: Mapping[str, Any], name: str) -> str | None:
+    value = event.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise EventError(f"{name} must be a non-empty string or null, got {value!r}")
+    return value
+
+
+def _ids(event: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    value = event[name]
+    if not isinstance(value, list) or not value or len(value) > MAX_IDS:
+        raise EventError(f"{name} must be a list of 1 to {MAX_IDS} ids, got {value!r:.200}")
+    for v in value:
+        if not isinstance(v, str) or not v:
+            raise EventError(f"every entry of {name} must be a non-empty string, got {v!r:.200}")
+    return tuple(value)
+
+
+def parse_event(event: object) -> MaintenanceRequest:
+    """The typed request an event describes.
+
+    Raises:
+        EventError: not an object, an unknown action, a missing or unknown
+            field, or a field of the wrong type.
+
+    Example:
+        >>> parse_event({"action": "delete_thread", "thread_id": "t1"})
+        DeleteThread(tenant_prefix=None, continuation=None, thread_id='t1')
+    """
+    if not isinstance(event, Mapping):
+        raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
+    action = event.get("action")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise EventError(f"unknown action {action!r}; one of {sorted(ACTIONS)}")
+    required, optional = ACTIONS[action]
+    missing = [f for f in required if f not in event]
+    if missing:
+        raise EventError(f"{action} needs {', '.join(missing)}")
+    unknown = sorted(str(k) for k in event if k not in (*_COMMON, *required, *optional))
+    if unknown:
+        # A typo ("keep-last") must not silently run with a default.
+        raise EventError(f"unknown field(s) for {action}: {', '.join(unknown)}")
+    common = {
+        "tenant_prefix": _optional_text(event, "tenant_prefix"),
+        "continuation": _optional_text(event, "continuation"),
+    }
+    if action == "copy_thread":
+        return CopyThread(
+            **common,
+            source_thread_id=_text(event, "source_thread_id"),
+            target_thread_id=_text(event, "target_thread_id"),
+        )
+    if action == "delete_thread":
+        return DeleteThread(**common, thread_id=_text(event, "thread_id"))
+    if action == "delete_for_runs":
+        return DeleteForRuns(**common, run_ids=_ids(event, "run_ids"))
+    strategy = event.get("strategy", "keep_latest")
+    if strategy not in ("keep_latest", "delete"):
+        raise EventError(f"strategy must be 'keep_latest' or 'delete', got {strategy!r}")
+    keep_last = event.get("keep_last")
+    if keep_last is not None:
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
+            raise EventError(f"keep_last must be an integer >= 1, got {keep_last!r}")
+        if strategy != "keep_latest":
+            raise EventError("keep_last applies to strategy 'keep_latest' only")
+    return Prune(**common, thread_ids=_ids(event, "thread_ids"), keep_last=keep_last, strategy=strategy)
+
+
+def _saver_for(tenant_prefix: str | None) -> DynamoDBSaver:
+    """The cached saver, or its view under the event's tenant.
+
+    A function configured for one tenant (``LANGGRAPH_DYNAMODB_TENANT_PREFIX``)
+    serves that tenant only; an untenanted (operator) one serves any.
+    """
+    saver = get_saver()
+    if tenant_prefix is None or tenant_prefix == saver.tenant_prefix:
+        return saver
+    if saver.tenant_prefix:
+        raise EventError(f"this function serves tenant {saver.tenant_prefix!r} only, not {tenant_prefix!r}")
+    try:
+        return saver._tenant_view(tenant_prefix)
+    except ValueError as exc:
+        raise EventError(f"tenant_prefix: {exc}") from None
+
+
+def _batch_size() -> int:
+    raw = os.environ.get("MAINTENANCE_BATCH_SIZE")
+    return int(raw) if raw else DEFAULT_BATCH_SIZE
+
+
+def run(request: MaintenanceRequest, *, deadline: float | None) -> StepResult:
+    """One step of ``request`` with the Lambda's saver (the handler without the logging)."""
+    saver = _saver_for(request.tenant_prefix)
+    token = request.continuation
+    if isinstance(request, CopyThread):
+        return saver.copy_thread_step(
+            request.source_thread_id,
+            request.target_thread_id,
+            continuation=token,
+            deadline=deadline,
+            batch_size=_batch_size(),
+        )
+    if isinstance(request, Prune):
+        return saver.prune_step(
+            list(request.thread_ids),
+            strategy=request.strategy,
+            keep_last=request.keep_last,
+            continuation=token,
+            deadline=deadline,
+        )
+    if isinstance(request, DeleteThread):
+        # A counted whole-thread delete: one unit, already safe to redo.
+        return saver.prune_step([request.thread_id], strategy="delete", continuation=token, deadline=deadline)
+    return saver.delete_for_runs_step(list(request.run_ids), continuation=token, deadline=deadline)
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """Lambda entry point (``langgraph.checkpoint.dynamodb.lambdas.maintenance.handler``).
+
+    Example:
+        >>> handler({"action": "delete_thread", "thread_id": "t1"}, None)  # doctest: +SKIP
+        {'status': 'done', 'continuation': None, 'report': {'threads': 1, ...}}
+    """
+    action = event.get("action") if isinstance(event, Mapping) else None
+    try:
+        request = parse_event(event)
+        budget = os.environ.get("TIME_BUDGET_SECONDS")
+        deadline = deadline_from_context(context, budget=float(budget) if budget else None)
+        step = run(request, deadline=deadline)
+    except (EventError, ValueError, TypeError) as exc:
+        # Refused before or without changing anything (bad event, foreign or
+        # malformed token, a copy target that is not empty): the caller's
+        # mistake, answered with a result, not a failed invocation (which would
+        # be retried and raise the errors alarm).
+        kind = "invalid_event" if isinstance(exc, EventError) else "rejected"
+        error = {"type": kind, "message": str(exc)}
+        log_event("maintenance", action=str(action), status="rejected", rejected=1, error=error)
+        return {"status": "rejected", "continuation": None, "report": {}, "error": error}
+    result = step.to_dict()
+    log_event(
+        "maintenance",
+        action=action,
+        status=step.status,
+        continued=step.continuation is not None,
+        rejected=0,
+        **result["report"],
+    )
+    return result

@@ -334,6 +334,14 @@ def _one(query: Mapping[str, list[str]], name: str, default: str | None = None) 
     return vals[0] if vals else default
 
 
+def _limit(query: Mapping[str, list[str]], default: int) -> int:
+    """A page size from the query (``limit``), between 1 and 200."""
+    try:
+        return min(200, max(1, int(_one(query, "limit") or default)))
+    except ValueError:
+        raise CLIError("limit must be an integer", EXIT_USAGE, "usage") from None
+
+
 def _required(query: Mapping[str, list[str]], name: str) -> str:
     value = _one(query, name)
     if not value:
@@ -352,10 +360,13 @@ def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
         except argparse.ArgumentTypeError as exc:
             raise CLIError(str(exc), EXIT_USAGE, "usage") from None
         flt = ThreadFilter(prefix=prefix, active_since_ms=since)
-    listing = list_threads(saver, limit=THREADS_PAGE, page_token=token, filter=flt)
+    limit = _limit(query, THREADS_PAGE)
+    listing = list_threads(saver, limit=limit, page_token=token, filter=flt)
     for t in listing["threads"]:
         t.update(thread_summary(saver, t["thread_id"]))
-    return pages.threads_page(listing, prefix=prefix, active=active, table=saver.table_name)
+    return pages.threads_page(
+        listing, prefix=prefix, active=active, table=saver.table_name, limit=limit if _one(query, "limit") else None
+    )
 
 
 def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
@@ -369,11 +380,14 @@ def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
     namespaces = thread_namespaces(saver, thread_id)
     if not namespaces:
         raise CLIError(f"thread {thread_id!r} not found", EXIT_NOT_FOUND, "thread_not_found")
-    page = timeline(saver, thread_id, ns, before=before)
+    limit = _limit(query, TIMELINE_PAGE)
+    page = timeline(saver, thread_id, ns, before=before, limit=limit)
     marks = (
         prune_marks(saver, thread_id, ns, keep_last) if page["rows"] else {"keep": set(), "survivors": set()}
     )
-    return pages.thread_page(thread_id, ns, namespaces, page, marks, keep_last=keep_last, before=before)
+    return pages.thread_page(
+        thread_id, ns, namespaces, page, marks, keep_last=keep_last, before=before, limit=limit
+    )
 
 
 def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:

@@ -74,7 +74,9 @@ def error_page(status: int, message: str) -> str:
 # ================================================================ threads
 
 
-def threads_page(listing: Mapping[str, Any], *, prefix: str, active: str, table: str) -> str:
+def threads_page(
+    listing: Mapping[str, Any], *, prefix: str, active: str, table: str, limit: int | None = None
+) -> str:
     form = (
         '<form class="search" method="get" action="/">'
         f'<label>thread id prefix <input name="prefix" value="{e(prefix)}"></label>'
@@ -109,7 +111,7 @@ def threads_page(listing: Mapping[str, Any], *, prefix: str, active: str, table:
     )
     pager = ""
     if listing.get("next_page_token"):
-        pager = f'<p class="pager"><a rel="next" href="{_url("/", page=listing["next_page_token"], prefix=prefix, active=active)}">next page →</a></p>'
+        pager = f'<p class="pager"><a rel="next" href="{_url("/", page=listing["next_page_token"], prefix=prefix, active=active, limit=limit)}">next page →</a></p>'
     note = (
         f'<p class="note">table {e(table)}: {e(listing.get("source", ""))} ({e(listing.get("note", ""))})</p>'
     )
@@ -232,6 +234,7 @@ def thread_page(
     *,
     keep_last: int,
     before: str | None,
+    limit: int | None = None,
 ) -> str:
     rows = page["rows"]
     head = f'<section class="nsbox"><h2>Namespaces</h2>{namespace_tree(thread_id, namespaces, ns)}</section>'
@@ -292,10 +295,10 @@ def thread_page(
     )
     pager = []
     if before:
-        pager.append(f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last)}">⇤ newest</a>')
+        pager.append(f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last, limit=limit)}">⇤ newest</a>')
     if page.get("next_before"):
         pager.append(
-            f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], keep_last=keep_last)}">older →</a>'
+            f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], keep_last=keep_last, limit=limit)}">older →</a>'
         )
     body = (
         head

@@ -75,7 +75,8 @@ def ui_store(moto_endpoint: str) -> Iterator[Store]:
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    saver = DynamoDBSaver(table_name=table, bucket_name=bucket)
+    # A TTL: the saver keeps thread heads (the threads index, with expiry), as the stack's savers do.
+    saver = DynamoDBSaver(table_name=table, bucket_name=bucket, ttl=30 * 86_400)
     saver.setup()
     threads: dict[str, str] = {}
     try:

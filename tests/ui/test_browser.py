@@ -33,6 +33,8 @@ def test_threads_page(browser: Any, inspector: str, ui_store: Store) -> None:
     archive = shown[ui_store.threads["archive"]].find_elements(By.TAG_NAME, "td")
     assert archive[2].text == "16"  # checkpoints: the copy holds the whole history
     assert archive[3].text.endswith("KiB")
+    assert archive[4].text.startswith("20")  # expiry from the thread head (the saver has a TTL)
+    assert "threads-index" in browser.find_element(By.CSS_SELECTOR, "p.note").text
     waiting = shown[ui_store.threads["waiting"]].find_elements(By.TAG_NAME, "td")[6].text
     assert waiting == "waiting: pm"
     assert shown[ui_store.threads["main"]].find_elements(By.TAG_NAME, "td")[6].text == "-"
@@ -68,7 +70,7 @@ def test_thread_page_timeline_fork_tree_and_prune_marks(browser: Any, inspector:
     assert len(timeline) == 16
     text = browser.find_element(By.CSS_SELECTOR, "table.timeline").text
     assert "product_manager" in text and "developer" in text and "tester" in text
-    assert "answered: CSV, admins and auditors only" in text  # the resume that answered the interrupt
+    assert "answered for product_manager: CSV, admins and auditors only" in text  # the resume
     # The fork from update_state: one checkpoint with two branches.
     forks = browser.find_elements(By.CSS_SELECTOR, ".fork-tree li.fork-point")
     assert len(forks) == 1
@@ -178,7 +180,7 @@ def test_s3_location_and_size(browser: Any, inspector: str, ui_store: Store) -> 
 def test_errors_and_interrupts_in_timeline(browser: Any, inspector: str, ui_store: Store) -> None:
     browser.get(url(inspector, "/thread", id=ui_store.threads["error"]))
     text = browser.find_element(By.CSS_SELECTOR, "table.timeline").text
-    assert "b failed" in text and "✖" in text
+    assert "error in task" in text and "b failed" in text
     assert browser.find_elements(By.CSS_SELECTOR, "table.timeline .task.error")
     browser.get(url(inspector, "/thread", id=ui_store.threads["waiting"]))
     text = browser.find_element(By.CSS_SELECTOR, "table.timeline").text

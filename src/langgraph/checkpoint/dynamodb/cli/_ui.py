@@ -44,7 +44,7 @@ from langgraph.checkpoint.dynamodb.cli._store import (
     list_threads,
     missing_parent_reason,
 )
-from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _RESUME, next_tasks
+from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _NULL_TASK_ID, _RESUME, next_tasks
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["InspectorServer", "cmd_ui", "register", "serve"]
@@ -213,6 +213,25 @@ def _pending(tup: Any, channel: str) -> list[tuple[str, Any]]:
     return [(tid, v) for tid, ch, v in tup.pending_writes or [] if ch == channel]
 
 
+def _resumes(tup: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers to a checkpoint's interrupts: each task's ``__resume__`` write, named after its task.
+
+    ``Command(resume=...)`` also leaves one write on the null task (the
+    answer before LangGraph handed it to a task): shown only when no task
+    holds one.
+    """
+    names = {t["id"]: t["name"] for t in tasks if t["id"]}
+    per_task = [
+        {
+            "task": names.get(tid, tid[:8]),
+            "answer": jsonable(v[0] if isinstance(v, list) and len(v) == 1 else v),
+        }
+        for tid, v in _pending(tup, _RESUME)
+        if tid != _NULL_TASK_ID
+    ]
+    return per_task or [{"task": None, "answer": jsonable(v)} for _, v in _pending(tup, _RESUME)]
+
+
 def timeline(
     saver: Any, thread_id: str, checkpoint_ns: str, *, before: str | None, limit: int = TIMELINE_PAGE
 ) -> dict[str, Any]:
@@ -242,7 +261,7 @@ def timeline(
             ),
         )
         row["errors"] = [{"task_id": tid, "error": jsonable(v)} for tid, v in _pending(t, _ERROR)]
-        row["resumes"] = [jsonable(v) for _, v in _pending(t, _RESUME)]
+        row["resumes"] = _resumes(t, row["next"])
         row["parents"] = (t.metadata or {}).get("parents") or {}
         rows.append(row)
     return {
@@ -365,7 +384,11 @@ def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
     for t in listing["threads"]:
         t.update(thread_summary(saver, t["thread_id"]))
     return pages.threads_page(
-        listing, prefix=prefix, active=active, table=saver.table_name, limit=limit if _one(query, "limit") else None
+        listing,
+        prefix=prefix,
+        active=active,
+        table=saver.table_name,
+        limit=limit if _one(query, "limit") else None,
     )
 
 

@@ -46,6 +46,11 @@ def _short(value: Any, width: int = 120) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _when(iso: str | None) -> str:
+    """A checkpoint's time to the second, UTC (the stored ``ts`` has microseconds and an offset)."""
+    return (iso or "-")[:19].replace("T", " ")
+
+
 def _sid(cid: str) -> str:
     """A checkpoint id as shown: its last 12 characters (uuid6 ids share their time prefix)."""
     return cid[-12:] if len(cid) > 12 else cid
@@ -265,10 +270,16 @@ def thread_page(
             mark = '<span class="mark keep delta">keep (delta)</span>'
         else:
             mark = '<span class="mark delete">delete</span>'
-        interrupts = "".join(f'<div class="interrupt">⏸ {e(_short(v, 160))}</div>' for v in r["interrupts"])
-        resumes = "".join(f'<div class="resume">↩ answered: {e(_short(v, 160))}</div>' for v in r["resumes"])
+        interrupts = "".join(
+            f'<div class="interrupt">interrupt: {e(_short(v, 160))}</div>' for v in r["interrupts"]
+        )
+        resumes = "".join(
+            f'<div class="resume">answered{" for " + e(x["task"]) if x["task"] else ""}: '
+            f"{e(_short(x['answer'], 160))}</div>"
+            for x in r["resumes"]
+        )
         errors = "".join(
-            f'<div class="err">✖ task {e(x["task_id"][:8])}: {e(_short(x["error"], 200))}</div>'
+            f'<div class="err">error in task {e(x["task_id"][:8])}: {e(_short(x["error"], 200))}</div>'
             for x in r["errors"]
         )
         parent = (
@@ -280,7 +291,7 @@ def thread_page(
             f'<tr data-id="{e(cid)}">'
             f'<td class="cid"><a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a></td>'
             f'<td class="num">{e(r["step"])}</td><td>{e(r["source"] or "")}</td>'
-            f"<td>{e(r['created_at'] or '')}</td><td>{parent}</td>"
+            f"<td>{e(_when(r['created_at']))}</td><td>{parent}</td>"
             f"<td>{_writes_html(r)}</td><td>{_tasks_html(r['next'])}{interrupts}{resumes}{errors}</td>"
             f"<td>{mark}</td></tr>"
         )
@@ -295,7 +306,9 @@ def thread_page(
     )
     pager = []
     if before:
-        pager.append(f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last, limit=limit)}">⇤ newest</a>')
+        pager.append(
+            f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last, limit=limit)}">⇤ newest</a>'
+        )
     if page.get("next_before"):
         pager.append(
             f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], keep_last=keep_last, limit=limit)}">older →</a>'
@@ -407,7 +420,7 @@ def checkpoint_page(
         facts_html
         + channels
         + _diff_html(thread_id, ns, cid, diff)
-        + _writes_section(tup)
+        + _writes_section(tup, info["next"])
         + '<section><h2>Metadata</h2><pre class="value">'
         + e(_text(tup.metadata or {}))
         + "</pre></section>",
@@ -446,8 +459,9 @@ def _diff_html(thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None
     return f"<section><h2>Diff</h2>{form}{head}{table}</section>"
 
 
-def _writes_section(tup: Any) -> str:
+def _writes_section(tup: Any, tasks: Sequence[Mapping[str, Any]] = ()) -> str:
     """Pending writes grouped by task, in the order the saver returns them (``writes_sort_key``)."""
+    names = {t["id"]: t["name"] for t in tasks if t.get("id")}
     groups: dict[str, list[tuple[str, Any]]] = {}
     for tid, ch, v in tup.pending_writes or []:
         groups.setdefault(tid, []).append((ch, v))
@@ -461,7 +475,7 @@ def _writes_section(tup: Any) -> str:
             for i, (ch, v) in enumerate(writes)
         )
         parts.append(
-            f'<h3>task <code>{e(tid)}</code></h3><table class="writes"><thead><tr><th>#</th><th>channel</th>'
+            f'<h3>{e(names.get(tid, "task"))} <code>{e(tid)}</code></h3><table class="writes"><thead><tr><th>#</th><th>channel</th>'
             f"<th>value</th></tr></thead><tbody>{items}</tbody></table>"
         )
     return "<section><h2>Pending writes</h2>" + "".join(parts) + "</section>"

@@ -349,6 +349,7 @@ def ui_section(res: dict[str, Any]) -> list[str]:
             name,
             f"`{v['path'].split('?', 1)[0]}`",
             _ms(v["seconds"]),
+            _ms(v["cpu_s"]),
             f"{v['requests']:,}",
             ", ".join(f"{op.split(':', 1)[1]} {n}" for op, n in v["by_operation"].items()),
             _num(v["rcu"]),
@@ -364,11 +365,13 @@ def ui_section(res: dict[str, Any]) -> list[str]:
         f"`put` in a loop (a one-channel state; {b['seconds']:,.1f} s, {b['puts_per_s']:,.0f} puts/s against the "
         f"moto server, not metered) and {p['threads']:,} one-checkpoint threads; then `langgraph-dynamodb ui`'s "
         f"server (`cli._ui.serve`) on them, each page fetched over HTTP {p['repeats']} times (median time, with "
-        "the modelled latency as above; requests, read units and items read are those of the first view, and "
-        "deterministic). The savers keep thread heads (`ttl` set), as the stack's do.",
+        "the modelled latency as above, and moto's own time, which grows with what the table holds: DynamoDB's "
+        "does not); CPU is the inspector process's own CPU time per view (server, boto3, rendering); requests, "
+        "read units and items read are those of the first view, and deterministic. The savers keep thread heads "
+        "(`ttl` set), as the stack's do.",
         "",
         _table(
-            ["page", "path", "time", "requests", "by operation", "RCU", "items read", "page size"], rows
+            ["page", "path", "time", "CPU", "requests", "by operation", "RCU", "items read", "page size"], rows
         ),
         "",
         "- A thread page reads one page of the timeline (`list(before=..., limit=51)`), one Query per namespace "

@@ -343,6 +343,10 @@ def ui_section(res: dict[str, Any]) -> list[str]:
     ui = res.get("ui")
     if not ui:
         return []
+    dyn = (ui.get("latency_model") or {}).get("dynamodb", 0.008)
+    est = ", ".join(
+        f"{name} {_ms(v['requests'] * dyn + v['cpu_s'])}" for name, v in ui["views"].items()
+    )
     p, b = ui["params"], ui["build"]
     rows = [
         [
@@ -380,6 +384,9 @@ def ui_section(res: dict[str, Any]) -> list[str]:
         "- The threads page costs one Query per index shard, then one Query page (at most 1 MB) and one "
         "`get_tuple` per thread shown: the 10,000-checkpoint thread's row reads one 1 MB page and shows its "
         "counts as lower bounds (`≥`).",
+        "- The wall times are mostly moto's: it answers each request in a time that grows with the items the "
+        "table holds. At the modelled DynamoDB latency the views would take their requests times "
+        f"{dyn * 1000:.0f} ms plus their CPU: {est} (the requests of a page view run one after another).",
         "",
     ]
 

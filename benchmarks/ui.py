@@ -13,7 +13,9 @@ and times page views over HTTP, each ``repeats`` times:
   the 10,000 checkpoints;
 * a checkpoint page of the big thread (state, diff against its parent,
   pending writes);
-* the threads page (25 threads with counts, sizes and interrupt state).
+* the threads page (25 threads with counts, sizes and interrupt state), and
+  a prefix search that finds the big thread alone (its row reads one 1 MB
+  Query page of it).
 
 Requests, read capacity units and items read per page view are counted
 by the meter (``benchmarks.counting``) and are deterministic; times are
@@ -105,21 +107,26 @@ def _view(base: str, path: str, meter: Meter, repeats: int) -> dict[str, Any]:
     }
 
 
-def run_ui(table: str, bucket: str, params: UiParams | None = None, latency: LatencyModel | None = None) -> dict[str, Any]:
+def run_ui(
+    table: str, bucket: str, params: UiParams | None = None, latency: LatencyModel | None = None
+) -> dict[str, Any]:
     """Build the threads, serve the inspector, time the page views (``AWS_ENDPOINT_URL`` must be set)."""
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
     from langgraph.checkpoint.dynamodb.cli._ui import serve
 
     p = params or UiParams()
     big = f"big-{uuid.uuid4().hex[:6]}"
-    with DynamoDBSaver(table_name=table, bucket_name=bucket, region_name="us-east-1", ttl=30 * 86_400) as saver:
+    with DynamoDBSaver(
+        table_name=table, bucket_name=bucket, region_name="us-east-1", ttl=30 * 86_400
+    ) as saver:
         began = time.perf_counter()
         latest = _build_thread(saver, big, p.checkpoints)
         build_s = time.perf_counter() - began
         for i in range(p.threads):
             _build_thread(saver, f"small-{i:04d}", 1)
         meter = Meter(latency=latency)
-        for client in saver._clients.values():  # the meter's hooks; the inspector uses the saver as the CLI does
+        # The meter's hooks on the saver's clients; the inspector uses the saver as the CLI does.
+        for client in saver._clients.values():
             if client is not None:
                 meter.attach(client)
         server = serve(saver)
@@ -132,8 +139,13 @@ def run_ui(table: str, bucket: str, params: UiParams | None = None, latency: Lat
                 "thread page (older 50, mid-thread)": _view(
                     base, "/thread?" + q({"id": big, "before": middle}), meter, p.repeats
                 ),
-                "checkpoint page": _view(base, "/checkpoint?" + q({"thread": big, "id": latest}), meter, p.repeats),
+                "checkpoint page": _view(
+                    base, "/checkpoint?" + q({"thread": big, "id": latest}), meter, p.repeats
+                ),
                 "threads page (25 threads)": _view(base, "/", meter, p.repeats),
+                "threads page (prefix: the big thread)": _view(
+                    base, "/?" + q({"prefix": "big-"}), meter, p.repeats
+                ),
             }
         finally:
             server.shutdown()
@@ -148,7 +160,9 @@ def run_ui(table: str, bucket: str, params: UiParams | None = None, latency: Lat
 
 def _nth_id(saver: Any, thread_id: str, n: int) -> str:
     """The id of the ``n``-th newest checkpoint (set-up, not measured: the meter is paused by the caller's order)."""
-    for i, t in enumerate(saver.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, limit=n + 1)):
+    for i, t in enumerate(
+        saver.list({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, limit=n + 1)
+    ):
         if i == n:
             return str(t.config["configurable"]["checkpoint_id"])
     raise RuntimeError("thread too short")

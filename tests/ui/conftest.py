@@ -86,7 +86,9 @@ def ui_store(moto_endpoint: str) -> Iterator[Store]:
         }
         demo_main._run_stages(demo_main.Narrator(), saver, child_env, env["DEMO_COUNTS_FILE"])
         listed = [t["thread_id"] for t in _threads(saver)]
-        threads["main"] = next(t for t in listed if t.startswith("export-feature-") and not t.endswith("-archive"))
+        threads["main"] = next(
+            t for t in listed if t.startswith("export-feature-") and not t.endswith("-archive")
+        )
         threads["archive"] = threads["main"] + "-archive"
         threads["crash"] = next(t for t in listed if t.startswith("export-crash-"))
 

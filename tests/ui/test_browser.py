@@ -62,7 +62,9 @@ def test_threads_search_and_paging(browser: Any, inspector: str, ui_store: Store
     assert sorted(seen) == sorted(found)
 
 
-def test_thread_page_timeline_fork_tree_and_prune_marks(browser: Any, inspector: str, ui_store: Store) -> None:
+def test_thread_page_timeline_fork_tree_and_prune_marks(
+    browser: Any, inspector: str, ui_store: Store
+) -> None:
     tid = ui_store.threads["archive"]
     browser.get(url(inspector, "/thread", id=tid))
     assert browser.title == f"Thread {tid} · langgraph-dynamodb"
@@ -125,7 +127,9 @@ def _checkpoint_where(store: Store, thread: str, pred: Any) -> str:
     raise AssertionError("no such checkpoint")
 
 
-def test_checkpoint_page_diff_against_parent_and_chosen(browser: Any, inspector: str, ui_store: Store) -> None:
+def test_checkpoint_page_diff_against_parent_and_chosen(
+    browser: Any, inspector: str, ui_store: Store
+) -> None:
     tid = ui_store.threads["archive"]
     fork = _checkpoint_where(ui_store, tid, lambda t: (t.metadata or {}).get("source") == "update")
     browser.get(url(inspector, "/checkpoint", thread=tid, id=fork))

@@ -13,7 +13,12 @@ from tests.ui.conftest import XSS_IMG, XSS_SCRIPT, Store
 
 
 def request(
-    base: str, path: str, *, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None
+    base: str,
+    path: str,
+    *,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
 ) -> tuple[int, dict[str, str], str]:
     """One raw request, with exactly the headers given (Host included, when given)."""
     url = urllib.parse.urlsplit(base)
@@ -26,7 +31,11 @@ def request(
             conn.putheader("Content-Length", str(len(body)))
         conn.endheaders(body)
         resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode("utf-8", "replace")
+        return (
+            resp.status,
+            {k.lower(): v for k, v in resp.getheaders()},
+            resp.read().decode("utf-8", "replace"),
+        )
     finally:
         conn.close()
 
@@ -146,7 +155,9 @@ def test_bad_page_token_is_a_400_page(inspector: str) -> None:
 def test_value_endpoint_is_plain_text(inspector: str, ui_store: Store) -> None:
     """The on-demand value is text/plain with nosniff: a browser never renders it as HTML."""
     tid = ui_store.threads["xss"]
-    status, headers, body = request(inspector, q("/value", thread=tid, id=_latest(ui_store, tid), channel="note"))
+    status, headers, body = request(
+        inspector, q("/value", thread=tid, id=_latest(ui_store, tid), channel="note")
+    )
     assert status == 200
     assert headers["content-type"] == "text/plain; charset=utf-8"
     assert body == XSS_SCRIPT + " " + XSS_IMG

@@ -159,6 +159,7 @@ def test_s3_value_loads_on_demand(browser: Any, inspector: str, ui_store: Store)
     assert row.find_element(By.CSS_SELECTOR, ".where").text in ("s3", "held by") or "s3" in row.text
     pre = row.find_element(By.CSS_SELECTOR, "pre.value")
     assert len(pre.text) < 1000  # collapsed: only a preview came with the page
+    screenshot(browser, "checkpoint-s3")
     row.find_element(By.CSS_SELECTOR, "button.load").click()
     WebDriverWait(browser, 20).until(lambda d: pre.get_attribute("data-loaded") == "1")
     full = ui_store.saver.get_tuple(

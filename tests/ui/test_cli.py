@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT", "LANGGRAPH_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")])
+    # The package as this test process imports it (installed, or PYTHONPATH first); ROOT for the demo.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
     env.update(extra)
     return env
 

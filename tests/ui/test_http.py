@@ -166,3 +166,20 @@ def test_value_endpoint_is_plain_text(inspector: str, ui_store: Store) -> None:
 def _latest(store: Store, thread_id: str) -> str:
     tup = store.saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     return str(tup.config["configurable"]["checkpoint_id"])
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        q("/", prefix=XSS_SCRIPT),
+        q("/", active=XSS_IMG),
+        q("/thread", id=XSS_IMG),
+        q("/checkpoint", thread=XSS_SCRIPT, id=XSS_IMG),
+        "/" + urllib.parse.quote(XSS_SCRIPT),
+    ],
+)
+def test_reflected_parameters_are_escaped(inspector: str, path: str) -> None:
+    """What the URL carries comes back in forms and error messages: escaped too."""
+    _, _, body = request(inspector, path)
+    page = body.split("</head>", 1)[-1]
+    assert "<script>" not in page and "<img" not in page, page[:500]

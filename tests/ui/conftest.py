@@ -188,8 +188,10 @@ def browser() -> Iterator[Any]:
 def screenshot(driver: Any, name: str) -> Path:
     """A PNG of the whole page in tests/ui/artifacts/ (and docs/img/ when UPDATE_SCREENSHOTS=1)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    height = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 2400)")
-    driver.set_window_size(1400, max(700, int(height)))
+    height, chrome = driver.execute_script(
+        "return [Math.min(document.documentElement.scrollHeight, 2400), window.outerHeight - window.innerHeight]"
+    )
+    driver.set_window_size(1400, max(700, int(height)) + int(chrome))
     path = ARTIFACTS / f"{name}.png"
     driver.save_screenshot(str(path))
     driver.set_window_size(1400, 1000)

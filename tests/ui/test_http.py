@@ -183,3 +183,10 @@ def test_reflected_parameters_are_escaped(inspector: str, path: str) -> None:
     _, _, body = request(inspector, path)
     page = body.split("</head>", 1)[-1]
     assert "<script>" not in page and "<img" not in page, page[:500]
+
+
+def test_diff_against_an_unknown_checkpoint_says_so_in_place(inspector: str, ui_store: Store) -> None:
+    tid = ui_store.threads["archive"]
+    status, _, body = request(inspector, q("/checkpoint", thread=tid, against="no-such-id"))
+    assert status == 200  # the checkpoint itself is there: only the comparison is not
+    assert 'class="error">checkpoint no-such-id not found' in body and 'table class="channels"' in body

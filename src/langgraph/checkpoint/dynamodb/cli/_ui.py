@@ -428,13 +428,17 @@ def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
     )
     against_id = _one(query, "against") or (info["parent_id"] if parent is not None else None)
     diff = None
+    diff_error = None
     if against_id:
-        other = (
-            parent
-            if parent is not None and against_id == info["parent_id"]
-            else _tuple(saver, thread_id, ns, against_id)
-        )
-        diff = diff_checkpoints(other, tup)
+        try:
+            other = (
+                parent
+                if parent is not None and against_id == info["parent_id"]
+                else _tuple(saver, thread_id, ns, against_id)
+            )
+            diff = diff_checkpoints(other, tup)
+        except CLIError as err:  # a mistyped id: say so where it was typed, show the rest
+            diff_error = err.message
     task_ids = {t["id"] for t in info["next"] if t["id"]}
     subgraphs = [
         n
@@ -448,6 +452,7 @@ def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
         info,
         locations=value_location(saver, thread_id, ns, cid),
         diff=diff,
+        diff_error=diff_error,
         show_all=_one(query, "all") == "1",
         subgraphs=subgraphs,
     )

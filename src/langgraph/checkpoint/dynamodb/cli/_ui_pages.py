@@ -259,7 +259,8 @@ def thread_page(
         '<form class="keep" method="get" action="/thread">'
         f'<input type="hidden" name="id" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
         f'<label>prune marks for keep_last <input name="keep_last" type="number" min="1" value="{keep_last}"></label>'
-        '<button type="submit">show</button></form>'
+        + (f'<input type="hidden" name="limit" value="{limit}">' if limit else "")
+        + '<button type="submit">show</button></form>'
     )
     body_rows = []
     for r in rows:
@@ -366,6 +367,7 @@ def checkpoint_page(
     locations: Mapping[str, Any],
     diff: Mapping[str, Any] | None,
     show_all: bool,
+    diff_error: str | None = None,
     subgraphs: Sequence[str],
 ) -> str:
     cid = info["checkpoint_id"]
@@ -419,7 +421,7 @@ def checkpoint_page(
         f"Checkpoint {_sid(cid)}",
         facts_html
         + channels
-        + _diff_html(thread_id, ns, cid, diff)
+        + _diff_html(thread_id, ns, cid, diff, diff_error)
         + _writes_section(tup, info["next"])
         + '<section><h2>Metadata</h2><pre class="value">'
         + e(_text(tup.metadata or {}))
@@ -428,7 +430,9 @@ def checkpoint_page(
     )
 
 
-def _diff_html(thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None) -> str:
+def _diff_html(
+    thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None, error: str | None = None
+) -> str:
     form = (
         '<form class="against" method="get" action="/checkpoint">'
         f'<input type="hidden" name="thread" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
@@ -437,7 +441,12 @@ def _diff_html(thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None
         '<button type="submit">diff</button></form>'
     )
     if diff is None:
-        return f'<section><h2>Diff</h2>{form}<p class="empty">no parent: choose a checkpoint</p></section>'
+        why = (
+            f'<p class="error">{e(error)}</p>'
+            if error
+            else '<p class="empty">no parent: choose a checkpoint</p>'
+        )
+        return f"<section><h2>Diff</h2>{form}{why}</section>"
     head = (
         f'<p class="note">A = <a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=diff["a"]["checkpoint_id"])}">'
         f"{e(_sid(diff['a']['checkpoint_id']))}</a> (step {e(diff['a']['step'])}), B = this checkpoint "

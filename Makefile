@@ -20,10 +20,24 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 	@echo "==> $(VENV) ready"
 
-setup: $(STAMP)  ## create .venv with the library and the dev tools
+# The inspector's tests (tests/ui) drive Debian's chromium through its chromedriver: a fresh
+# machine gets both from apt (as root; about a minute), one progress line per step.
+CHROMEDRIVER := /usr/bin/chromedriver
 
-demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0.0.1)
-	$(BIN)/python -m demo
+$(CHROMEDRIVER):
+	@echo "==> installing chromium + chromium-driver for the inspector's browser tests (apt-get, about 1 minute)"
+	@if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "error: tests/ui need Debian's chromium and chromium-driver: run 'sudo apt-get install -y chromium chromium-driver'" >&2; \
+	  exit 1; fi
+	apt-get update -q | awk 'END { print "    package lists updated (" NR " lines)" }'
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+	  | awk '/newly installed|^Setting up chromium/ { print "    " substr($$0, 1, 100); fflush() }'
+	@echo "==> $$(/usr/bin/chromium --version 2>/dev/null) ready"
+
+setup: $(STAMP) $(CHROMEDRIVER)  ## create .venv with the library and the dev tools; chromium for tests/ui
+
+demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0.0.1); UI=1: then the inspector
+	$(BIN)/python -m demo $(if $(UI),--ui)
 
 test: setup  ## every test tier, against a moto server on 127.0.0.1
 	$(BIN)/python -m pytest -q -n 2 --durations=10

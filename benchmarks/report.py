@@ -753,7 +753,8 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         ]
     md += _observations(res)
     md += _workload_sections(res)
-    md += ["", *report_perf.codec_section(res), *report_perf.load_section(res), *report_perf.cost_model_section(res)]
+    md += ["", *report_perf.codec_section(res), *report_perf.load_section(res), *report_perf.ui_section(res),
+           *report_perf.cost_model_section(res)]
     md += _method(res, params)
     md += ["", "## Plots", ""]
     for name in ("storage_per_turn.png", "requests_per_turn.png", "bytes_written_per_turn.png"):

@@ -24,6 +24,7 @@ __all__ = [
     "load_section",
     "perf_targets",
     "turn_inputs",
+    "ui_section",
 ]
 
 #: On-demand list prices, us-east-1, in USD: the only numbers of the cost
@@ -335,6 +336,59 @@ def load_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
             f"`{op}` units {growth[op]['units_growth']} (expected {growth[op]['expected']})" for op in others
         )
     return ("met" if not bad else "not met"), measured
+
+
+def ui_section(res: dict[str, Any]) -> list[str]:
+    """The inspector (issue 15): page views on a 10,000-checkpoint thread, server-side paging."""
+    ui = res.get("ui")
+    if not ui:
+        return []
+    dyn = (ui.get("latency_model") or {}).get("dynamodb", 0.008)
+    est = ", ".join(
+        f"{name} {_ms(v['requests'] * dyn + v['cpu_s'])}" for name, v in ui["views"].items()
+    )
+    p, b = ui["params"], ui["build"]
+    rows = [
+        [
+            name,
+            f"`{v['path'].split('?', 1)[0]}`",
+            _ms(v["seconds"]),
+            _ms(v["cpu_s"]),
+            f"{v['requests']:,}",
+            ", ".join(f"{op.split(':', 1)[1]} {n}" for op, n in v["by_operation"].items()),
+            _num(v["rcu"]),
+            f"{v['items_read']:,}",
+            f"{v['bytes_sent'] / 1024:,.1f} KiB",
+        ]
+        for name, v in ui["views"].items()
+    ]
+    return [
+        "## Inspector page views (issue 15)",
+        "",
+        f"`python -m benchmarks.ui`: one thread of {b['checkpoints']:,} checkpoints built with the saver's own "
+        f"`put` in a loop (a one-channel state; {b['seconds']:,.1f} s, {b['puts_per_s']:,.0f} puts/s against the "
+        f"moto server, not metered) and {p['threads']:,} one-checkpoint threads; then `langgraph-dynamodb ui`'s "
+        f"server (`cli._ui.serve`) on them, each page fetched over HTTP {p['repeats']} times (median time, with "
+        "the modelled latency as above, and moto's own time, which grows with what the table holds: DynamoDB's "
+        "does not); CPU is the inspector process's own CPU time per view (server, boto3, rendering); requests, "
+        "read units and items read are those of the first view, and deterministic. The savers keep thread heads "
+        "(`ttl` set), as the stack's do.",
+        "",
+        _table(
+            ["page", "path", "time", "CPU", "requests", "by operation", "RCU", "items read", "page size"], rows
+        ),
+        "",
+        "- A thread page reads one page of the timeline (`list(before=..., limit=51)`), one Query per namespace "
+        "(a skip scan over the sort keys) and the newest checkpoints' parent links for the prune marks: the same "
+        "cost on the newest page and in the middle of a 10,000-checkpoint thread, never the whole thread.",
+        "- The threads page costs one Query per index shard, then one Query page (at most 1 MB) and one "
+        "`get_tuple` per thread shown: the 10,000-checkpoint thread's row reads one 1 MB page and shows its "
+        "counts as lower bounds (`≥`).",
+        "- The wall times are mostly moto's: it answers each request in a time that grows with the items the "
+        "table holds. At the modelled DynamoDB latency the views would take their requests times "
+        f"{dyn * 1000:.0f} ms plus their CPU: {est} (the requests of a page view run one after another).",
+        "",
+    ]
 
 
 def load_section(res: dict[str, Any]) -> list[str]:

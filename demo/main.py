@@ -94,17 +94,34 @@ def _child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 NEXT_STEPS = """
+See what this run stored, in the browser: run it again with the inspector
+    make demo UI=1        (or: .venv/bin/python -m demo --ui)
+which keeps the demo's endpoint up and serves the inspector on it until Ctrl-C.
+
 Explore a store yourself: in one shell, start a local endpoint that stays up
     .venv/bin/langgraph-dynamodb local
 and in another, export the variables it prints, then run the Quick start (README) and
     .venv/bin/langgraph-dynamodb threads
     .venv/bin/langgraph-dynamodb stats
+    .venv/bin/langgraph-dynamodb ui --open
 """
 
 
-def main() -> int:
-    """Run every stage; returns the process exit code."""
+def main(argv: list[str] | None = None) -> int:
+    """Run every stage; returns the process exit code.
+
+    ``--ui``: then serve the inspector (``langgraph-dynamodb ui``) on what
+    the demo stored, keeping the embedded endpoint up until Ctrl-C.
+    """
+    import argparse
+
     from langgraph.checkpoint.dynamodb.local import LocalAWS
+
+    parser = argparse.ArgumentParser(prog="python -m demo", description="the demo, on a local AWS endpoint")
+    parser.add_argument(
+        "--ui", action="store_true", help="afterwards, serve the inspector on what the demo stored (Ctrl-C ends)"
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
     n = Narrator()
     print("LangGraph on DynamoDB + S3: a coding-agent workflow, end to end, on a local AWS endpoint")
@@ -124,12 +141,33 @@ def main() -> int:
         n.say(f"table {TABLE!r} and bucket {BUCKET!r} created by saver.setup()")
         try:
             _run_stages(n, saver, child_env, counts_file)
+            if args.ui:
+                print(f"\ndemo finished in {n.elapsed():.1f}s")
+                _serve_inspector(saver)
+                return 0
         finally:
             saver.close()
     print(f"\ndemo finished in {n.elapsed():.1f}s")
     # The demo's endpoint is gone now: point at one that stays up instead.
     print(NEXT_STEPS)
     return 0
+
+
+def _serve_inspector(saver: Any) -> None:
+    """The inspector on the demo's store, until Ctrl-C (the endpoint lives as long)."""
+    import threading
+
+    from langgraph.checkpoint.dynamodb.cli._ui import serve
+
+    server = serve(saver)
+    print(f"\ninspector on {server.url} (read-only): the demo's threads, forks, interrupts and state")
+    print("Ctrl-C stops it, and the demo's endpoint with it.", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
 
 
 def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file: str) -> None:

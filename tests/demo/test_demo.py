@@ -131,6 +131,8 @@ def test_closing_hint_points_at_an_endpoint_that_stays_up(demo_output: tuple[str
 
     commands = re.findall(r"langgraph-dynamodb (\w+)", tail)
     assert commands and commands[0] == "local"
+    # ... and how to see it in the browser: the inspector on a store that stays up, or the demo's own (--ui).
+    assert "ui" in commands and "python -m demo --ui" in tail
     parser = build_parser()
     for command in commands:  # every command the hint names exists
         with pytest.raises(SystemExit) as exit_info:

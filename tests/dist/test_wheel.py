@@ -111,6 +111,8 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert re.search(r"Requires-Dist: langgraph<2,>=1\.2\.24; extra == 'langgraph'", meta)
     for name in ("pruner", "reaper", "orphan_sweeper"):
         assert f"langgraph/checkpoint/dynamodb/lambdas/{name}.py" in names
+    for name in ("ui.css", "ui.js"):  # the inspector's assets (`langgraph-dynamodb ui`) ship in the package
+        assert f"langgraph/checkpoint/dynamodb/cli/ui_static/{name}" in names
     assert not [n for n in names if n.startswith(("tests/", "lambdas/", "infra/"))]
 
 

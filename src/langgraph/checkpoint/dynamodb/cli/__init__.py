@@ -26,7 +26,8 @@ The package splits by concern, each module importing only the ones before it:
 ``_base`` (exit codes, environment names, errors, argument types), ``_tasks``
 (LangGraph task logic), ``_render`` (tables, colour, quoting), ``_store``
 (store inspection), ``_commands`` (``cmd_*``), ``_ops`` (doctor, export,
-import) and ``_parser`` (argparse, :func:`main`, :func:`console_main`). The
+import), ``_ui`` and ``_ui_pages`` (the ``ui`` inspector: server and HTML)
+and ``_parser`` (argparse, :func:`main`, :func:`console_main`). The
 names tools and tests use are re-exported here.
 
 Nothing here is imported by the savers, so the CLI never costs a Lambda a

@@ -1,0 +1,696 @@
+"""``langgraph-dynamodb ui``: a local, read-only thread inspector in the browser.
+
+The server is the standard library's ``ThreadingHTTPServer`` bound to
+127.0.0.1; pages are rendered on the server (``_ui_pages``) with every stored
+string escaped, plus one small stylesheet and script from ``ui_static/``.
+This module holds the server, its routing and guards, and the reads behind
+each page; nothing here writes to the store.
+
+Reads per page view stay bounded whatever the thread's length: the
+timeline is one page of ``saver.list(..., before=..., limit=...)``, the
+namespaces are found one Query each (a skip scan over the sort keys), and
+the prune marks read the newest checkpoints of one namespace and only as
+many older ones as their delta chains need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any, Final
+
+from langgraph.checkpoint.dynamodb import _deleting, schema
+from langgraph.checkpoint.dynamodb._inspection import ddb_client, s3_client
+from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb.cli import _ui_pages as pages
+from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CLIError, _when
+from langgraph.checkpoint.dynamodb.cli._commands import _EXIT_AT_ONCE, _Ctx
+from langgraph.checkpoint.dynamodb.cli._render import jsonable
+from langgraph.checkpoint.dynamodb.cli._store import (
+    ThreadFilter,
+    _client_code,
+    describe_checkpoint,
+    diff_checkpoints,
+    list_threads,
+    missing_parent_reason,
+)
+from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _NULL_TASK_ID, _RESUME, next_tasks
+from langgraph.checkpoint.dynamodb.schema import ATTR
+
+__all__ = ["InspectorServer", "cmd_ui", "register", "serve"]
+
+#: Checkpoints per timeline page, threads per threads page.
+TIMELINE_PAGE: Final = 50
+THREADS_PAGE: Final = 25
+#: Namespaces listed for one thread (one Query each).
+MAX_NAMESPACES: Final = 200
+_STATIC: Final = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+_HEADERS: Final = {
+    "Content-Security-Policy": "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+
+# ================================================================== reads
+
+
+def thread_summary(saver: Any, thread_id: str) -> dict[str, Any]:
+    """Checkpoints, bytes and interrupt state of one thread, for a threads-page row.
+
+    One Query page of the thread's items (at most 1 MB: ``complete`` is
+    false, and the counts are lower bounds, when the thread holds more) and
+    one ``get_tuple`` of its latest root checkpoint.
+    """
+    resp = ddb_client(saver).query(
+        TableName=saver.table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": ATTR.PK},
+        ExpressionAttributeValues={":pk": {"S": saver.partition_key(thread_id)}},
+        ConsistentRead=True,
+    )
+    checkpoints = size = 0
+    for it in resp.get("Items", []):
+        size += item_size(it)
+        if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM:
+            checkpoints += 1
+    tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    waiting: list[str] = []
+    step = None
+    if tup is not None:
+        step = (tup.metadata or {}).get("step")
+        tasks = next_tasks(tup.checkpoint, tup.pending_writes or [], step=step)
+        waiting = [t["name"] for t in tasks if t["status"] == "interrupted"]
+    return {
+        "checkpoints": checkpoints,
+        "bytes": size,
+        "complete": "LastEvaluatedKey" not in resp,
+        "waiting_on": waiting,
+        "step": step,
+    }
+
+
+def thread_namespaces(saver: Any, thread_id: str, cap: int = MAX_NAMESPACES) -> list[str]:
+    """The checkpoint namespaces of a thread, one Query (``Limit=1``) each.
+
+    Sort keys start with the escaped namespace and a ``|``, so after finding
+    one namespace the next Query starts past all of its keys (``}`` is the
+    character after ``|``): a skip scan that never reads a checkpoint twice.
+    """
+    found: list[str] = []
+    lower: str | None = None
+    while len(found) < cap:
+        cond = "#pk = :pk" + (" AND #sk >= :lo" if lower is not None else "")
+        values: dict[str, Any] = {":pk": {"S": saver.partition_key(thread_id)}}
+        if lower is not None:
+            values[":lo"] = {"S": lower}
+        resp = ddb_client(saver).query(
+            TableName=saver.table_name,
+            KeyConditionExpression=cond,
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues=values,
+            ProjectionExpression="#sk",
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = resp.get("Items", [])
+        if not items:
+            break
+        sk = items[0][ATTR.SK]["S"]
+        ns = schema.parse_sk(sk)[0]
+        escaped = sk.split(schema.SEP, 1)[0]
+        if ns not in found:
+            found.append(ns)
+        lower = escaped + "}"
+    # Root first, then subgraphs in key order (a parent's namespace before its children's).
+    return sorted(found, key=lambda n: (n != "", n))
+
+
+class _Recorded(dict):  # type: ignore[type-arg]
+    """Checkpoint items read so far; remembers the keys looked up and not found.
+
+    ``keep_set`` walks parent links with ``.get``: a miss means its walk
+    wants an older checkpoint than those read, so the caller reads further.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed: set[Any] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self.missed.add(key)
+        return super().get(key, default)
+
+
+def prune_marks(saver: Any, thread_id: str, checkpoint_ns: str, keep_last: int) -> dict[str, Any]:
+    """Which checkpoints of a namespace ``prune(keep_last=N)`` would keep.
+
+    The library's own ``keep_set`` decides (the survivors and the ancestors
+    their delta channels are rebuilt from), over the newest checkpoints read
+    by a descending Query; older ones are read only while a delta chain
+    reaches past what was read. Checkpoints on lineages a delete left
+    behind are not told apart here (the saver drops those first).
+
+    Returns:
+        ``{"keep": set of ids, "survivors": set of ids}``.
+    """
+
+    kwargs: dict[str, Any] = {
+        "TableName": saver.table_name,
+        "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :pre)",
+        "ExpressionAttributeNames": {
+            "#pk": ATTR.PK,
+            "#sk": ATTR.SK,
+            "#p": ATTR.PARENT_ID,
+            "#dn": ATTR.DELTA_NEEDS,
+            "#v": ATTR.VALUES,
+        },
+        "ExpressionAttributeValues": {
+            ":pk": {"S": saver.partition_key(thread_id)},
+            ":pre": {"S": schema.checkpoint_prefix(checkpoint_ns)},
+        },
+        "ProjectionExpression": "#pk, #sk, #p, #dn, #v",
+        "ScanIndexForward": False,
+        "ConsistentRead": True,
+        "Limit": min(1000, keep_last * 4 + 8),
+    }
+    seen = _Recorded()
+    order: list[str] = []
+    while True:
+        resp = ddb_client(saver).query(**kwargs)
+        for it in resp.get("Items", []):
+            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+            if kind == schema.CHECKPOINT_ITEM:
+                seen[(ns, cid)] = it
+                order.append(cid)
+        last = resp.get("LastEvaluatedKey")
+        if len(order) >= keep_last or not last:
+            survivors = [(checkpoint_ns, c) for c in order[:keep_last]]
+            seen.missed.clear()
+            keep, _ = _deleting.keep_set(seen, survivors, thread_id=thread_id)
+            if not seen.missed or not last:
+                return {"keep": {c for _, c in keep}, "survivors": {c for _, c in survivors}}
+        kwargs["ExclusiveStartKey"] = last
+        kwargs["Limit"] = 1000
+
+
+def _pending(tup: Any, channel: str) -> list[tuple[str, Any]]:
+    return [(tid, v) for tid, ch, v in tup.pending_writes or [] if ch == channel]
+
+
+def _resumes(tup: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answers to a checkpoint's interrupts: each task's ``__resume__`` write, named after its task.
+
+    ``Command(resume=...)`` also leaves one write on the null task (the
+    answer before LangGraph handed it to a task): shown only when no task
+    holds one.
+    """
+    names = {t["id"]: t["name"] for t in tasks if t["id"]}
+    per_task = [
+        {
+            "task": names.get(tid, tid[:8]),
+            "answer": jsonable(v[0] if isinstance(v, list) and len(v) == 1 else v),
+        }
+        for tid, v in _pending(tup, _RESUME)
+        if tid != _NULL_TASK_ID
+    ]
+    return per_task or [{"task": None, "answer": jsonable(v)} for _, v in _pending(tup, _RESUME)]
+
+
+def timeline(
+    saver: Any, thread_id: str, checkpoint_ns: str, *, before: str | None, limit: int = TIMELINE_PAGE
+) -> dict[str, Any]:
+    """One page of a namespace's checkpoints, newest first, as history rows with their tuples."""
+    conf = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    tuples = list(
+        saver.list(
+            {"configurable": conf},
+            before={"configurable": {"checkpoint_id": before}} if before else None,
+            limit=limit + 1,
+        )
+    )
+    more = len(tuples) > limit
+    tuples = tuples[:limit]
+    by_id = {t.config["configurable"]["checkpoint_id"]: t for t in tuples}
+    rows = []
+    for t in tuples:
+        parent = None
+        if t.parent_config:
+            pid = t.parent_config["configurable"]["checkpoint_id"]
+            parent = by_id.get(pid) or saver.get_tuple(t.parent_config)
+        row = describe_checkpoint(
+            t,
+            parent,
+            parent_missing_reason=(
+                missing_parent_reason(saver, t) if t.parent_config and parent is None else None
+            ),
+        )
+        row["errors"] = [{"task_id": tid, "error": jsonable(v)} for tid, v in _pending(t, _ERROR)]
+        row["resumes"] = _resumes(t, row["next"])
+        row["parents"] = (t.metadata or {}).get("parents") or {}
+        rows.append(row)
+    return {
+        "rows": rows,
+        "next_before": rows[-1]["checkpoint_id"] if more and rows else None,
+    }
+
+
+def value_location(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
+    """Where each channel value of a checkpoint lives, and its stored size.
+
+    ``inline`` (in the checkpoint item), ``held`` (inline in the earlier
+    checkpoint that introduced that version: ``holder``), ``blob`` (a blob
+    item) or ``s3``. One GetItem, plus one small read per value stored
+    elsewhere (a projected GetItem, or an S3 HeadObject).
+    """
+    table, pk = saver.table_name, saver.partition_key(thread_id)
+    resp = ddb_client(saver).get_item(
+        TableName=table,
+        Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(checkpoint_ns, checkpoint_id)}},
+        ProjectionExpression="#v",
+        ExpressionAttributeNames={"#v": ATTR.VALUES},
+        ConsistentRead=True,
+    )
+    out: dict[str, Any] = {}
+    for channel, av in resp.get("Item", {}).get(ATTR.VALUES, {}).get("M", {}).items():
+        if "B" in av:
+            out[channel] = {"where": "inline", "bytes": len(av["B"])}
+            continue
+        ref = av.get("M", {})
+        kind = ref.get("l", {}).get("S")
+        version = ref.get("v", {}).get("S", "")
+        info: dict[str, Any] = {"where": {"c": "held", "blob": "blob", "s3": "s3"}.get(kind or "", kind)}
+        try:
+            if kind == "c":
+                holder = ref.get("c", {}).get("S", "")
+                info["holder"] = holder
+                got = ddb_client(saver).get_item(
+                    TableName=table,
+                    Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(checkpoint_ns, holder)}},
+                    ProjectionExpression="#v.#c",
+                    ExpressionAttributeNames={"#v": ATTR.VALUES, "#c": channel},
+                    ConsistentRead=True,
+                )
+                held = got.get("Item", {}).get(ATTR.VALUES, {}).get("M", {}).get(channel, {}).get("B")
+                info["bytes"] = len(held) if isinstance(held, bytes) else None
+            elif kind == "blob":
+                got = ddb_client(saver).get_item(
+                    TableName=table,
+                    Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.blob_sk(checkpoint_ns, channel, version)}},
+                    ProjectionExpression="#b",
+                    ExpressionAttributeNames={"#b": ATTR.BLOB},
+                    ConsistentRead=True,
+                )
+                blob = got.get("Item", {}).get(ATTR.BLOB, {}).get("B")
+                info["bytes"] = len(blob) if isinstance(blob, bytes) else None
+            elif kind == "s3" and s3_client(saver) is not None:
+                key = saver.value_s3_key(thread_id, checkpoint_ns, channel, version)
+                info["s3_key"] = key
+                info["bytes"] = int(
+                    s3_client(saver).head_object(Bucket=saver.bucket_name, Key=key)["ContentLength"]
+                )
+        except Exception as exc:  # a size is a nicety: say why it is missing, show the page
+            info["bytes"] = None
+            info["error"] = _client_code(exc) or type(exc).__name__
+        out[channel] = info
+    return out
+
+
+def _tuple(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Any:
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    if checkpoint_id:
+        conf["checkpoint_id"] = checkpoint_id
+    tup = saver.get_tuple({"configurable": conf})
+    if tup is None:
+        raise CLIError(
+            f"checkpoint {checkpoint_id or 'latest'} not found in thread {thread_id!r}, namespace {checkpoint_ns!r}",
+            EXIT_NOT_FOUND,
+            "checkpoint_not_found",
+        )
+    return tup
+
+
+# ================================================================= routes
+
+
+def _one(query: Mapping[str, list[str]], name: str, default: str | None = None) -> str | None:
+    vals = query.get(name)
+    return vals[0] if vals else default
+
+
+def _limit(query: Mapping[str, list[str]], default: int) -> int:
+    """A page size from the query (``limit``), between 1 and 200."""
+    try:
+        return min(200, max(1, int(_one(query, "limit") or default)))
+    except ValueError:
+        raise CLIError("limit must be an integer", EXIT_USAGE, "usage") from None
+
+
+def _required(query: Mapping[str, list[str]], name: str) -> str:
+    value = _one(query, name)
+    if not value:
+        raise CLIError(f"missing query parameter {name!r}", EXIT_USAGE, "usage")
+    return value
+
+
+def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
+    prefix = _one(query, "prefix", "") or ""
+    active = (_one(query, "active", "") or "").strip()
+    token = _one(query, "page") or None
+    flt = None
+    if prefix or active:
+        try:
+            since = _when(active) if active else None
+        except argparse.ArgumentTypeError as exc:
+            raise CLIError(str(exc), EXIT_USAGE, "usage") from None
+        flt = ThreadFilter(prefix=prefix, active_since_ms=since)
+    limit = _limit(query, THREADS_PAGE)
+    listing = list_threads(saver, limit=limit, page_token=token, filter=flt)
+    for t in listing["threads"]:
+        t.update(thread_summary(saver, t["thread_id"]))
+    return pages.threads_page(
+        listing,
+        prefix=prefix,
+        active=active,
+        table=saver.table_name,
+        limit=limit if _one(query, "limit") else None,
+    )
+
+
+def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
+    thread_id = _required(query, "id")
+    ns = _one(query, "ns", "") or ""
+    before = _one(query, "before") or None
+    try:
+        keep_last = max(1, int(_one(query, "keep_last", "1") or "1"))
+    except ValueError:
+        raise CLIError("keep_last must be an integer >= 1", EXIT_USAGE, "usage") from None
+    namespaces = thread_namespaces(saver, thread_id)
+    if not namespaces:
+        raise CLIError(f"thread {thread_id!r} not found", EXIT_NOT_FOUND, "thread_not_found")
+    limit = _limit(query, TIMELINE_PAGE)
+    page = timeline(saver, thread_id, ns, before=before, limit=limit)
+    marks = (
+        prune_marks(saver, thread_id, ns, keep_last) if page["rows"] else {"keep": set(), "survivors": set()}
+    )
+    return pages.thread_page(
+        thread_id, ns, namespaces, page, marks, keep_last=keep_last, before=before, limit=limit
+    )
+
+
+def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
+    thread_id = _required(query, "thread")
+    ns = _one(query, "ns", "") or ""
+    tup = _tuple(saver, thread_id, ns, _one(query, "id"))
+    cid = tup.config["configurable"]["checkpoint_id"]
+    parent = saver.get_tuple(tup.parent_config) if tup.parent_config else None
+    info = describe_checkpoint(
+        tup,
+        parent,
+        parent_missing_reason=missing_parent_reason(saver, tup)
+        if tup.parent_config and parent is None
+        else None,
+    )
+    against_id = _one(query, "against") or (info["parent_id"] if parent is not None else None)
+    diff = None
+    diff_error = None
+    if against_id:
+        try:
+            other = (
+                parent
+                if parent is not None and against_id == info["parent_id"]
+                else _tuple(saver, thread_id, ns, against_id)
+            )
+            diff = diff_checkpoints(other, tup)
+        except CLIError as err:  # a mistyped id: say so where it was typed, show the rest
+            diff_error = err.message
+    task_ids = {t["id"] for t in info["next"] if t["id"]}
+    subgraphs = [
+        n
+        for n in thread_namespaces(saver, thread_id)
+        if n and _parent_ns(n) == ns and _task_of(n) in task_ids
+    ]
+    return pages.checkpoint_page(
+        thread_id,
+        ns,
+        tup,
+        info,
+        locations=value_location(saver, thread_id, ns, cid),
+        diff=diff,
+        diff_error=diff_error,
+        show_all=_one(query, "all") == "1",
+        subgraphs=subgraphs,
+    )
+
+
+def _parent_ns(ns: str) -> str:
+    """``outer:1|inner:2`` -> ``outer:1``; a top-level subgraph's parent is the root ``""``."""
+    return ns.rsplit("|", 1)[0] if "|" in ns else ""
+
+
+def _task_of(ns: str) -> str:
+    """The id of the parent's task that ran a subgraph namespace (``node:<task id>``)."""
+    return ns.rsplit("|", 1)[-1].split(":", 1)[-1]
+
+
+def value_text(saver: Any, query: Mapping[str, list[str]]) -> str:
+    """A channel's whole value as text: a string as is, anything else as indented JSON."""
+    thread_id = _required(query, "thread")
+    tup = _tuple(saver, thread_id, _one(query, "ns", "") or "", _required(query, "id"))
+    channel = _required(query, "channel")
+    values = tup.checkpoint.get("channel_values", {})
+    if channel not in values:
+        raise CLIError(
+            f"channel {channel!r} has no value at this checkpoint", EXIT_NOT_FOUND, "channel_not_found"
+        )
+    value = values[channel]
+    return value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+
+
+_ROUTES: Final[dict[str, Callable[[Any, Mapping[str, list[str]]], str]]] = {
+    "/": page_threads,
+    "/thread": page_thread,
+    "/checkpoint": page_checkpoint,
+}
+
+
+# ================================================================= server
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: InspectorServer
+    server_version = "langgraph-dynamodb-ui"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.log is not None:
+            self.server.log(format % args)
+
+    # Only GET and HEAD: whatever else arrives is refused before it is read.
+    def _method_not_allowed(self) -> None:
+        self._send(
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            b"read-only: GET and HEAD only\n",
+            extra={"Allow": "GET, HEAD"},
+        )
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _method_not_allowed
+
+    def do_HEAD(self) -> None:
+        self._handle(head=True)
+
+    def do_GET(self) -> None:
+        self._handle(head=False)
+
+    def _refusal(self) -> str | None:
+        """Why this request is refused (``None``: it is not).
+
+        A page on another site can make the browser send requests here (a
+        form, an image, a fetch after DNS rebinding points its name at
+        127.0.0.1): only our own Host header and same-origin requests pass.
+        """
+        hosts = {f"127.0.0.1:{self.server.port}", f"localhost:{self.server.port}"}
+        if self.headers.get("Host") not in hosts:
+            return "unexpected Host header"
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in {f"http://{h}" for h in hosts}:
+            return "cross-origin request"
+        site = self.headers.get("Sec-Fetch-Site")
+        if site is not None and site not in ("same-origin", "none"):
+            return "cross-site request"
+        return None
+
+    def _send(
+        self,
+        status: int,
+        ctype: str,
+        body: bytes,
+        *,
+        head: bool = False,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        self.send_response(status)
+        for name, value in {**_HEADERS, **(extra or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def _handle(self, *, head: bool) -> None:
+        why = self._refusal()
+        if why is not None:
+            self._send(
+                HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", f"forbidden: {why}\n".encode(), head=head
+            )
+            return
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        if url.path.startswith("/static/"):
+            name = url.path[len("/static/") :]
+            if name not in _STATIC:
+                self._send(HTTPStatus.NOT_FOUND, "text/plain; charset=utf-8", b"not found\n", head=head)
+                return
+            body = (
+                resources.files("langgraph.checkpoint.dynamodb.cli").joinpath("ui_static", name).read_bytes()
+            )
+            self._send(HTTPStatus.OK, _STATIC[name], body, head=head)
+            return
+        route = _ROUTES.get(url.path)
+        if url.path == "/value":
+            route = value_text
+        if route is None:
+            html = pages.error_page(HTTPStatus.NOT_FOUND, f"no page at {url.path}")
+            self._send(HTTPStatus.NOT_FOUND, "text/html; charset=utf-8", html.encode(), head=head)
+            return
+        status: int = HTTPStatus.OK
+        try:
+            with self.server.lock:  # one saver, one request at a time
+                text = route(self.server.saver, query)
+        except CLIError as err:
+            status = HTTPStatus.NOT_FOUND if err.exit_code == EXIT_NOT_FOUND else HTTPStatus.BAD_REQUEST
+            text = err.message if route is value_text else pages.error_page(status, err.message)
+        except Exception as exc:
+            status = HTTPStatus.INTERNAL_SERVER_ERROR
+            message = f"{type(exc).__name__}: {exc}"
+            text = message if route is value_text else pages.error_page(status, message)
+        ctype = "text/plain; charset=utf-8" if route is value_text else "text/html; charset=utf-8"
+        self._send(status, ctype, text.encode("utf-8"), head=head)
+
+
+class InspectorServer(ThreadingHTTPServer):
+    """The inspector's HTTP server: 127.0.0.1 only, read-only, one saver.
+
+    Example:
+        ```python
+        server = serve(saver)  # a free port; serve_forever() in a thread
+        print(server.url)      # http://127.0.0.1:PORT/
+        server.shutdown()
+        ```
+    """
+
+    daemon_threads = True
+    allow_reuse_address = False
+
+    def __init__(self, saver: Any, port: int = 0, log: Callable[[str], None] | None = None) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.saver = saver
+        self.lock = threading.Lock()
+        self.log = log
+        self.port = int(self.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+
+def serve(saver: Any, port: int = 0, log: Callable[[str], None] | None = None) -> InspectorServer:
+    """Start the inspector for ``saver`` on 127.0.0.1 in a background thread.
+
+    Args:
+        saver: a ``DynamoDBSaver`` (the CLI's reads its own).
+        port: TCP port; ``0`` picks a free one (``server.port``).
+        log: called with one line per request (``None``: quiet).
+
+    Returns:
+        The running server; ``server.shutdown()`` stops it.
+
+    Example:
+        ```python
+        server = serve(saver)
+        urllib.request.urlopen(server.url).status  # 200
+        server.shutdown()
+        ```
+    """
+    server = InspectorServer(saver, port, log)
+    threading.Thread(target=server.serve_forever, name="lg-dynamodb-ui", daemon=True).start()
+    return server
+
+
+@contextlib.contextmanager
+def _signals(stop: threading.Event) -> Iterator[None]:
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        for restored, handler in previous.items():
+            signal.signal(restored, handler)
+
+
+def cmd_ui(ctx: _Ctx) -> int:
+    args = ctx.args
+    try:
+        server = serve(ctx.saver, args.port, log=ctx.note if args.verbose else None)
+    except OSError as exc:
+        raise CLIError(f"cannot listen on 127.0.0.1:{args.port}: {exc}", EXIT_USAGE, "bad_port") from exc
+    if ctx.json:
+        ctx.out(
+            json.dumps({"url": server.url, "table": ctx.saver.table_name, "bucket": ctx.saver.bucket_name})
+        )
+    else:
+        ctx.out(f"inspector for table {ctx.saver.table_name!r} on {server.url} (read-only; Ctrl-C stops it)")
+    ctx.stdout.flush()
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    stop = threading.Event()
+    with _signals(stop):
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    threading.Thread(target=server.shutdown, daemon=True).start()
+    _EXIT_AT_ONCE.set()  # a browser's keep-alive connection must not hold the exit up
+    return EXIT_OK
+
+
+def register(add: Callable[..., argparse.ArgumentParser]) -> None:
+    """Add the ``ui`` command to the parser (``add`` is ``build_parser``'s helper)."""
+    p = add(
+        "ui",
+        "serve a read-only thread inspector on 127.0.0.1 and print its URL; Ctrl-C stops it",
+        cmd_ui,
+    )
+    p.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed)")
+    p.add_argument("--open", action="store_true", help="open the inspector in the default browser")
+    p.add_argument("--verbose", action="store_true", help="log each request on stderr")

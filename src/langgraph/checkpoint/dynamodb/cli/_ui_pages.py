@@ -1,0 +1,490 @@
+"""HTML of the inspector's pages (``_ui``): plain functions from read results to strings.
+
+Every stored string (thread ids, namespaces, channel names, values, node
+names, errors) is untrusted input and goes through :func:`e`
+(``html.escape``) or :func:`_url` (percent-encoding, then escaping) before it
+reaches the page; nothing is ever put in a ``<script>`` or an inline handler.
+The Content-Security-Policy (``default-src 'self'``) blocks inline scripts and
+styles anyway, so styles and the one script come from ``/static/``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from langgraph.checkpoint.dynamodb.cli._commands import _type_label
+from langgraph.checkpoint.dynamodb.cli._render import _human_bytes, jsonable
+from langgraph.checkpoint.dynamodb.cli._store import subgraph_path
+from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _INTERRUPT, is_internal_channel
+
+#: Values longer than this (as text) are collapsed to a preview and loaded on demand.
+COLLAPSE_AT: Final = 1500
+PREVIEW: Final = 300
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text and quoted attributes."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def _url(path: str, **params: Any) -> str:
+    """A same-origin URL with its query percent-encoded, escaped for an attribute."""
+    query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None and v != ""})
+    return e(f"{path}?{query}" if query else path)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+
+
+def _short(value: Any, width: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _when(iso: str | None) -> str:
+    """A checkpoint's time to the second, UTC (the stored ``ts`` has microseconds and an offset)."""
+    return (iso or "-")[:19].replace("T", " ")
+
+
+def _sid(cid: str) -> str:
+    """A checkpoint id as shown: its last 12 characters (uuid6 ids share their time prefix)."""
+    return cid[-12:] if len(cid) > 12 else cid
+
+
+def layout(title: str, body: str, crumbs: Sequence[tuple[str, str | None]] = ()) -> str:
+    nav = " / ".join(
+        f'<a href="{href}">{e(label)}</a>' if href else f"<span>{e(label)}</span>"
+        for label, href in [("threads", "/"), *crumbs]
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{e(title)} · langgraph-dynamodb</title>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="/static/ui.css"><script src="/static/ui.js" defer></script>'
+        f'</head><body><header><nav class="crumbs">{nav}</nav>'
+        '<span class="ro">read-only</span></header>'
+        f"<main><h1>{e(title)}</h1>{body}</main></body></html>\n"
+    )
+
+
+def error_page(status: int, message: str) -> str:
+    return layout(f"Error {int(status)}", f'<p class="error">{e(message)}</p>')
+
+
+# ================================================================ threads
+
+
+def threads_page(
+    listing: Mapping[str, Any], *, prefix: str, active: str, table: str, limit: int | None = None
+) -> str:
+    form = (
+        '<form class="search" method="get" action="/">'
+        f'<label>thread id prefix <input name="prefix" value="{e(prefix)}"></label>'
+        f'<label>active since <input name="active" value="{e(active)}" placeholder="2h, 7d, 2026-11-01"></label>'
+        '<button type="submit">search</button></form>'
+    )
+    rows = []
+    for t in listing["threads"]:
+        more = "" if t.get("complete", True) else "≥ "
+        waiting = (
+            '<span class="badge wait">waiting: ' + e(", ".join(t["waiting_on"])) + "</span>"
+            if t.get("waiting_on")
+            else '<span class="dim">-</span>'
+        )
+        rows.append(
+            "<tr>"
+            f'<td class="tid"><a href="{_url("/thread", id=t["thread_id"])}">{e(t["thread_id"])}</a></td>'
+            f"<td>{e(t.get('updated_at') or '-')}</td>"
+            f'<td class="num">{more}{e(t.get("checkpoints", "-"))}</td>'
+            f'<td class="num">{more}{e(_human_bytes(t.get("bytes")))}</td>'
+            f"<td>{e(t.get('expires_at') or '-')}</td>"
+            f'<td class="num">{e(t.get("step") if t.get("step") is not None else "-")}</td>'
+            f"<td>{waiting}</td></tr>"
+        )
+    table_html = (
+        '<table class="threads"><thead><tr><th>thread</th><th>last activity</th><th>checkpoints</th>'
+        "<th>size (DynamoDB)</th><th>expires</th><th>step</th><th>interrupt</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        if rows
+        else '<p class="empty">no threads' + (" match" if prefix or active else "") + "</p>"
+    )
+    pager = ""
+    if listing.get("next_page_token"):
+        pager = f'<p class="pager"><a rel="next" href="{_url("/", page=listing["next_page_token"], prefix=prefix, active=active, limit=limit)}">next page →</a></p>'
+    note = (
+        f'<p class="note">table {e(table)}: {e(listing.get("source", ""))} ({e(listing.get("note", ""))})</p>'
+    )
+    return layout("Threads", form + note + table_html + pager)
+
+
+# ================================================================= thread
+
+
+def _ns_label(ns: str) -> str:
+    return subgraph_path(ns) or "(root)"
+
+
+def namespace_tree(thread_id: str, namespaces: Sequence[str], current: str) -> str:
+    """Namespaces nested under their parent's: each subgraph run names the task that ran it."""
+    children: dict[str, list[str]] = {}
+    for ns in namespaces:
+        if ns:
+            parent = ns.rsplit("|", 1)[0] if "|" in ns else ""
+            children.setdefault(parent if parent in namespaces else "", []).append(ns)
+
+    def item(ns: str) -> str:
+        task = ns.rsplit("|", 1)[-1].split(":", 1)[-1] if ns else ""
+        label = e(_ns_label(ns)) + (f' <span class="dim">task {e(task[:8])}</span>' if ns else "")
+        link = (
+            f'<strong class="current">{label}</strong>'
+            if ns == current
+            else f'<a href="{_url("/thread", id=thread_id, ns=ns)}">{label}</a>'
+        )
+        kids = children.get(ns, [])
+        sub = "<ul>" + "".join(item(k) for k in kids) + "</ul>" if kids else ""
+        return f'<li data-ns="{e(ns)}">{link}{sub}</li>'
+
+    return '<ul class="namespaces">' + item("") + "</ul>"
+
+
+def fork_tree(thread_id: str, ns: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The page's checkpoints as a tree, oldest first: a chain stays at one level, a fork nests its branches.
+
+    Nested lists rather than a drawing: they read without JavaScript,
+    screen readers follow them, and a fork is visible as one checkpoint
+    with two or more ``<li class="branch">``.
+    """
+    ids = {r["checkpoint_id"] for r in rows}
+    by_id = {r["checkpoint_id"]: r for r in rows}
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    for r in sorted(rows, key=lambda r: r["checkpoint_id"]):
+        pid = r["parent_id"]
+        if pid in ids:
+            children.setdefault(pid, []).append(r["checkpoint_id"])
+        else:
+            roots.append(r["checkpoint_id"])
+
+    def node(cid: str) -> str:
+        r = by_id[cid]
+        writes = ", ".join(r["writes"]) if r["writes"] else ""
+        return (
+            f'<a class="cp" href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a> '
+            f'<span class="dim">step {e(r["step"])} {e(r["source"] or "")}</span>'
+            + (f" {e(writes)}" if writes else "")
+        )
+
+    def chain(cid: str) -> str:
+        out = []
+        while True:
+            kids = children.get(cid, [])
+            fork = len(kids) > 1
+            out.append(f'<li class="{"fork-point" if fork else "step"}" data-id="{e(cid)}">{node(cid)}')
+            if fork:
+                out.append(
+                    '<ul class="branches">'
+                    + "".join(f'<li class="branch"><ol class="chain">{chain(k)}</ol></li>' for k in kids)
+                    + "</ul></li>"
+                )
+                return "".join(out)
+            out.append("</li>")
+            if not kids:
+                return "".join(out)
+            cid = kids[0]
+
+    parts = []
+    for root in roots:
+        pid = by_id[root]["parent_id"]
+        above = (
+            f'<li class="off-page">parent <a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=pid)}">'
+            f"{e(_sid(pid))}</a> (older page)</li>"
+            if pid
+            else ""
+        )
+        parts.append(f'<ol class="chain">{above}{chain(root)}</ol>')
+    return '<div class="fork-tree">' + "".join(parts) + "</div>"
+
+
+def _tasks_html(tasks: Iterable[Mapping[str, Any]]) -> str:
+    return " ".join(
+        f'<span class="task {e(t["status"])}">{e(t["name"])} <small>{e(t["status"])}</small></span>'
+        for t in tasks
+    )
+
+
+def _writes_html(r: Mapping[str, Any]) -> str:
+    if r.get("parent_missing"):
+        return f'<span class="dim">parent {e(r.get("parent_missing_reason") or "missing")}</span>'
+    return (
+        "<br>".join(
+            f'<span class="node">{e(node)}</span>: {e(", ".join(chans) or "(control only)")}'
+            for node, chans in r["writes"].items()
+        )
+        or '<span class="dim">-</span>'
+    )
+
+
+def thread_page(
+    thread_id: str,
+    ns: str,
+    namespaces: Sequence[str],
+    page: Mapping[str, Any],
+    marks: Mapping[str, Any],
+    *,
+    keep_last: int,
+    before: str | None,
+    limit: int | None = None,
+) -> str:
+    rows = page["rows"]
+    head = f'<section class="nsbox"><h2>Namespaces</h2>{namespace_tree(thread_id, namespaces, ns)}</section>'
+    origin = ""
+    if ns and rows:
+        parents = rows[0].get("parents") or {}
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        pcid = parents.get(parent_ns)
+        task = ns.rsplit("|", 1)[-1].split(":", 1)[-1]
+        if pcid:
+            origin = (
+                f'<p class="origin">subgraph run by task {e(task)} of checkpoint '
+                f'<a href="{_url("/checkpoint", thread=thread_id, ns=parent_ns, id=pcid)}">{e(_sid(pcid))}</a>'
+                f" in {e(_ns_label(parent_ns))}</p>"
+            )
+    keep_form = (
+        '<form class="keep" method="get" action="/thread">'
+        f'<input type="hidden" name="id" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
+        f'<label>prune marks for keep_last <input name="keep_last" type="number" min="1" value="{keep_last}"></label>'
+        + (f'<input type="hidden" name="limit" value="{limit}">' if limit else "")
+        + '<button type="submit">show</button></form>'
+    )
+    body_rows = []
+    for r in rows:
+        cid = r["checkpoint_id"]
+        if cid in marks["survivors"]:
+            mark = '<span class="mark keep">keep</span>'
+        elif cid in marks["keep"]:
+            mark = '<span class="mark keep delta">keep (delta)</span>'
+        else:
+            mark = '<span class="mark delete">delete</span>'
+        interrupts = "".join(
+            f'<div class="interrupt">interrupt: {e(_short(v, 160))}</div>' for v in r["interrupts"]
+        )
+        resumes = "".join(
+            f'<div class="resume">answered{" for " + e(x["task"]) if x["task"] else ""}: '
+            f"{e(_short(x['answer'], 160))}</div>"
+            for x in r["resumes"]
+        )
+        errors = "".join(
+            f'<div class="err">error in task {e(x["task_id"][:8])}: {e(_short(x["error"], 200))}</div>'
+            for x in r["errors"]
+        )
+        parent = (
+            f'<a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=r["parent_id"])}">{e(_sid(r["parent_id"]))}</a>'
+            if r["parent_id"]
+            else '<span class="dim">-</span>'
+        )
+        body_rows.append(
+            f'<tr data-id="{e(cid)}">'
+            f'<td class="cid"><a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a></td>'
+            f'<td class="num">{e(r["step"])}</td><td>{e(r["source"] or "")}</td>'
+            f"<td>{e(_when(r['created_at']))}</td><td>{parent}</td>"
+            f"<td>{_writes_html(r)}</td><td>{_tasks_html(r['next'])}{interrupts}{resumes}{errors}</td>"
+            f"<td>{mark}</td></tr>"
+        )
+    table = (
+        '<table class="timeline"><thead><tr><th>checkpoint</th><th>step</th><th>source</th><th>created</th>'
+        "<th>parent</th><th>written by</th><th>next / interrupts / errors</th>"
+        f"<th>prune (keep_last={keep_last})</th></tr></thead><tbody>"
+        + "".join(body_rows)
+        + "</tbody></table>"
+        if rows
+        else '<p class="empty">no checkpoints in this namespace</p>'
+    )
+    pager = []
+    if before:
+        pager.append(
+            f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last, limit=limit)}">⇤ newest</a>'
+        )
+    if page.get("next_before"):
+        pager.append(
+            f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], keep_last=keep_last, limit=limit)}">older →</a>'
+        )
+    body = (
+        head
+        + origin
+        + f'<section><h2>Timeline: {e(_ns_label(ns))}</h2><p class="note">newest first, {len(rows)} on this page</p>'
+        + keep_form
+        + table
+        + '<p class="pager">'
+        + " ".join(pager)
+        + "</p></section>"
+        + '<section><h2>Fork tree</h2><p class="note">this page\'s checkpoints, oldest first; a fork nests its branches</p>'
+        + fork_tree(thread_id, ns, rows)
+        + "</section>"
+    )
+    return layout(f"Thread {thread_id}", body, [(thread_id, None)])
+
+
+# ============================================================= checkpoint
+
+
+def _value_html(value: Any, load_url: str, key: str) -> str:
+    text = _text(value)
+    if len(text) <= COLLAPSE_AT:
+        return f'<pre class="value">{e(text)}</pre>'
+    return (
+        f'<pre class="value collapsed" id="v-{e(key)}">{e(text[:PREVIEW])}…</pre>'
+        f'<button type="button" class="load" data-url="{load_url}" data-target="v-{e(key)}">'
+        f"load whole value ({len(text):,} characters)</button>"
+        f' <a class="dim" href="{load_url}">raw</a>'
+    )
+
+
+def _where_html(loc: Mapping[str, Any] | None, thread_id: str, ns: str) -> str:
+    if not loc:
+        return '<span class="dim">-</span>'
+    where = loc.get("where")
+    if where == "held":
+        holder = loc.get("holder", "")
+        return (
+            f'<span class="where held">held by <a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=holder)}">'
+            f"{e(_sid(holder))}</a></span>"
+        )
+    return f'<span class="where {e(where)}">{e(where)}</span>'
+
+
+def checkpoint_page(
+    thread_id: str,
+    ns: str,
+    tup: Any,
+    info: Mapping[str, Any],
+    *,
+    locations: Mapping[str, Any],
+    diff: Mapping[str, Any] | None,
+    show_all: bool,
+    diff_error: str | None = None,
+    subgraphs: Sequence[str],
+) -> str:
+    cid = info["checkpoint_id"]
+    values = tup.checkpoint.get("channel_values", {})
+    parent = (
+        f'<a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=info["parent_id"])}">{e(info["parent_id"])}</a>'
+        if info["parent_id"]
+        else "-"
+    )
+    facts = [
+        ("thread", f'<a href="{_url("/thread", id=thread_id, ns=ns)}">{e(thread_id)}</a>'),
+        ("namespace", e(_ns_label(ns)) + (f' <span class="dim">{e(ns)}</span>' if ns else "")),
+        ("checkpoint", e(cid)),
+        ("step / source", f"{e(info['step'])} / {e(info['source'] or '')}"),
+        ("created", e(info["created_at"] or "-")),
+        ("parent", parent),
+        ("written by", _writes_html(info)),
+        ("next", _tasks_html(info["next"]) or '<span class="dim">-</span>'),
+    ]
+    for v in info["interrupts"]:
+        facts.append(("interrupt", f'<span class="interrupt">{e(_short(v, 400))}</span>'))
+    for sub in subgraphs:
+        facts.append(
+            (
+                "subgraph run",
+                f'<a href="{_url("/thread", id=thread_id, ns=sub)}">{e(_ns_label(sub))}</a> '
+                f'<span class="dim">{e(sub)}</span>',
+            )
+        )
+    facts_html = '<dl class="facts">' + "".join(f"<dt>{e(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+    rows = []
+    for i, name in enumerate(sorted(values)):
+        if not show_all and is_internal_channel(name):
+            continue
+        loc = locations.get(name)
+        url = _url("/value", thread=thread_id, ns=ns, id=cid, channel=name)
+        size = _human_bytes(loc.get("bytes")) if loc else "-"
+        rows.append(
+            f'<tr data-channel="{e(name)}"><td class="chan">{e(name)}</td><td>{e(_type_label(values[name]))}</td>'
+            f'<td>{_where_html(loc, thread_id, ns)}</td><td class="num">{e(size)}</td>'
+            f"<td>{_value_html(values[name], url, str(i))}</td></tr>"
+        )
+    toggle = _url("/checkpoint", thread=thread_id, ns=ns, id=cid, all=None if show_all else "1")
+    channels = (
+        f'<section><h2>State</h2><p class="note">{len(rows)} channel(s); '
+        f'<a href="{toggle}">{"hide" if show_all else "show"} control channels</a></p>'
+        '<table class="channels"><thead><tr><th>channel</th><th>type</th><th>stored</th><th>size</th>'
+        "<th>value</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></section>"
+    )
+    return layout(
+        f"Checkpoint {_sid(cid)}",
+        facts_html
+        + channels
+        + _diff_html(thread_id, ns, cid, diff, diff_error)
+        + _writes_section(tup, info["next"])
+        + '<section><h2>Metadata</h2><pre class="value">'
+        + e(_text(tup.metadata or {}))
+        + "</pre></section>",
+        [(thread_id, _url("/thread", id=thread_id, ns=ns)), (_sid(cid), None)],
+    )
+
+
+def _diff_html(
+    thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None, error: str | None = None
+) -> str:
+    form = (
+        '<form class="against" method="get" action="/checkpoint">'
+        f'<input type="hidden" name="thread" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
+        f'<input type="hidden" name="id" value="{e(cid)}">'
+        f'<label>compare with checkpoint <input name="against" size="40" value="{e(diff["a"]["checkpoint_id"] if diff else "")}"></label>'
+        '<button type="submit">diff</button></form>'
+    )
+    if diff is None:
+        why = (
+            f'<p class="error">{e(error)}</p>'
+            if error
+            else '<p class="empty">no parent: choose a checkpoint</p>'
+        )
+        return f"<section><h2>Diff</h2>{form}{why}</section>"
+    head = (
+        f'<p class="note">A = <a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=diff["a"]["checkpoint_id"])}">'
+        f"{e(_sid(diff['a']['checkpoint_id']))}</a> (step {e(diff['a']['step'])}), B = this checkpoint "
+        f"(step {e(diff['b']['step'])})</p>"
+    )
+    rows = "".join(
+        f'<tr class="{e(c["change"])}" data-channel="{e(c["channel"])}"><td class="chan">{e(c["channel"])}</td>'
+        f'<td>{e(c["change"])}</td><td><pre class="value">{e(_short(c["a"], 400)) if c["a"] is not None else "-"}</pre></td>'
+        f'<td><pre class="value">{e(_short(c["b"], 400)) if c["b"] is not None else "-"}</pre></td></tr>'
+        for c in diff["changes"]
+    )
+    table = (
+        '<table class="diff"><thead><tr><th>channel</th><th>change</th><th>A</th><th>B</th></tr></thead><tbody>'
+        + rows
+        + "</tbody></table>"
+        if rows
+        else '<p class="empty">no channel differences</p>'
+    )
+    return f"<section><h2>Diff</h2>{form}{head}{table}</section>"
+
+
+def _writes_section(tup: Any, tasks: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Pending writes grouped by task, in the order the saver returns them (``writes_sort_key``)."""
+    names = {t["id"]: t["name"] for t in tasks if t.get("id")}
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for tid, ch, v in tup.pending_writes or []:
+        groups.setdefault(tid, []).append((ch, v))
+    if not groups:
+        return '<section><h2>Pending writes</h2><p class="empty">none</p></section>'
+    parts = []
+    for tid, writes in groups.items():
+        items = "".join(
+            f'<tr class="{"err" if ch == _ERROR else "interrupt" if ch == _INTERRUPT else ""}">'
+            f'<td class="num">{i}</td><td class="chan">{e(ch)}</td><td><pre class="value">{e(_short(v, 600))}</pre></td></tr>'
+            for i, (ch, v) in enumerate(writes)
+        )
+        parts.append(
+            f'<h3>{e(names.get(tid, "task"))} <code>{e(tid)}</code></h3><table class="writes"><thead><tr><th>#</th><th>channel</th>'
+            f"<th>value</th></tr></thead><tbody>{items}</tbody></table>"
+        )
+    return "<section><h2>Pending writes</h2>" + "".join(parts) + "</section>"

@@ -1,0 +1,124 @@
+"""``langgraph-dynamodb ui`` as a user runs it: against ``langgraph-dynamodb local``, and ``python -m demo --ui``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT", "LANGGRAPH_"))}
+    # The package as this test process imports it (installed, or PYTHONPATH first); ROOT for the demo.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
+    env.update(extra)
+    return env
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "langgraph.checkpoint.dynamodb", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _stop(proc: subprocess.Popen[str]) -> int:
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+@pytest.fixture
+def local_env() -> Iterator[dict[str, str]]:
+    """``langgraph-dynamodb local``: the environment it prints for other shells."""
+    proc = _cli("--json", "local", env=_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        yield json.loads(line)["env"]
+    finally:
+        _stop(proc)
+
+
+def test_ui_against_local_prints_its_url_and_serves(local_env: dict[str, str]) -> None:
+    env = _env(**local_env)
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+
+    saver = DynamoDBSaver(
+        table_name=local_env["LANGGRAPH_DYNAMODB_TABLE"],
+        bucket_name=local_env.get("LANGGRAPH_DYNAMODB_BUCKET"),
+        endpoint_url=local_env["AWS_ENDPOINT_URL"],
+    )
+    with saver:
+        from tests.support import graphs
+
+        graphs.requirement_graph().compile(checkpointer=saver).invoke(
+            {"request": "export"}, {"configurable": {"thread_id": "from-local"}}, durability="sync"
+        )
+    proc = _cli("ui", env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"on (http://127\.0\.0\.1:\d+/) \(read-only", line)
+        assert m, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+        with urllib.request.urlopen(m.group(1), timeout=30) as resp:
+            page = resp.read().decode()
+        assert ">from-local</a>" in page and "waiting: pm" in page
+    finally:
+        assert _stop(proc) == 0
+
+
+def test_ui_without_a_table_says_so() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "langgraph.checkpoint.dynamodb", "ui"],
+        env=_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "no table" in proc.stderr
+
+
+def test_demo_ui_serves_what_the_demo_stored() -> None:
+    """``make demo UI=1``: after the story, the inspector on the demo's own endpoint until Ctrl-C."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "demo", "--ui"],
+        env=_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = None
+        for line in proc.stdout:
+            m = re.search(r"inspector on (http://127\.0\.0\.1:\d+/)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, proc.stderr.read() if proc.stderr else ""
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            page = resp.read().decode()
+        assert len(re.findall(r">export-(?:feature|crash)-\w+(?:-archive)?</a>", page)) == 3
+    finally:
+        assert _stop(proc) == 0

@@ -155,3 +155,26 @@ def noise(n: int, seed: int = 0) -> bytes:
     import random
 
     return random.Random(seed).randbytes(n)
+
+
+def delta_chain(w: Writer, thread: str, n: int, *, snapshot_every: int = 0) -> list[dict[str, Any]]:
+    """``n`` checkpoints of a delta channel ``m``: a snapshot at the first (and every ``snapshot_every``)."""
+    configs: list[dict[str, Any]] = []
+    parent = None
+    since = 0
+    for i in range(n):
+        snapshot = i == 0 or (snapshot_every and i % snapshot_every == 0)
+        since = 0 if snapshot else since + 1
+        values: dict[str, Any] = {"i": i}
+        if snapshot:
+            values["m"] = [f"msg{j}" for j in range(i + 1)]
+        parent = w.put(
+            thread,
+            values,
+            {"i": str(i + 1), "m": str(i + 1)},
+            parent=parent,
+            metadata={"step": i, "counters_since_delta_snapshot": {"m": [since, since]}},
+        )
+        w.put_writes(parent, [("m", f"msg{i + 1}")], f"task{i}")
+        configs.append(parent)
+    return configs

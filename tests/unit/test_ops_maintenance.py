@@ -17,7 +17,7 @@ from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import Script, call, scripted_saver
-from tests.unit.stored import Writer, cid_of, deleted, first, noise, put_requests, sk
+from tests.unit.stored import Writer, cid_of, delta_chain, deleted, first, noise, put_requests, sk
 
 MODES = ["sync", "async"]
 
@@ -191,33 +191,10 @@ def test_migrate_tenant_thread_needs_an_untenanted_saver(mode: str) -> None:
 # ------------------------------------------------------------------ prune
 
 
-def _delta_chain(w: Writer, thread: str, n: int, *, snapshot_every: int = 0) -> list[dict[str, Any]]:
-    """``n`` checkpoints of a delta channel ``m``: a snapshot at the first (and every ``snapshot_every``)."""
-    configs: list[dict[str, Any]] = []
-    parent = None
-    since = 0
-    for i in range(n):
-        snapshot = i == 0 or (snapshot_every and i % snapshot_every == 0)
-        since = 0 if snapshot else since + 1
-        values: dict[str, Any] = {"i": i}
-        if snapshot:
-            values["m"] = [f"msg{j}" for j in range(i + 1)]
-        parent = w.put(
-            thread,
-            values,
-            {"i": str(i + 1), "m": str(i + 1)},
-            parent=parent,
-            metadata={"step": i, "counters_since_delta_snapshot": {"m": [since, since]}},
-        )
-        w.put_writes(parent, [("m", f"msg{i + 1}")], f"task{i}")
-        configs.append(parent)
-    return configs
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_prune_keeps_the_delta_ancestors_of_the_latest_and_deletes_older_ones_newest_first(mode: str) -> None:
     w = Writer()
-    configs = _delta_chain(w, "t1", 8, snapshot_every=4)  # snapshots at 0 and 4; latest is 7
+    configs = delta_chain(w, "t1", 8, snapshot_every=4)  # snapshots at 0 and 4; latest is 7
     ids = [cid_of(c) for c in configs]
     saver, script = scripted_saver(mode)
     script.when("query", {"Items": w.items("t1")})
@@ -344,7 +321,7 @@ def test_prune_refuses_bad_arguments_before_any_request(
 @pytest.mark.parametrize("mode", MODES)
 def test_prune_reports_a_parent_cycle_naming_the_thread(mode: str) -> None:
     w = Writer()
-    configs = _delta_chain(w, "t1", 3)
+    configs = delta_chain(w, "t1", 3)
     items = w.items("t1")
     first_cp = next(it for it in items if it[ATTR.CHECKPOINT_ID]["S"] == cid_of(configs[0]))
     del first_cp[ATTR.VALUES]["M"]["m"]  # no snapshot to stop at ...

@@ -111,7 +111,7 @@ class Writer:
         where = (config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"])
         last = self._versions.get(where, {})
         new = {k: v for k, v in cp["channel_versions"].items() if k in values and last.get(k) != v}
-        self._versions[where] = dict(cp["channel_versions"])
+        self._versions[where] = {k: str(v) for k, v in cp["channel_versions"].items()}
         return dict(self.saver.put(config, cp, dict(metadata or {}), new))
 
     def put_writes(

@@ -37,7 +37,11 @@ def descending(items: list[dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
         found.sort(key=sk, reverse=kw.get("ScanIndexForward", True) is False)
         if "ExclusiveStartKey" in kw:
             after = kw["ExclusiveStartKey"][ATTR.SK]["S"]
-            found = [it for it in found if (sk(it) < after if kw.get("ScanIndexForward") is False else sk(it) > after)]
+            found = [
+                it
+                for it in found
+                if (sk(it) < after if kw.get("ScanIndexForward") is False else sk(it) > after)
+            ]
         limit = kw.get("Limit")
         page = found[:limit] if limit else found
         out: dict[str, Any] = {"Items": page}
@@ -54,7 +58,7 @@ def round_trips(script: Script) -> int:
     return len(script.gathers) + sum(1 for i in range(len(script.log)) if i not in inside)
 
 
-def _history(saver: Any, config: dict[str, Any], channels: list[str]) -> Any:
+def _history(saver: Any, config: Any, channels: list[str]) -> Any:
     import asyncio
 
     if isinstance(saver, DynamoDBSaver):
@@ -83,7 +87,10 @@ def test_history_round_trips_do_not_grow_with_the_chain(mode: str) -> None:
         # Read units follow the chain's own size (two items a step), not a 1 MB page.
         assert read <= max(64, 2 * n * 1.5 + 16 + 64), measured
         # The first Query and the head's GetItem share one wait.
-        assert script.gathers[0] == (0, 2) and sorted(script.methods()[:2]) == ["dynamodb.get_item", "dynamodb.query"]
+        assert script.gathers[0] == (0, 2) and sorted(script.methods()[:2]) == [
+            "dynamodb.get_item",
+            "dynamodb.query",
+        ]
     assert measured[10][:2] == (1, 1)
     assert measured[100][:2] == measured[300][:2] == (2, 2), measured
 

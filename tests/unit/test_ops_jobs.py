@@ -105,7 +105,12 @@ def test_reap_thread_of_a_dead_thread_buries_it_first_and_spares_new_objects(mod
     assert head.kwargs["Key"][ATTR.SK] == {"S": schema.HEAD_SK}
     assert deleted(script) == [schema.checkpoint_sk("", cid_of(c0))]
     # Items first, then the objects they pointed to, then what no item pointed to.
-    assert methods[-4:] == ["dynamodb.batch_write_item", "s3.delete_objects", "s3.list_objects_v2", "s3.delete_objects"]
+    assert methods[-4:] == [
+        "dynamodb.batch_write_item",
+        "s3.delete_objects",
+        "s3.list_objects_v2",
+        "s3.delete_objects",
+    ]
     owned, purge = script.calls("delete_objects")
     assert {o["Key"] for o in owned.kwargs["Delete"]["Objects"]} >= set(w.objects())
     assert purge.kwargs["Delete"]["Objects"] == [{"Key": prefix + "old"}]  # not the one written after
@@ -136,7 +141,9 @@ def test_purge_expired_scans_the_threads_index_and_reaps_each_head(mode: str, no
     report = call(saver, "purge_expired")
     script.assert_done()
     s1, s2 = script.calls("scan")
-    assert s1.kwargs["IndexName"] == schema.THREADS_INDEX_NAME and s1.kwargs["FilterExpression"] == "#ttl < :now"
+    assert (
+        s1.kwargs["IndexName"] == schema.THREADS_INDEX_NAME and s1.kwargs["FilterExpression"] == "#ttl < :now"
+    )
     assert s1.kwargs["ExpressionAttributeValues"] == {":now": {"N": str(int(now.t))}}
     assert "ExclusiveStartKey" not in s1.kwargs and s2.kwargs["ExclusiveStartKey"] == more
     # Page one's thread is reaped before page two is read.
@@ -172,7 +179,9 @@ def _pruner_table(now: Clock) -> tuple[Writer, dict[str, Any], dict[str, Any]]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_run_pruner_claims_each_page_with_a_conditional_write_before_working_on_it(mode: str, now: Clock) -> None:
+def test_run_pruner_claims_each_page_with_a_conditional_write_before_working_on_it(
+    mode: str, now: Clock
+) -> None:
     w, h1, h2 = _pruner_table(now)
     saver, script = scripted_saver(mode, ttl=TTL)
     lek = {ATTR.PK: h2[ATTR.PK], ATTR.SK: h2[ATTR.SK]}
@@ -190,9 +199,13 @@ def test_run_pruner_claims_each_page_with_a_conditional_write_before_working_on_
     claim1, claim2 = script.calls("put_item")
     assert claim1.kwargs["ConditionExpression"] == "attribute_not_exists(cur) AND :old = :empty OR cur = :old"
     assert claim1.kwargs["ExpressionAttributeValues"][":old"] == {"S": ""}
-    assert claim1.kwargs["Item"]["cur"] == {"S": cursor} and claim1.kwargs["Item"][ATTR.PK] == {"S": schema.LIFECYCLE_PK}
+    assert claim1.kwargs["Item"]["cur"] == {"S": cursor} and claim1.kwargs["Item"][ATTR.PK] == {
+        "S": schema.LIFECYCLE_PK
+    }
     assert claim2.kwargs["ExpressionAttributeValues"][":old"] == {"S": cursor}
-    assert claim2.kwargs["Item"]["cur"] == {"S": ""} and claim2.kwargs["Item"]["cyc"] == {"N": "1"}  # the cycle ends
+    assert claim2.kwargs["Item"]["cur"] == {"S": ""} and claim2.kwargs["Item"]["cyc"] == {
+        "N": "1"
+    }  # the cycle ends
     s1, s2 = script.calls("scan")
     assert s1.kwargs["IndexName"] == schema.THREADS_INDEX_NAME and s1.kwargs["Limit"] == 2
     assert s2.kwargs["ExclusiveStartKey"] == lek
@@ -219,7 +232,9 @@ def test_run_pruner_skips_a_page_another_run_claimed(mode: str, now: Clock) -> N
     w, h1, h2 = _pruner_table(now)
     saver, script = scripted_saver(mode, ttl=TTL)
     lek = {ATTR.PK: h1[ATTR.PK], ATTR.SK: h1[ATTR.SK]}
-    script.when("get_item", {}, {"Item": {"cur": {"S": json.dumps(lek)}, "last": {"S": "t1"}, "cyc": {"N": "0"}}})
+    script.when(
+        "get_item", {}, {"Item": {"cur": {"S": json.dumps(lek)}, "last": {"S": "t1"}, "cyc": {"N": "0"}}}
+    )
     script.when("scan", {"Items": [h1], "LastEvaluatedKey": lek}, {"Items": [h2]})
     script.when("put_item", _error("ConditionalCheckFailedException", "PutItem"), {})
     script.when("query", {"Items": w.items("t2")}, {"Items": w.items("t2")})
@@ -263,7 +278,9 @@ def test_sweep_orphans_deletes_old_unreferenced_objects_only(mode: str, now: Clo
     orphan = saver.value_s3_key("t1", "", "big", "9")  # a put that failed after its upload
     young = saver.value_s3_key("t1", "", "big", "10")  # a put that may still be in flight
     old_at = T0 - 2 * 86_400
-    page = {"Contents": listing([*referenced, orphan], old_at)["Contents"] + listing([young], T0 - 60)["Contents"]}
+    page = {
+        "Contents": listing([*referenced, orphan], old_at)["Contents"] + listing([young], T0 - 60)["Contents"]
+    }
     page.update(IsTruncated=True, NextContinuationToken="tok")
     script.when("list_objects_v2", page)
     script.when("query", {"Items": w.items("t1")})
@@ -282,7 +299,11 @@ def test_sweep_orphans_deletes_old_unreferenced_objects_only(mode: str, now: Clo
     assert claim.kwargs["Item"][ATTR.SK] == {"S": "sweeper"} and claim.kwargs["Item"]["cur"] == {"S": "tok"}
     (purge,) = script.calls("delete_objects")
     assert purge.kwargs["Delete"]["Objects"] == [{"Key": orphan}]
-    assert report.s3_objects_scanned == len(referenced) + 2 and report.s3_objects_deleted == 1 and not report.complete
+    assert (
+        report.s3_objects_scanned == len(referenced) + 2
+        and report.s3_objects_deleted == 1
+        and not report.complete
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -350,7 +371,11 @@ def test_setup_creates_the_table_waits_for_it_then_ttl_then_bucket(mode: str) ->
 @pytest.mark.parametrize("mode", MODES)
 def test_setup_tolerates_another_process_creating_the_table_and_bucket_first(mode: str) -> None:
     saver, script = scripted_saver(mode, bucket_name="bkt")
-    script.when("describe_table", _error("ResourceNotFoundException", "DescribeTable"), {"Table": {"TableStatus": "ACTIVE"}})
+    script.when(
+        "describe_table",
+        _error("ResourceNotFoundException", "DescribeTable"),
+        {"Table": {"TableStatus": "ACTIVE"}},
+    )
     script.when("create_table", _error("ResourceInUseException", "CreateTable"))
     script.when("describe_time_to_live", {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLING"}})
     script.when("head_bucket", _error("NoSuchBucket", "HeadBucket"))
@@ -386,7 +411,11 @@ def test_setup_of_an_existing_store_only_reads(mode: str) -> None:
 )
 def test_setup_lets_other_errors_through(mode: str, method: str, code: str) -> None:
     saver, script = scripted_saver(mode, bucket_name="bkt")
-    script.when("describe_table", _error("ResourceNotFoundException", "DescribeTable"), {"Table": {"TableStatus": "ACTIVE"}})
+    script.when(
+        "describe_table",
+        _error("ResourceNotFoundException", "DescribeTable"),
+        {"Table": {"TableStatus": "ACTIVE"}},
+    )
     script.when("describe_time_to_live", {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED"}})
     if method != "head_bucket":
         script.when("head_bucket", _error("404", "HeadBucket"))
@@ -395,4 +424,3 @@ def test_setup_lets_other_errors_through(mode: str, method: str, code: str) -> N
         _setup(saver)
     assert info.value.response["Error"]["Code"] == code
     assert script.methods()[-1] == f"{'dynamodb' if method == 'create_table' else 's3'}.{method}"
-

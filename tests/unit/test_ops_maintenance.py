@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._ops import Call
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import Script, call, scripted_saver
-from tests.unit.stored import Writer, cid_of, delta_chain, deleted, first, noise, put_requests, sk
+from tests.unit.stored import Writer, cid_of, deleted, delta_chain, first, noise, put_requests, sk
 
 MODES = ["sync", "async"]
 
@@ -36,7 +37,12 @@ def _source_with_payloads() -> tuple[Writer, list[dict[str, Any]]]:
     w = Writer(bucket_name="bkt", s3_threshold=2000, inline_threshold=100)
     c1 = w.put("src", {"big": noise(3000), "held": noise(500, 1), "s": "y"})
     w.put_writes(c1, [("big", noise(2500, 2))], "task-a")  # over s3_threshold: its own object
-    c2 = w.put("src", {"big": noise(3000), "held": noise(500, 1), "s": "z"}, {"big": "1", "held": "1", "s": "2"}, parent=c1)
+    c2 = w.put(
+        "src",
+        {"big": noise(3000), "held": noise(500, 1), "s": "z"},
+        {"big": "1", "held": "1", "s": "2"},
+        parent=c1,
+    )
     c3 = w.put("src", {"s": "w", "held": noise(500, 1)}, {"big": "1", "held": "1", "s": "3"}, parent=c2)
     return w, [c1, c2, c3]
 
@@ -101,7 +107,9 @@ def test_copy_thread_refuses_a_target_with_checkpoints_before_writing(mode: str)
     ("source", "target", "match"),
     [("t1", "t1", "same thread"), ("", "t2", "source_thread_id"), ("t1", "", "target_thread_id")],
 )
-def test_copy_thread_refuses_bad_ids_without_a_request(mode: str, source: str, target: str, match: str) -> None:
+def test_copy_thread_refuses_bad_ids_without_a_request(
+    mode: str, source: str, target: str, match: str
+) -> None:
     saver, script = scripted_saver(mode)
     with pytest.raises(ValueError, match=match):
         call(saver, "copy_thread", source, target)
@@ -146,11 +154,15 @@ def test_migrate_tenant_thread_copies_to_the_tenant_layout_then_deletes_the_old_
     # The old thread goes only after the copy landed: its deletes follow every put.
     batches = script.calls("batch_write_item")
     last_put = max(i for i, b in enumerate(batches) if "PutRequest" in b.kwargs["RequestItems"]["tbl"][0])
-    first_delete = min(i for i, b in enumerate(batches) if "DeleteRequest" in b.kwargs["RequestItems"]["tbl"][0])
+    first_delete = min(
+        i for i, b in enumerate(batches) if "DeleteRequest" in b.kwargs["RequestItems"]["tbl"][0]
+    )
     assert last_put < first_delete
     assert set(deleted(script)) == {sk(it) for it in items}
     for b in batches[first_delete:]:
-        assert all(r["DeleteRequest"]["Key"][ATTR.PK] == {"S": "acme-t1"} for r in b.kwargs["RequestItems"]["tbl"])
+        assert all(
+            r["DeleteRequest"]["Key"][ATTR.PK] == {"S": "acme-t1"} for r in b.kwargs["RequestItems"]["tbl"]
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -236,12 +248,12 @@ def test_prune_rehomes_a_held_value_before_deleting_its_holder(mode: str, bucket
     w = Writer(bucket_name=bucket, inline_threshold=100, s3_threshold=1000)
     big = noise(700)  # held (over inline_threshold, under s3_threshold)
     c1 = w.put("t1", {"a": big, "n": 0})
-    c2 = w.put("t1", {"a": big, "n": 1}, {"a": "1", "n": "2"}, parent=c1)
+    w.put("t1", {"a": big, "n": 1}, {"a": "1", "n": "2"}, parent=c1)
     items = w.items("t1")
     ref = items[1][ATTR.VALUES]["M"]["a"]["M"]
     assert ref["l"] == {"S": "c"} and ref["c"] == {"S": cid_of(c1)}  # c2 references c1's copy
     held = items[0][ATTR.VALUES]["M"]["a"]["B"]
-    saver, script = scripted_saver(mode, bucket_name=bucket, inline_threshold=100, s3_threshold=1000 if bucket else 1000)
+    saver, script = scripted_saver(mode, bucket_name=bucket, inline_threshold=100, s3_threshold=1000)
     script.when("query", {"Items": items})
     res = call(saver, "prune", ["t1"])
     assert res.values_rehomed == 1 and res.checkpoints_deleted == 1
@@ -249,7 +261,9 @@ def test_prune_rehomes_a_held_value_before_deleting_its_holder(mode: str, bucket
     delete_at = next(
         i
         for i, c in enumerate(script.log)
-        if getattr(c, "method", "") == "batch_write_item" and "DeleteRequest" in c.kwargs["RequestItems"]["tbl"][0]
+        if isinstance(c, Call)
+        and c.method == "batch_write_item"
+        and "DeleteRequest" in c.kwargs["RequestItems"]["tbl"][0]
     )
     (blob,) = put_requests(script)
     assert methods.index("dynamodb.batch_write_item") < delete_at  # the blob lands first
@@ -328,7 +342,7 @@ def test_prune_reports_a_parent_cycle_naming_the_thread(mode: str) -> None:
     first_cp[ATTR.PARENT_ID] = {"S": cid_of(configs[2])}  # ... and a chain that loops
     saver, script = scripted_saver(mode)
     script.when("query", {"Items": items})
-    with pytest.raises(CorruptPayloadError, match="thread 't1'.*loops back"):
+    with pytest.raises(CorruptPayloadError, match=r"thread 't1'.*loops back"):
         call(saver, "prune", ["t1"])
     _no_writes(script)
 
@@ -338,19 +352,39 @@ def test_prune_reports_a_parent_cycle_naming_the_thread(mode: str) -> None:
 
 def _index_page(items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     """What the run index (keys only) answers for ``items``."""
-    return {"Items": [{ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK], ATTR.RUN_ID: it[ATTR.RUN_ID]} for it in items], **extra}
+    return {
+        "Items": [{ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK], ATTR.RUN_ID: it[ATTR.RUN_ID]} for it in items],
+        **extra,
+    }
 
 
 def _runs_thread(delta_last: bool) -> tuple[Writer, list[dict[str, Any]]]:
     """Run A wrote checkpoints 0 and 1 (and writes); run B wrote 2 (a delta of ``m`` if ``delta_last``)."""
     w = Writer()
-    c0 = w.put("t1", {"m": ["a"]}, {"m": "1"}, metadata={"run_id": "A", "counters_since_delta_snapshot": {"m": [0, 0]}})
+    c0 = w.put(
+        "t1",
+        {"m": ["a"]},
+        {"m": "1"},
+        metadata={"run_id": "A", "counters_since_delta_snapshot": {"m": [0, 0]}},
+    )
     w.put_writes(c0, [("m", "b")], "task0", run_id="A")
-    c1 = w.put("t1", {}, {"m": "2"}, parent=c0, metadata={"run_id": "A", "counters_since_delta_snapshot": {"m": [1, 1]}})
+    c1 = w.put(
+        "t1",
+        {},
+        {"m": "2"},
+        parent=c0,
+        metadata={"run_id": "A", "counters_since_delta_snapshot": {"m": [1, 1]}},
+    )
     w.put_writes(c1, [("m", "c")], "task1", run_id="A")
     values: dict[str, Any] = {} if delta_last else {"m": ["a", "b", "c"]}
     counters = {"m": [2, 2] if delta_last else [0, 0]}
-    c2 = w.put("t1", values, {"m": "3"}, parent=c1, metadata={"run_id": "B", "counters_since_delta_snapshot": counters})
+    c2 = w.put(
+        "t1",
+        values,
+        {"m": "3"},
+        parent=c1,
+        metadata={"run_id": "B", "counters_since_delta_snapshot": counters},
+    )
     w.put_writes(c2, [("m", "d")], "task2", run_id="B")
     return w, [c0, c1, c2]
 
@@ -363,11 +397,15 @@ def test_delete_for_runs_finds_items_through_the_run_index_and_deletes_them(mode
     assert len(of_a) == 4  # two checkpoints and their writes carry the run id
     saver, script = scripted_saver(mode)
     more = {ATTR.PK: of_a[1][ATTR.PK], ATTR.SK: of_a[1][ATTR.SK], ATTR.RUN_ID: of_a[1][ATTR.RUN_ID]}
-    script.when("query", _index_page(of_a[:2], LastEvaluatedKey=more), _index_page(of_a[2:]), {"Items": items})
+    script.when(
+        "query", _index_page(of_a[:2], LastEvaluatedKey=more), _index_page(of_a[2:]), {"Items": items}
+    )
     res = call(saver, "delete_for_runs", ["A"])
     script.assert_done()
     q1, q2, load = script.calls("query")
-    assert q1.kwargs["IndexName"] == schema.RUN_INDEX_NAME and q1.kwargs["ExpressionAttributeValues"] == {":rid": {"S": "A"}}
+    assert q1.kwargs["IndexName"] == schema.RUN_INDEX_NAME and q1.kwargs["ExpressionAttributeValues"] == {
+        ":rid": {"S": "A"}
+    }
     assert "ExclusiveStartKey" not in q1.kwargs and q2.kwargs["ExclusiveStartKey"] == more
     assert load.kwargs["ExpressionAttributeValues"][":pk"] == {"S": "t1"} and load.kwargs["ConsistentRead"]
     gone = deleted(script)
@@ -379,7 +417,7 @@ def test_delete_for_runs_finds_items_through_the_run_index_and_deletes_them(mode
 
 @pytest.mark.parametrize("mode", MODES)
 def test_delete_for_runs_keeps_what_a_surviving_delta_checkpoint_needs(mode: str) -> None:
-    w, configs = _runs_thread(delta_last=True)
+    w, _ = _runs_thread(delta_last=True)
     items = w.items("t1")
     of_a = [it for it in items if it.get(ATTR.RUN_ID) == {"S": "A"}]
     saver, script = scripted_saver(mode)
@@ -393,7 +431,7 @@ def test_delete_for_runs_keeps_what_a_surviving_delta_checkpoint_needs(mode: str
 @pytest.mark.parametrize("mode", MODES)
 def test_delete_for_runs_trusts_the_items_run_id_over_the_index(mode: str) -> None:
     """The index is eventually consistent: a stale entry must not delete another run's item."""
-    w, configs = _runs_thread(delta_last=False)
+    w, _ = _runs_thread(delta_last=False)
     items = w.items("t1")
     of_b = [it for it in items if it.get(ATTR.RUN_ID) == {"S": "B"}]
     stale = [{**it, ATTR.RUN_ID: {"S": "A"}} for it in of_b]  # the index still says run A

@@ -27,7 +27,7 @@ T0 = 1_800_000_000.0
 
 
 def _checkpoint(values: dict[str, Any], versions: dict[str, str] | None = None) -> Any:
-    cp = empty_checkpoint()
+    cp: Any = empty_checkpoint()
     cp["id"] = str(uuid6(clock_seq=-1))
     cp["channel_values"] = values
     cp["channel_versions"] = versions or {k: "1" for k in values}
@@ -63,7 +63,14 @@ def test_put_without_a_bucket_moves_the_largest_values_to_blob_items_first(mode:
     """An item over DynamoDB's limit spills its largest held values to their own items."""
     saver, script = scripted_saver(mode)
     sizes = {"a": 150_000, "b": 160_000, "c": 120_000, "d": 10}
-    call(saver, "put", cfg("t1"), _checkpoint({k: noise(n, i) for i, (k, n) in enumerate(sizes.items())}), {}, {k: "1" for k in sizes})
+    call(
+        saver,
+        "put",
+        cfg("t1"),
+        _checkpoint({k: noise(n, i) for i, (k, n) in enumerate(sizes.items())}),
+        {},
+        {k: "1" for k in sizes},
+    )
     assert script.methods() == ["dynamodb.batch_write_item", "dynamodb.put_item"]
     (blob,) = put_requests(script)
     assert blob[ATTR.SK] == {"S": schema.blob_sk("", "b", "1")}  # the largest, and only as many as needed
@@ -80,7 +87,7 @@ def test_put_too_large_without_a_bucket_fails_before_any_write(mode: str) -> Non
         _put(saver, {"a": noise(400_000)})
     assert script.log == []
     # Nothing movable: metadata (stored in the item without a bucket) over the limit.
-    with pytest.raises(PayloadTooLargeError, match="does not fit in a DynamoDB item.*nothing was written"):
+    with pytest.raises(PayloadTooLargeError, match=r"does not fit in a DynamoDB item.*nothing was written"):
         _put(saver, {"a": 1}, note=noise(395_000, 1))
     assert script.log == []
 
@@ -124,7 +131,13 @@ def _write_exprs(kw: dict[str, Any]) -> dict[str, tuple[str, Any]]:
 def test_put_writes_of_special_channels_only_overwrite(mode: str) -> None:
     """An interrupt or error is the latest word of a task: a retry replaces it."""
     saver, script = scripted_saver(mode)
-    call(saver, "put_writes", cfg("t1", str(uuid6())), [("__interrupt__", "first"), ("__interrupt__", "second")], "t")
+    call(
+        saver,
+        "put_writes",
+        cfg("t1", str(uuid6())),
+        [("__interrupt__", "first"), ("__interrupt__", "second")],
+        "t",
+    )
     exprs = _write_exprs(script.calls("update_item")[0].kwargs)
     assert list(exprs) == [f"{ATTR.WRITE_PREFIX}-3"]  # the channel's fixed index
     clause, value = exprs[f"{ATTR.WRITE_PREFIX}-3"]
@@ -146,9 +159,16 @@ def test_put_writes_with_a_regular_channel_keep_the_first_write_of_each_index(mo
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     ("writes", "task", "error"),
-    [("ab", "t", TypeError), ([("a", 1, 2)], "t", TypeError), ([(1, 1)], "t", TypeError), ([("a", 1)], 7, TypeError)],
+    [
+        ("ab", "t", TypeError),
+        ([("a", 1, 2)], "t", TypeError),
+        ([(1, 1)], "t", TypeError),
+        ([("a", 1)], 7, TypeError),
+    ],
 )
-def test_put_writes_refuses_malformed_input_before_any_request(mode: str, writes: Any, task: Any, error: type) -> None:
+def test_put_writes_refuses_malformed_input_before_any_request(
+    mode: str, writes: Any, task: Any, error: type
+) -> None:
     saver, script = scripted_saver(mode)
     with pytest.raises(error):
         call(saver, "put_writes", cfg("t1", str(uuid6())), writes, task)
@@ -199,7 +219,9 @@ def test_activity_writes_the_head_at_most_once_per_window(mode: str, now: list[f
 def test_activity_on_a_deleted_lineage_leaves_the_head_alone(mode: str, now: list[float]) -> None:
     """The head refuses (its condition) to come back for a root a delete recorded; the put still lands."""
     saver, script = scripted_saver(mode, ttl=3600)
-    script.when("update_item", ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "UpdateItem"))
+    script.when(
+        "update_item", ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "UpdateItem")
+    )
     out = _put(saver, {"a": 1})
     assert out["configurable"]["thread_id"] == "t1"
     assert script.methods() == ["dynamodb.put_item", "dynamodb.update_item"]  # no reap, no retry
@@ -221,7 +243,10 @@ def test_activity_on_an_expired_unreaped_head_reaps_the_old_items(mode: str, now
 @pytest.mark.parametrize("mode", MODES)
 def test_other_errors_of_the_head_write_escape(mode: str, now: list[float]) -> None:
     saver, script = scripted_saver(mode, ttl=3600)
-    script.when("update_item", ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "UpdateItem"))
+    script.when(
+        "update_item",
+        ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "UpdateItem"),
+    )
     with pytest.raises(ClientError):
         _put(saver, {"a": 1})
 

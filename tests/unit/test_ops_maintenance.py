@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._ops import Call
@@ -21,6 +22,10 @@ from tests.support.script import Script, call, scripted_saver
 from tests.unit.stored import Writer, cid_of, deleted, delta_chain, first, noise, put_requests, sk
 
 MODES = ["sync", "async"]
+
+
+def _client_error(code: str, op: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": code}}, op)
 
 
 def _no_writes(script: Script) -> None:
@@ -89,6 +94,18 @@ def test_copy_thread_copies_objects_then_writes_then_checkpoints_oldest_first(mo
     # A fresh lineage root: a tombstone of an earlier copy under "dst" cannot hide this one.
     roots = {it[ATTR.ROOT]["S"] for it in cps}
     assert len(roots) == 1 and roots.pop().startswith(f"{cid_of(configs[0])}@copy-")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_copy_thread_that_cannot_copy_an_object_writes_no_item(mode: str) -> None:
+    """Objects go first: if one is missing, the target gets nothing that would point to it."""
+    w, _ = _source_with_payloads()
+    saver, script = scripted_saver(mode, bucket_name="bkt", s3_threshold=2000, inline_threshold=100)
+    script.when("query", {"Items": []}, {"Items": w.items("src")})
+    script.when("copy_object", _client_error("NoSuchKey", "CopyObject"))
+    with pytest.raises(ClientError):
+        call(saver, "copy_thread", "src", "dst")
+    assert "dynamodb.batch_write_item" not in script.methods()
 
 
 @pytest.mark.parametrize("mode", MODES)

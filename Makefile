@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 	@echo "==> $(VENV) ready"
 
-# The inspector's tests (tests/ui) drive Debian's chromium through its chromedriver: a fresh
-# machine gets both from apt (as root; about a minute), one progress line per step.
+# The inspector's tests (tests/ui) drive Debian's chromium through its chromedriver: on a fresh
+# machine `make test` gets both from apt (as root; about a minute), one progress line per step.
+# `make demo` does not need them.
 CHROMEDRIVER := /usr/bin/chromedriver
 
 $(CHROMEDRIVER):
@@ -34,12 +35,12 @@ $(CHROMEDRIVER):
 	  | awk '/newly installed|^Setting up chromium/ { print "    " substr($$0, 1, 100); fflush() }'
 	@echo "==> $$(/usr/bin/chromium --version 2>/dev/null) ready"
 
-setup: $(STAMP) $(CHROMEDRIVER)  ## create .venv with the library and the dev tools; chromium for tests/ui
+setup: $(STAMP)  ## create .venv with the library and the dev tools
 
 demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0.0.1); UI=1: then the inspector
 	$(BIN)/python -m demo $(if $(UI),--ui)
 
-test: setup  ## every test tier, against a moto server on 127.0.0.1
+test: setup $(CHROMEDRIVER)  ## every test tier, against a moto server on 127.0.0.1 (installs chromium for tests/ui)
 	$(BIN)/python -m pytest -q -n 2 --durations=10
 
 test-fast: setup

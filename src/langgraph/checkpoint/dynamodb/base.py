@@ -35,10 +35,11 @@ from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
     KeyTooLongError,
 )
+from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: it was public here
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from langgraph.checkpoint.dynamodb.serde import default_serde
 
-__all__ = ["BaseDynamoDBSaver", "Location", "Placement", "SaverSettings"]
+__all__ = ["BaseDynamoDBSaver", "Location", "Placement", "PruneResult", "SaverSettings"]
 
 #: Where a channel version lives: copied into every checkpoint item that has
 #: it (``inline``), in the item of the checkpoint that introduced it (``c``),

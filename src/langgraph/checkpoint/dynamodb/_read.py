@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from langgraph.checkpoint.dynamodb import _heads, _items, _requests, schema
+from langgraph.checkpoint.dynamodb import _chains, _heads, _items, _requests, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._items import (
     AttributeValue,
@@ -487,6 +487,9 @@ def list_checkpoints(
         kwargs["Limit"] = min(1000, limit * 4 + 8)
     remaining = limit
     writes: dict[str, list[Item]] = {}
+    # LangGraph's get_state_history asks for the delta history of each
+    # checkpoint listed: keep what the walks will need (see _chains).
+    notes = _chains.ListingNotes()
     while True:
         resp = yield ddb("query", **kwargs)
         page: list[CheckpointRecord] = []
@@ -499,6 +502,7 @@ def list_checkpoints(
                 writes.setdefault(item_cid, []).append(it)
             elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
                 page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+        notes.note(s._chain_cache, pk, page)
         emitted = yield from _emit_records(
             s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
         )

@@ -143,7 +143,7 @@ def test_a_second_history_call_reads_only_the_target_and_the_head(mode: str) -> 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_list_fills_the_cache_for_the_history_calls_that_follow(mode: str) -> None:
-    saver, script, table, configs = _delta_thread(mode)
+    saver, script, _table, configs = _delta_thread(mode)
     listed = call(saver, "list", {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}})
     assert len(listed) == N
     for i in range(N - 2, 0, -1):
@@ -171,7 +171,7 @@ def test_a_deleted_thread_is_not_served_from_the_cache(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_pruned_target_or_a_dead_lineage_reads_as_nothing(mode: str) -> None:
-    saver, script, table, configs = _delta_thread(mode)
+    saver, _script, table, configs = _delta_thread(mode)
     _history(saver, configs[-1])
     # The target alone is gone (a prune by another process): nothing, not the cached chain.
     gone = configs[N - 3]
@@ -189,7 +189,7 @@ def test_a_pruned_target_or_a_dead_lineage_reads_as_nothing(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_writes_that_may_still_be_in_flight_are_not_cached(mode: str) -> None:
     """The target's parent is cached without its writes: a write that lands later is seen."""
-    saver, script, table, configs = _delta_thread(mode)
+    saver, _script, table, configs = _delta_thread(mode)
     _history(saver, configs[-1])
     parent_id = configs[-2]["configurable"]["checkpoint_id"]
     late = {
@@ -208,7 +208,7 @@ def test_writes_that_may_still_be_in_flight_are_not_cached(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_an_evicted_middle_is_read_from_below_the_cached_part(mode: str) -> None:
-    saver, script, table, configs = _delta_thread(mode)
+    saver, script, _table, configs = _delta_thread(mode)
     _history(saver, configs[-1])
     hole = configs[2]["configurable"]["checkpoint_id"]
     with saver._chain_cache._lock:

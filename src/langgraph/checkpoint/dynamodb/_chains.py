@@ -125,6 +125,22 @@ def needs_ancestors(item: Item) -> bool:
     return bool(item.get(ATTR.DELTA_NEEDS, {}).get("SS"))
 
 
+@dataclass(slots=True)
+class LatestHint:
+    """What this saver last knew of a thread's latest checkpoint in one namespace.
+
+    Sizes the next latest-checkpoint Query (``_read.latest_limit``): the
+    items above the checkpoint item (a tombstone, late writes on a deleted
+    lineage), its writes items (one per task), itself; and whether it
+    references values held by older checkpoints (then the page reads on).
+    """
+
+    checkpoint_id: str
+    tasks: set[str]
+    above: int = 0
+    held: bool = False
+
+
 @dataclass
 class ListingNotes:
     """What one ``list`` has seen so far, to cache the records a history walk will want.

@@ -971,7 +971,8 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         "it lists, so the cost of a listing shows whether each chain is re-read (quadratic) or each item read "
         "about once (linear). Ours starts each listing with an empty chain cache (a process that only reads). "
         "The line *ours before the chain cache* is the same workload run with the code before it (merged into "
-        "`results.json` by hand: `make bench` runs only this tree). Capped like workload 3.",
+        "`results.json` by hand: `make bench` runs only this tree). Capped at "
+        f"{p.get('history_budget_s', 300):.0f} s per saver.",
         history_phases,
         history_extra,
     )

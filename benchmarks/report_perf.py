@@ -166,10 +166,18 @@ def read_units_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
         o, r = (sides.get("ours") or [None])[0], (sides.get("ref") or [None])[0]
         if not o or not r:
             continue
-        # Phases both completed (the reference skips what its budget did not reach).
+        # Phases both completed (the reference skips what its budget did not
+        # reach); ``turns`` over the turns both finished, from the per-turn series.
         common = [k for k in o.get("phases", {}) if k in r.get("phases", {})]
-        ro = sum(o["phases"][k]["rcu"] for k in common)
-        rr = sum(r["phases"][k]["rcu"] for k in common)
+        n = min(len(o.get("turns", [])), len(r.get("turns", []))) if "turns" in common else 0
+
+        def units(run: dict[str, Any], k: str, n: int = n) -> float:
+            if k == "turns" and n and isinstance(run.get("turns"), list):
+                return float(sum(t.get("rcu", 0.0) for t in run["turns"][:n]))
+            return float(run["phases"][k]["rcu"])
+
+        ro = sum(units(o, k) for k in common)
+        rr = sum(units(r, k) for k in common)
         if not common or (rr <= 0 and ro <= 0):
             continue
         ratio = ro / rr if rr > 0 else float("inf")

@@ -52,13 +52,14 @@ RESULTS = ROOT / "benchmarks" / "results.json"
 REF_VENV = ROOT / ".venv-ref"
 REF_REQUIREMENTS = ROOT / "benchmarks" / "requirements-ref.txt"
 
-#: Workloads and repetitions. ``delta`` runs once (the reference is capped by
-#: the time budget); ``list`` and ``async`` twice (about a minute per pair).
+#: Workloads and repetitions. ``delta`` and ``delta_history`` run once (the
+#: reference is capped by the time budget); ``list`` and ``async`` twice (about a minute per pair).
 PLAN: dict[str, int] = {
     "calls": 3,
     "linear": 3,
     "chat": 3,
     "delta": 1,
+    "delta_history": 1,
     "big": 3,
     "list": 2,
     "async": 2,

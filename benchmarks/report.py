@@ -746,7 +746,7 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
     perf = report_perf.perf_targets(res)
     if perf:
         md += [
-            "Issue 16 (performance), targets 1, 5 and 6:",
+            "Issue 16 (performance), targets 1, 2, 3, 5 and 6:",
             "",
             _table(["target", "verdict", "measured"], perf),
             "",
@@ -944,6 +944,38 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
             "get_state_history",
         ],
         delta_extra,
+    )
+    history_phases = sorted(
+        {k for side in (*SIDES, "ours-before") for run in _runs(res, "delta_history", side)
+         for k in run.get("phases", {}) if k.startswith("history@")},
+        key=lambda k: int(k.split("@")[1]),
+    )
+    history_extra: list[str] = []
+    for side in (*SIDES, "ours-before"):
+        run = _first(res, "delta_history", side)
+        if not run:
+            continue
+        name = NAMES.get(side, f"ours before the chain cache ({run.get('commit', '?')})")
+        done = ", ".join(
+            f"`{k}` {v['seconds']:.1f} s, {v['rcu']:g} RCU, {v.get('ddb_items_read')} items, {v['ddb_requests']} requests"
+            for k, v in sorted(run.get("phases", {}).items())
+            if k.startswith("history@")
+        )
+        history_extra.append(f"- {name}: {done or 'no history read'}")
+        if run.get("stopped"):
+            history_extra.append(f"- {name}: stopped: {run['stopped']}")
+    section(
+        "delta_history",
+        f"3b. `get_state_history` of a {p.get('history_turns', 84)}-turn DeltaChannel chat",
+        "The chat of workload 3 (3 checkpoints a turn), with `get_state_history` read in full at half and at all "
+        "of its turns (phases `history@<checkpoints>`): LangGraph asks for the delta history of every checkpoint "
+        "it lists, so the cost of a listing shows whether each chain is re-read (quadratic) or each item read "
+        "about once (linear). Ours starts each listing with an empty chain cache (a process that only reads). "
+        "The line *ours before the chain cache* is the same workload run with the code before it (merged into "
+        "`results.json` by hand: `make bench` runs only this tree). Capped at "
+        f"{p.get('history_budget_s', 300):.0f} s per saver.",
+        history_phases,
+        history_extra,
     )
     section(
         "big",

@@ -1,4 +1,4 @@
-"""Report sections of issue 16 targets 1, 5 and 6: codec choice, load and growth, cost model.
+"""Report sections of issue 16 targets 1, 2, 3, 5 and 6: codec choice, history and read units, load and growth, cost model.
 
 Called by :func:`benchmarks.report.write_report`; everything is computed from
 ``results.json`` (``codecs``, ``load`` and the workloads' runs), verdicts
@@ -113,6 +113,99 @@ def _usd(n: float) -> str:
 
 def _num(n: float) -> str:
     return f"{n:,.0f}" if abs(n - round(n)) < 1e-9 or n >= 100 else f"{n:,.2f}"
+
+
+# ------------------------------------------- targets 2 and 3: reading
+
+
+def _history_probes(run: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
+    return sorted(
+        (int(k.split("@")[1]), v) for k, v in (run or {}).get("phases", {}).items() if k.startswith("history@")
+    )
+
+
+def history_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
+    """Target 2: ``get_state_history`` of a 250-checkpoint delta thread ≥ 10x faster than before, units linear.
+
+    "Before" is the ``ours-before`` side of ``delta_history``: the same
+    workload run with the code before the chain cache (its results carry
+    the commit), merged into ``results.json`` by hand (``make bench`` cannot
+    run old code).
+    """
+    probes = _history_probes(_first(res, "delta_history", "ours"))
+    if len(probes) < 2:
+        return None
+    (n1, p1), (n2, p2) = probes[0], probes[-1]
+    growth = (n2 / n1, p2["rcu"] / max(p1["rcu"], 1e-9), p2["ddb_items_read"] / max(1, p1["ddb_items_read"]))
+    linear = growth[1] <= 1.25 * growth[0] and growth[2] <= 1.25 * growth[0]
+    measured = (
+        f"{n1} → {n2} checkpoints ({growth[0]:.1f}x): read units {p1['rcu']:g} → {p2['rcu']:g} ({growth[1]:.1f}x), "
+        f"items read {p1['ddb_items_read']} → {p2['ddb_items_read']} ({growth[2]:.1f}x), "
+        f"requests {p1['ddb_requests']} → {p2['ddb_requests']}; {n2} checkpoints in {p2['seconds']:.1f} s"
+    )
+    before = dict(_history_probes(_first(res, "delta_history", "ours-before"))).get(n2)
+    speedup = None
+    if before is not None:
+        speedup = before["seconds"] / max(p2["seconds"], 1e-9)
+        commit = (_first(res, "delta_history", "ours-before") or {}).get("commit", "before")
+        measured += (
+            f"; before the chain cache ({commit}): {before['seconds']:.1f} s, {before['rcu']:g} read units, "
+            f"{before['ddb_items_read']} items: **{speedup:.1f}x** faster"
+        )
+    ref = dict(_history_probes(_first(res, "delta_history", "ref"))).get(n2)
+    if ref is not None:
+        measured += f"; reference {ref['seconds']:.1f} s, {ref['rcu']:g} read units"
+    ok = linear and speedup is not None and speedup >= 10
+    return ("met" if ok else "not met"), measured
+
+
+def read_units_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
+    """Target 3: read units at or below the reference's in every workload both savers finished."""
+    rows = []
+    above: list[tuple[str, float, float]] = []
+    worst = 0.0
+    for workload, sides in sorted(res.get("runs", {}).items()):
+        o, r = (sides.get("ours") or [None])[0], (sides.get("ref") or [None])[0]
+        if not o or not r:
+            continue
+        # Phases both completed (the reference skips what its budget did not
+        # reach); ``turns`` over the turns both finished, from the per-turn series.
+        common = [k for k in o.get("phases", {}) if k in r.get("phases", {})]
+        n = min(len(o.get("turns", [])), len(r.get("turns", []))) if "turns" in common else 0
+
+        def units(run: dict[str, Any], k: str, n: int = n) -> float:
+            if k == "turns" and n and isinstance(run.get("turns"), list):
+                return float(sum(t.get("rcu", 0.0) for t in run["turns"][:n]))
+            return float(run["phases"][k]["rcu"])
+
+        ro = sum(units(o, k) for k in common)
+        rr = sum(units(r, k) for k in common)
+        if not common or (rr <= 0 and ro <= 0):
+            continue
+        ratio = ro / rr if rr > 0 else float("inf")
+        worst = max(worst, ratio)
+        rows.append(f"{workload} {ro:g} vs {rr:g}")
+        if ratio > 1.0:
+            above.append((workload, ro, rr))
+    if not rows:
+        return None
+    trips = [
+        f"{k} {v.get('round_trips')}"
+        for k, v in (_first(res, "calls", "ours") or {}).get("phases", {}).items()
+        if k.startswith("get_tuple")
+    ]
+    measured = "read units, ours vs reference (phases both finished): " + "; ".join(rows)
+    if trips:
+        measured += ". `get_tuple` round trips: " + ", ".join(trips)
+    if above and all(ro - rr <= 1.0 for _, ro, rr in above):
+        measured += (
+            ". Above the reference only by the minimum charge of one read: "
+            + ", ".join(w for w, _, _ in above)
+            + " (a thread's first `get_tuple`, a strongly consistent Query of an empty range, is billed 1 unit; "
+            "the reference reads the latest checkpoint eventually consistent, 0.5, and may miss a `put` another "
+            "process just made: ours keeps read-your-writes)"
+        )
+    return ("met" if worst <= 1.0 else "not met"), measured
 
 
 # ------------------------------------------------------ target 1: codec
@@ -740,13 +833,21 @@ def cost_model_section(res: dict[str, Any]) -> list[str]:
 
 
 def perf_targets(res: dict[str, Any]) -> list[list[str]]:
-    """Rows (target, verdict, measured) for issue 16 targets 1, 5 and 6."""
+    """Rows (target, verdict, measured) for issue 16 targets 1, 2, 3, 5 and 6."""
     rows = []
     v = codec_verdict(res)
     if v:
         rows.append(
             ["1. large state: ≥ 1.3x the reference on `big`, bytes ≤ today's + 10%", f"**{v[0]}**", v[1]]
         )
+    v = history_verdict(res)
+    if v:
+        rows.append(
+            ["2. DeltaChannel history of 250 checkpoints: ≥ 10x faster, read units linear", f"**{v[0]}**", v[1]]
+        )
+    v = read_units_verdict(res)
+    if v:
+        rows.append(["3. read units ≤ the reference's in every workload, no added round trip", f"**{v[0]}**", v[1]])
     v = load_verdict(res)
     if v:
         rows.append(["5. load benchmark that shows growth", f"**{v[0]}**", v[1]])

@@ -44,6 +44,13 @@ class Params:
 
     chat_turns: int = 50
     delta_turns: int = 50
+    #: ``delta_history``: turns of the DeltaChannel chat (3 checkpoints a turn:
+    #: 84 turns make the issue's 252-checkpoint thread), history read at half
+    #: and at the end.
+    history_turns: int = 84
+    #: Budget of ``delta_history`` (seconds): its 84 turns alone take about two
+    #: minutes on a loaded 2-core machine; the reference stops at it.
+    history_budget_s: float = 300.0
     big_turns: int = 40
     big_message_bytes: int = 32 * 1024
     list_invokes: int = 67  # 3 checkpoints per invoke: 201 checkpoints
@@ -58,6 +65,7 @@ class Params:
         return cls(
             chat_turns=3,
             delta_turns=3,
+            history_turns=4,
             big_turns=2,
             big_message_bytes=80 * 1024,
             list_invokes=3,
@@ -406,6 +414,46 @@ def w_delta(ctx: Context) -> dict[str, Any]:
     return result
 
 
+def w_delta_history(ctx: Context) -> dict[str, Any]:
+    """(3b) ``get_state_history`` of a DeltaChannel chat, at half and at all of its turns (issue 16, target 2).
+
+    LangGraph asks for the delta history of every checkpoint it lists, so a
+    listing that re-reads each chain back to its seed costs O(N^2) items.
+    Measured twice (phases ``history@<checkpoints>``), so the report can
+    compare read units and time at N and 2N checkpoints. The history reads
+    the saver made while running the turns are not reused: a saver's chain
+    cache (ours) is emptied first, as in a process that only reads.
+    Capped at ``params.history_budget_s``.
+    """
+    saver = ctx.saver
+    graph = chat_graph(saver, delta=True)
+    cfg = _config(ctx, "delta_history")
+    turns = ctx.params.history_turns
+    probes = {turns // 2, turns}
+    lengths: dict[str, int] = {}
+
+    def probe(done: int) -> None:
+        if done not in probes:
+            return
+        with ctx.meter.latency_paused():
+            n = len(list(saver.list(cfg)))
+        cache = getattr(saver, "_chain_cache", None)
+        if cache is not None:
+            cache.clear()
+        history = ctx.measure(f"history@{n}", lambda: list(graph.get_state_history(cfg)))
+        lengths[str(n)] = len(history)
+        assert len(history) == n, (len(history), n)
+        assert len(history[0].values["messages"]) == 2 * done, "state differs"
+
+    ctx.meter.set_budget(ctx.params.history_budget_s)
+    try:
+        result = _chat_turns(ctx, graph, cfg, turns, between=probe)
+    finally:
+        ctx.meter.set_budget(None)
+    result["history_lengths"] = lengths
+    return result
+
+
 def w_big(ctx: Context) -> dict[str, Any]:
     """(4) A chat whose state grows past 1 MB: each reply is a ~32 KB tool output."""
     graph = chat_graph(ctx.saver, big=ctx.params.big_message_bytes)
@@ -580,6 +628,7 @@ WORKLOADS: dict[str, Callable[[Context], dict[str, Any]]] = {
     "linear": w_linear,
     "chat": w_chat,
     "delta": w_delta,
+    "delta_history": w_delta_history,
     "big": w_big,
     "list": w_list,
     "async": w_async,

@@ -15,13 +15,13 @@ from langgraph.checkpoint.base import (
     PendingWrite,
 )
 
-from langgraph.checkpoint.dynamodb import _items, _read, _requests, schema
+from langgraph.checkpoint.dynamodb import _chains, _items, _read, _requests, schema
 from langgraph.checkpoint.dynamodb._items import (
     CheckpointRecord,
     Item,
     Ref,
 )
-from langgraph.checkpoint.dynamodb._ops import Gather, Op, ddb
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, Sleep, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.errors import (
     MissingPayloadError,
@@ -39,16 +39,34 @@ def delta_history(
     target (more pages only if the chain outgrows 1 MB), then one wave of
     fetches for spilled seeds and writes. The number of round trips does
     not grow with the length of the chain.
+
+    Ancestors an earlier walk or ``list`` read come from the saver's chain
+    cache (``_chains``): checkpoint items are immutable, so a history
+    listing reads each item about once instead of once per checkpoint
+    after it. What is never served from the cache, and read strongly
+    consistent on every call, in the first round trip: the target
+    checkpoint (a pruned or deleted one reads as nothing) and the thread
+    head's deleted lineages. The Query then starts below the cached part
+    of the chain, if any is missing.
     """
 
     if not channels:
         return {}
     thread_id, ns, cid = s._ids(config)
     pk = s._pk(thread_id)
+    cache = s._chain_cache
+    # Ancestors of the target already cached, and the first one that is not
+    # (where the Query starts; None: the cache holds the whole walk).
+    cached: dict[str, CheckpointRecord] = {}
+    start = cid
+    if cid is not None:
+        cached, start = _cached_chain(cache, pk, thread_id, ns, cid, channels)
+        if not cached:
+            start = cid
     values: dict[str, Any] = {":pk": {"S": pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
     if cid is not None:
         cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
-        values[":hi"] = {"S": schema.checkpoint_range_end(ns, cid)}
+        values[":hi"] = {"S": schema.checkpoint_range_end(ns, start or cid)}
     else:
         cond = "#pk = :pk AND begins_with(#sk, :lo)"
     kwargs: dict[str, Any] = dict(
@@ -77,8 +95,13 @@ def delta_history(
         to the chain's own size while round trips stay at one or two.
         """
         if pages == 0:
-            hint = s._depth_hints.get((thread_id, ns, cid)) if cid is not None else None
-            depth = _depth_from_counters(hint, channels) if hint is not None else None
+            if cached:
+                # From below the cached part: the deepest cached record's
+                # own counters say how far its seed is.
+                depth = _delta_depth(s, min(cached.values(), key=lambda r: r.checkpoint_id), channels)
+            else:
+                hint = s._depth_hints.get((thread_id, ns, cid)) if cid is not None else None
+                depth = _depth_from_counters(hint, channels) if hint is not None else None
             kwargs["Limit"] = (
                 FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
             )
@@ -97,7 +120,7 @@ def delta_history(
     dead: set[str] | None = None
 
     def next_page() -> Op[None]:
-        nonlocal lowest, exhausted, pages, items_read, dead
+        nonlocal dead
         size_page()
         if pages == 0 and cid is not None:
             # From a given checkpoint the Query does not reach the
@@ -106,6 +129,10 @@ def delta_history(
             dead = _items.head_roots(head.get("Item"))
         else:
             resp = yield ddb("query", **kwargs)
+        take_page(resp)
+
+    def take_page(resp: dict[str, Any]) -> None:
+        nonlocal lowest, exhausted, pages, items_read, dead
         pages += 1
         items_read += len(resp.get("Items", []))
         for it in resp.get("Items", []):
@@ -143,6 +170,25 @@ def delta_history(
             yield from next_page()
         return records[target]
 
+    if cached:
+        assert cid is not None
+        # The fresh part, in one round trip: the target and the head (one
+        # BatchGetItem), and the Query below the cached part if needed.
+        calls: list[Call] = [_target_and_head_call(s, pk, ns, cid)]
+        if start is not None:
+            size_page()
+            calls.append(ddb("query", **kwargs))
+        resps = yield Gather(calls)
+        fresh = yield from _batch_items(s, resps[0])
+        target_item = fresh.get(schema.checkpoint_sk(ns, cid))
+        dead = _items.head_roots(fresh.get(schema.HEAD_SK))
+        if target_item is None or _items.is_dead(target_item, dead):
+            return {ch: {"writes": []} for ch in channels}  # pruned or deleted since
+        records[cid] = CheckpointRecord(thread_id, ns, cid, target_item, [])
+        # Same lineage as the target, so alive with it; checked anyway.
+        records.update({k: r for k, r in cached.items() if not _items.is_dead(r.item, dead)})
+        if start is not None:
+            take_page(resps[1])
     if cid is None:
         while lowest is None and not exhausted:
             yield from next_page()
@@ -163,6 +209,7 @@ def delta_history(
     # the thread's size.
     walked = [cid]
     on_chain = {cid}
+    all_writes: dict[str, list[Item]] = {}  # each ancestor's writes, before filtering
     while cursor is not None and remaining:
         if cursor in on_chain:
             raise _items.parent_cycle_error(thread_id, ns, walked, cursor)
@@ -182,6 +229,7 @@ def delta_history(
                 )
             break  # nothing declared needs more history (the base contract's walk stops here too)
         chain.append(rec)
+        all_writes[rec.checkpoint_id] = rec.writes
         stored = set(rec.item.get(ATTR.VALUES, {}).get("M", {}))
         for ch in remaining & stored:
             seeds[ch] = rec
@@ -192,6 +240,8 @@ def delta_history(
         remaining -= stored
         child = rec
         cursor = rec.item.get(ATTR.PARENT_ID, {}).get("S")
+
+    _remember_chain(cache, pk, target, chain, all_writes, cached)
 
     # One wave for everything spilled: seed values and write values.
     refs: list[Ref] = []
@@ -227,6 +277,84 @@ def delta_history(
             entry["seed"] = s._unpack(packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}")
         result[ch] = entry
     return result
+
+
+def _cached_chain(
+    cache: _chains.ChainCache, pk: str, thread_id: str, ns: str, cid: str, channels: Sequence[str]
+) -> tuple[dict[str, CheckpointRecord], str | None]:
+    """The target's ancestors the cache holds, walked as ``delta_history`` walks.
+
+    Returns the cached ancestors (fresh record objects: a walk filters
+    their writes) and the first ancestor the walk needs that is not cached
+    with its writes (None: the walk ends inside the cache). No ancestors
+    when the target itself is not cached.
+    """
+    out: dict[str, CheckpointRecord] = {}
+    entry = cache.get((pk, ns, cid))
+    if entry is None:
+        return out, cid
+    remaining = set(channels)
+    cursor = _chains.parent_of(entry.item)
+    seen = {cid}
+    while cursor is not None and remaining and cursor not in seen:
+        entry = cache.get((pk, ns, cursor))
+        if entry is None or entry.writes is None:
+            return out, cursor
+        seen.add(cursor)
+        out[cursor] = CheckpointRecord(thread_id, ns, cursor, entry.item, list(entry.writes))
+        remaining -= set(entry.item.get(ATTR.VALUES, {}).get("M", {}))
+        cursor = _chains.parent_of(entry.item)
+    return out, None  # a cycle is left to the walk, which reports it
+
+
+def _remember_chain(
+    cache: _chains.ChainCache,
+    pk: str,
+    target: CheckpointRecord | None,
+    chain: Sequence[CheckpointRecord],
+    all_writes: Mapping[str, list[Item]],
+    cached: Mapping[str, CheckpointRecord],
+) -> None:
+    """Cache what a walk read: ancestors two generations back with their
+    writes (their child's superstep is long over); the target and its
+    parent as items alone (their writes may still be coming in)."""
+    if target is not None:
+        cache.put((pk, target.checkpoint_ns, target.checkpoint_id), target.item, None)
+    for i, rec in enumerate(chain):
+        if rec.checkpoint_id in cached:
+            continue
+        writes = all_writes.get(rec.checkpoint_id) if i >= 1 else None
+        cache.put((pk, rec.checkpoint_ns, rec.checkpoint_id), rec.item, writes)
+
+
+def _target_and_head_call(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str) -> Call:
+    """One strongly consistent BatchGetItem: the target checkpoint item and the thread head."""
+    keys = [
+        {ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)}},
+        {ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.HEAD_SK}},
+    ]
+    return ddb("batch_get_item", RequestItems={s.table_name: {"Keys": keys, "ConsistentRead": True}})
+
+
+def _batch_items(s: BaseDynamoDBSaver, resp: dict[str, Any]) -> Op[dict[str, Item]]:
+    """Items of a BatchGetItem by sort key, asking again for unprocessed keys (with backoff)."""
+    out: dict[str, Item] = {}
+    attempt = 0
+    while True:
+        for it in resp.get("Responses", {}).get(s.table_name, []):
+            if it[ATTR.SK]["S"] != schema.HEAD_SK:
+                _items.check_format(it)
+            out[it[ATTR.SK]["S"]] = it
+        unprocessed = resp.get("UnprocessedKeys", {}).get(s.table_name, {}).get("Keys", [])
+        if not unprocessed:
+            return out
+        attempt += 1
+        if attempt > 12:
+            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
+        yield Sleep(_requests.backoff(attempt))
+        resp = yield ddb(
+            "batch_get_item", RequestItems={s.table_name: {"Keys": unprocessed, "ConsistentRead": True}}
+        )
 
 
 def _delta_depth(s: BaseDynamoDBSaver, record: CheckpointRecord, channels: Sequence[str]) -> int | None:

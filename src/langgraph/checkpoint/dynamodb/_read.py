@@ -20,8 +20,9 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from langgraph.checkpoint.dynamodb import _heads, _items, _requests, schema
+from langgraph.checkpoint.dynamodb import _chains, _heads, _items, _requests, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._chains import LatestHint
 from langgraph.checkpoint.dynamodb._items import (
     AttributeValue,
     CheckpointRecord,
@@ -36,12 +37,17 @@ from langgraph.checkpoint.dynamodb.errors import (
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
-#: Items in the first Query page when looking for the latest checkpoint: the
-#: latest checkpoint plus the writes items of its tasks normally fit. Read
-#: units are paid per item read, so the page is small; more pages (of
-#: ``LATEST_PAGE_MORE``) only when a checkpoint has many tasks' writes.
+#: Items in the first Query page when looking for the latest checkpoint of a
+#: thread this saver has not read yet: the latest checkpoint plus the writes
+#: items of its tasks normally fit, and older checkpoints holding values it
+#: references. Read units are paid per item read: once the saver has read or
+#: written a thread, the page is sized from what its latest checkpoint needs
+#: (see ``latest_limit``). More pages (of ``LATEST_PAGE_MORE``) only when a
+#: checkpoint has many tasks' writes.
 LATEST_PAGE = 8
 LATEST_PAGE_MORE = 64
+#: Bound on the page-size hints a saver keeps (one per thread and namespace).
+LATEST_HINTS_MAX = 4096
 
 _MISSING = object()
 
@@ -89,13 +95,16 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
             },
             ScanIndexForward=False,
             ConsistentRead=True,
-            Limit=LATEST_PAGE,
+            Limit=latest_limit(s, pk, ns),
         )
         writes: dict[str, list[Item]] = {}
         dead: set[str] | None = None
+        position = 0  # items read up to the latest checkpoint's item
         while record is None:
             resp = yield ddb("query", **kwargs)
             for it in resp.get("Items", []):
+                if record is None:
+                    position += 1
                 _items.check_format(it)
                 item_ns, kind, item_cid, _ = _items.parse_sk(it)
                 if kind == schema.TOMBSTONE_ITEM:
@@ -116,6 +125,10 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
                     break
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
                 kwargs["Limit"] = LATEST_PAGE_MORE
+        if record is not None:
+            tasks = {w.get(ATTR.TASK_ID, {}).get("S", "") for w in record.writes}
+            above = max(0, position - len(record.writes) - 1)
+            _set_hint(s, pk, ns, LatestHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
     if record is None:
         return None
     if _items.expired_stamp(record.item):
@@ -126,6 +139,52 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
         yield from _heads.on_activity(s, thread_id, root=_items.root_of(record.item, record.checkpoint_id))
     tuples = yield from decode_records(s, [record], local=nearby)
     return tuples[0]
+
+
+def latest_limit(s: BaseDynamoDBSaver, pk: str, ns: str) -> int:
+    """``Limit`` of the first latest-checkpoint Query page: what the latest checkpoint needs.
+
+    From what this saver last knew of it (``LatestHint``: its own ``put``
+    and ``put_writes``, or its last read): the items above it, its writes
+    items, itself. A latest checkpoint that references values held by older
+    checkpoints, or a thread this saver knows nothing of, gets the full
+    ``LATEST_PAGE`` (the holders are usually on it). Only a hint: if another
+    process added writes or checkpoints since, the page falls short and the
+    read takes one more page (one more round trip), never a wrong answer.
+    """
+    hint = s._latest_pages.get((pk, ns))
+    if hint is None:
+        return LATEST_PAGE
+    need = min(LATEST_PAGE_MORE, hint.above + len(hint.tasks) + 1)
+    return max(need, LATEST_PAGE) if hint.held else need
+
+
+def _set_hint(s: BaseDynamoDBSaver, pk: str, ns: str, hint: LatestHint) -> None:
+    hints = s._latest_pages
+    if len(hints) > LATEST_HINTS_MAX:
+        hints.clear()  # a sizing hint: a miss costs the default page
+    hints[(pk, ns)] = hint
+
+
+def _holds_refs(item: Item) -> bool:
+    """Whether a checkpoint item references values held by older checkpoint items."""
+    return any(
+        isinstance(av, dict) and av.get("M", {}).get("l", {}).get("S") == "c"
+        for av in item.get(ATTR.VALUES, {}).get("M", {}).values()
+    )
+
+
+def note_put(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, item: Item) -> None:
+    """After this saver's ``put``: the new checkpoint is the latest, with no writes yet."""
+    old = s._latest_pages.get((pk, ns))
+    _set_hint(s, pk, ns, LatestHint(cid, set(), old.above if old else 0, _holds_refs(item)))
+
+
+def note_writes(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, task_id: str) -> None:
+    """After this saver's ``put_writes``: one writes item per task on that checkpoint."""
+    hint = s._latest_pages.get((pk, ns))
+    if hint is not None and hint.checkpoint_id == cid:
+        hint.tasks.add(task_id)
 
 
 def collect_refs(s: BaseDynamoDBSaver, record: CheckpointRecord, *, values: bool = True) -> list[Ref]:
@@ -487,6 +546,9 @@ def list_checkpoints(
         kwargs["Limit"] = min(1000, limit * 4 + 8)
     remaining = limit
     writes: dict[str, list[Item]] = {}
+    # LangGraph's get_state_history asks for the delta history of each
+    # checkpoint listed: keep what the walks will need (see _chains).
+    notes = _chains.ListingNotes()
     while True:
         resp = yield ddb("query", **kwargs)
         page: list[CheckpointRecord] = []
@@ -499,6 +561,7 @@ def list_checkpoints(
                 writes.setdefault(item_cid, []).append(it)
             elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
                 page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+        notes.note(s._chain_cache, pk, page)
         emitted = yield from _emit_records(
             s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
         )

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
-from langgraph.checkpoint.dynamodb import _heads, _items, _placement, clock, schema
+from langgraph.checkpoint.dynamodb import _heads, _items, _placement, _read, clock, schema
 from langgraph.checkpoint.dynamodb._items import (
     ITEM_BUDGET,
     AttributeValue,
@@ -174,6 +174,7 @@ def put(
     # sees a pointer to something not yet written.
     yield from _placement.write_externals(s, uploads, blob_items)
     yield from s._write_item(ddb("put_item", TableName=s.table_name, Item=item))
+    _read.note_put(s, pk, ns, cid, item)  # sizes the next latest read
     for key, placement in learned:
         s._remember(key, placement)
     if not parent_id and not ns:
@@ -281,5 +282,6 @@ def put_writes(
         ExpressionAttributeValues=vals,
     )
     yield from s._write_item(write)
+    _read.note_writes(s, s._pk(thread_id), ns, cid, task_id)  # sizes the next latest read
     # A root this saver does not know counts as unknown history (orphan).
     yield from _heads.on_activity(s, thread_id, root=s._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))

@@ -28,6 +28,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import _items, schema
 from langgraph.checkpoint.dynamodb._aws import client_config, error_code
+from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestHint
 from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
@@ -171,6 +172,14 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # wrote or read. A put inherits its parent's root from here (LangGraph
         # reads or writes the parent first), so finality costs no request.
         self._roots: dict[tuple[str, str, str], str] = {}
+        # (pk, ns, checkpoint id) -> checkpoint records read before, for delta
+        # history walks (see _chains). Keyed by partition key, so tenant views
+        # may share it.
+        self._chain_cache = ChainCache()
+        # (pk, ns) -> what this saver last knew of the latest checkpoint (its
+        # put, put_writes and reads): sizes the next latest-checkpoint Query
+        # (see _read.latest_limit). Only a sizing hint.
+        self._latest_pages: dict[tuple[str, str], LatestHint] = {}
         # Where and how the savers open their clients (they differ only in
         # the client library): botocore settings shared by both.
         self._region_name = region_name

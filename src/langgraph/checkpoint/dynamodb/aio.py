@@ -26,7 +26,7 @@ from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
-from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_COMPRESSION, DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
@@ -107,7 +107,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
-        compression: Compression = "zlib",
+        compression: Compression = DEFAULT_COMPRESSION,
         tenant_prefix: str | None = None,
         ttl: int | None = None,
         track_threads: bool | None = None,

@@ -22,7 +22,7 @@ from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, PruneResult
-from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_COMPRESSION, DEFAULT_MAX_PAYLOAD_SIZE, Compression
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
@@ -70,7 +70,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             stored inside the checkpoint item; larger ones once per version.
         s3_threshold: payloads above this many bytes go to S3 (with a bucket).
             ``0`` sends every payload to S3.
-        compression: ``"zlib"`` (default), ``"zstd"`` or ``"none"``.
+        compression: ``"auto"`` (default: zstd by size), ``"zlib"``, ``"zstd"`` or ``"none"``.
         tenant_prefix: store every thread under this prefix (partition key
             and S3 key), for IAM tenant isolation (``dynamodb:LeadingKeys``);
             thread ids in configs stay unprefixed.
@@ -116,7 +116,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
-        compression: Compression = "zlib",
+        compression: Compression = DEFAULT_COMPRESSION,
         tenant_prefix: str | None = None,
         ttl: int | None = None,
         track_threads: bool | None = None,

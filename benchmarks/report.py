@@ -811,7 +811,7 @@ def _observations(res: dict[str, Any]) -> list[str]:
         out.append(
             f"- **Higher event-loop lag than the reference in `async`** (p99 {fmt_s(ao['lag_p99_s'])} vs "
             f"{fmt_s(ar['lag_p99_s'])}), at {ao['turns_per_s'] / max(1e-9, ar['turns_per_s']):.1f}x its "
-            "throughput: ours does its CPU work (serialisation, zlib, botocore parsing) on the loop; the "
+            "throughput: ours does its CPU work (serialisation, compression, botocore parsing) on the loop; the "
             "reference does everything in executor threads and is then limited by that pool's size."
         )
     if not out:

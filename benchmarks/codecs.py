@@ -30,11 +30,11 @@ __all__ = ["CANDIDATES", "measure_codecs", "payloads"]
 CANDIDATES: list[tuple[str, str, int | None]] = [
     ("zlib 1", "zlib", 1),
     ("zlib 3", "zlib", 3),
-    ("zlib 6 (default)", "zlib", None),
+    ("zlib 6 (former default)", "zlib", None),
     ("zstd 1", "zstd", 1),
     ("zstd 3", "zstd", 3),
     ("zstd 9", "zstd", 9),
-    ("auto: zlib 6 under 3 KiB, zstd 9 to 64 KiB, zstd 3 above", "auto", None),
+    ("auto (default): zlib 6 under 3 KiB, zstd 9 to 64 KiB, zstd 3 above", "auto", None),
 ]
 
 
@@ -146,7 +146,22 @@ def dependency_cost(repeats: int = 3) -> dict[str, Any] | None:
         "installed_bytes": installed,
         "import_s_median": sorted(times)[len(times) // 2],
         "imported_by_the_saver": pulled,
+        "required_by": _required_by("zstandard"),
     }
+
+
+def _required_by(name: str) -> list[str]:
+    """Installed distributions that require ``name`` whatever their extras (so it is there anyway)."""
+    import re
+    from importlib.metadata import distributions
+
+    out = set()
+    for dist in distributions():
+        for req in dist.requires or []:
+            head, _, marker = req.partition(";")
+            if re.split(r"[\s<>=!~\[(]", head.strip(), maxsplit=1)[0].lower() == name and "extra" not in marker:
+                out.add(dist.metadata["Name"])
+    return sorted(out - {"langgraph-checkpoint-dynamodb-s3"})
 
 
 def main(argv: list[str] | None = None) -> int:

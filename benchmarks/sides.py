@@ -4,9 +4,9 @@
   ``AsyncDynamoDBSaver`` (aiobotocore), with their default settings. The
   meter is attached to the clients the saver created itself
   (``saver._clients``), so the measured configuration (retries, pool
-  size) is the one users get. ``ours-auto`` is the same with
-  ``compression="auto"`` (zstd by size where the interpreter has it), to
-  measure the codec choice against the default in the same run.
+  size) is the one users get (``compression="auto"`` since issue 16).
+  ``ours-zlib`` is the same with ``compression="zlib"``, the former
+  default, to measure the codec choice against it in the same run.
 * ``ref``: ``langgraph_checkpoint_aws.DynamoDBSaver`` with
   ``s3_offload_config``, default settings (checkpoint compression off);
   ``ref-gz`` is the same with ``enable_checkpoint_compression=True``, to
@@ -32,11 +32,11 @@ __all__ = ["OURS", "REGION", "is_reference", "open_async_saver", "open_sync_save
 
 REGION = "us-east-1"
 #: Our saver's sides: the defaults, and the codec under evaluation.
-OURS = ("ours", "ours-auto")
+OURS = ("ours", "ours-zlib")
 
 
 def _options(side: str) -> dict[str, Any]:
-    return {"compression": "auto"} if side == "ours-auto" else {}
+    return {"compression": "zlib"} if side == "ours-zlib" else {}
 
 
 def open_sync_saver(side: str, table: str, bucket: str, meter: Meter) -> tuple[Any, Any]:

@@ -18,7 +18,7 @@ def test_subprocesses_run_this_checkouts_saver() -> None:
     ours = side_env("ours")["PYTHONPATH"].split(os.pathsep)
     assert ours[0] == str(ROOT / "src")
     assert str(ROOT / "src") not in side_env("ref")["PYTHONPATH"].split(os.pathsep)
-    assert side_env("ours-auto")["PYTHONPATH"] == side_env("ours")["PYTHONPATH"]
+    assert side_env("ours-zlib")["PYTHONPATH"] == side_env("ours")["PYTHONPATH"]
 
 
 def test_codec_measurement_on_the_workloads_payloads() -> None:
@@ -29,8 +29,8 @@ def test_codec_measurement_on_the_workloads_payloads() -> None:
     for wl in ("big", "chat"):
         rows = {r["label"]: r for r in res["workloads"][wl]["candidates"]}
         auto = next(r for r in rows.values() if r["compression"] == "auto")
-        # Bytes are deterministic: auto must not store more than today's zlib 6.
-        assert auto["packed_bytes"] <= rows["zlib 6 (default)"]["packed_bytes"]
+        # Bytes are deterministic: auto must not store more than the former default, zlib 6.
+        assert auto["packed_bytes"] <= rows["zlib 6 (former default)"]["packed_bytes"]
         assert all(r["pack_ms_per_turn"] > 0 for r in rows.values())
 
 
@@ -43,7 +43,8 @@ def storage(moto_endpoint: str, names: dict[str, str]) -> dict[str, str]:
     return names
 
 
-def test_ours_auto_side_writes_zstd_and_ours_zlib(storage: dict[str, str]) -> None:
+def test_ours_side_writes_zstd_and_ours_zlib_zlib(storage: dict[str, str]) -> None:
+    """``ours`` is the default as shipped (zstd by size), ``ours-zlib`` the former default."""
     import boto3
 
     s3 = boto3.client("s3")
@@ -60,7 +61,7 @@ def test_ours_auto_side_writes_zstd_and_ours_zlib(storage: dict[str, str]) -> No
 
     kw: dict[str, Any] = {"table": storage["table_name"], "bucket": bucket, "params": Params.tiny()}
     run("ours", "big", **kw)
-    assert codecs_written() == {ord("z")}
-    auto = run("ours-auto", "big", **kw)
     assert codecs_written() == {ord("s")}
-    assert auto["meta"]["side"] == "ours-auto"
+    former = run("ours-zlib", "big", **kw)
+    assert codecs_written() == {ord("z")}
+    assert former["meta"]["side"] == "ours-zlib"

@@ -109,6 +109,8 @@ def test_wheel_metadata(wheel: Path) -> None:
     for extra in ("langgraph", "async", "cdk", "local", "all"):
         assert f"Provides-Extra: {extra}" in meta
     assert re.search(r"Requires-Dist: langgraph<2,>=1\.2\.24; extra == 'langgraph'", meta)
+    # The default codec writes zstd: every install below 3.14 (which has it built in) must read it.
+    assert re.search(r"Requires-Dist: zstandard>=0\.22; python_version < ['\"]3\.14['\"]", meta), meta
     for name in ("pruner", "reaper", "orphan_sweeper"):
         assert f"langgraph/checkpoint/dynamodb/lambdas/{name}.py" in names
     for name in ("ui.css", "ui.js"):  # the inspector's assets (`langgraph-dynamodb ui`) ship in the package
@@ -197,6 +199,8 @@ def test_readme_cdk_snippet_synthesizes_from_the_wheel(venv: Path, tmp_path: Pat
         assert (lib / "lambdas" / f"{name}.py").is_file()
     assert not (lib / "cdk").exists()  # the construct's own code is not deployed
     assert list(asset.glob("boto3-*.dist-info")) and list(asset.glob("langgraph_checkpoint-*.dist-info"))
+    # The functions run Python 3.12: they read zstd payloads (the default codec) with zstandard.
+    assert list(asset.glob("zstandard-*.dist-info"))
     # The library in the asset is the installed wheel's, byte for byte.
     site = next((venv / "lib").glob("python3.*/site-packages/langgraph/checkpoint/dynamodb"))
     assert (lib / "lambdas" / "pruner.py").read_bytes() == (site / "lambdas" / "pruner.py").read_bytes()

@@ -7,7 +7,7 @@ an ``interrupt()`` value and the ``Command(resume=...)`` answer (special
 writes), user metadata (``config["metadata"]``) and a configurable key (which
 LangGraph copies into metadata), and a ``DeltaChannel`` history. Then every
 DynamoDB item and every S3 object is read raw: the marker must not appear in
-any string, binary value, key, nor in anything that zlib-decompresses.
+any string, binary value, key, nor in anything that zlib or zstd decompresses.
 
 The same run without encryption must expose the marker (the scanner works).
 
@@ -133,7 +133,10 @@ def _strings_and_blobs(av: Any) -> tuple[list[str], list[bytes]]:
 
 
 def _expansions(raw: bytes) -> list[bytes]:
-    """The bytes themselves plus whatever zlib can decompress from them (whole, or after a payload header)."""
+    """The bytes themselves plus whatever zlib or zstd (the default codec's) can decompress from them
+    (whole, or after a payload header)."""
+    import zstandard
+
     out = [raw]
     starts = [0]
     if len(raw) >= 3 and raw[0] == 1:
@@ -141,6 +144,8 @@ def _expansions(raw: bytes) -> list[bytes]:
     for start in starts:
         with contextlib.suppress(zlib.error):
             out.append(zlib.decompress(raw[start:]))
+        with contextlib.suppress(zstandard.ZstdError):
+            out.append(zstandard.ZstdDecompressor().stream_reader(raw[start:]).read())
     return out
 
 
@@ -213,7 +218,7 @@ def test_scanner_finds_the_marker_without_encryption(moto_endpoint: str, names: 
     hits = _find_marker(names["table_name"], names["bucket_name"])
     assert any(" attr md " in x for x in hits), hits  # metadata
     assert any(" attr w" in x for x in hits), hits  # writes
-    assert any("s3 object" in x for x in hits), hits  # S3 payloads (zlib-compressed ones included)
+    assert any("s3 object" in x for x in hits), hits  # S3 payloads (zlib- and zstd-compressed ones included)
     assert any(" attr b " in x for x in hits), hits  # blob items
     saver.close()
     h.close()

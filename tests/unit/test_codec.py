@@ -225,3 +225,41 @@ def test_standard_library_zstd_is_used_when_present_and_stays_bounded(
     monkeypatch.setattr(_StdlibZstd.ZstdDecompressor, "_complete", False)
     with pytest.raises(CorruptPayloadError, match="truncated"):
         PayloadCodec.unpack(packed[:-4])
+
+
+# ------------------------------------------- the default codec (issue 16)
+
+
+def test_the_savers_default_to_the_measured_codec() -> None:
+    """One constant decides the default; both savers and the codec take it (docs/benchmarks.md)."""
+    import inspect
+
+    from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
+    from langgraph.checkpoint.dynamodb.codec import DEFAULT_COMPRESSION
+
+    assert DEFAULT_COMPRESSION == "auto"
+    for cls in (DynamoDBSaver, AsyncDynamoDBSaver, PayloadCodec):
+        assert inspect.signature(cls).parameters["compression"].default == DEFAULT_COMPRESSION, cls
+    # Not a name only: with the default, a large payload is written as zstd.
+    assert PayloadCodec().pack(("msgpack", TEXT * 20))[1] == ord("s")
+
+
+@pytest.mark.parametrize("compression", ["zlib", "zstd", "auto"])
+def test_encrypted_payloads_are_never_compressed(compression: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ciphertext does not shrink: trying only burns CPU (zlib 6: ~25 ms per MB) to discard the result."""
+    codec = PayloadCodec(compression)  # type: ignore[arg-type]
+    tried: list[str] = []
+    real = PayloadCodec._compress
+
+    def spy(name: str, level: int, data: bytes) -> bytes:
+        tried.append(name)
+        return real(name, level, data)
+
+    monkeypatch.setattr(PayloadCodec, "_compress", staticmethod(spy))
+    # EncryptedSerializer names its payloads "<type>+<cipher>"; even data that
+    # would compress (a custom cipher's framing, a test double) is left alone.
+    packed = codec.pack(("msgpack+aes", TEXT))
+    assert packed[1] == ord("n") and packed.endswith(TEXT) and tried == []
+    assert PayloadCodec.unpack(packed) == ("msgpack+aes", TEXT)
+    # Plain payloads are still compressed.
+    assert codec.pack(("msgpack", TEXT))[1] in (ord("z"), ord("s")) and tried

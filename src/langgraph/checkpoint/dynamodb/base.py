@@ -31,7 +31,12 @@ from langgraph.checkpoint.dynamodb._aws import client_config, error_code
 from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestHint
 from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
-from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE, Compression, PayloadCodec
+from langgraph.checkpoint.dynamodb.codec import (
+    DEFAULT_COMPRESSION,
+    DEFAULT_MAX_PAYLOAD_SIZE,
+    Compression,
+    PayloadCodec,
+)
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
     KeyTooLongError,
@@ -108,7 +113,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
-        compression: Compression = "zlib",
+        compression: Compression = DEFAULT_COMPRESSION,
         tenant_prefix: str | None = None,
         ttl: int | None = None,
         track_threads: bool | None = None,

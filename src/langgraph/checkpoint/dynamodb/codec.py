@@ -13,19 +13,25 @@ any compression setting produced. Compression is applied only above
 ``min_size`` and kept only when it actually shrinks the payload: encrypted
 payloads, for instance, do not compress and are stored as they are.
 
-Levels are chosen by measurement (``python -m benchmarks.codecs``, reported in
+The default (:data:`DEFAULT_COMPRESSION`) and the levels are chosen by
+measurement (``python -m benchmarks.codecs`` and ``make bench``, reported in
 docs/benchmarks.md). zlib's cost on poorly compressible data (base64 tool
 outputs, already-compressed bytes) is its entropy stage, which every level
 pays: level 1 is no faster than 6 there, and loses 10-20% on text, so zlib
-stays at 6. zstd is 5-15x faster at a smaller size, so ``"auto"`` takes it when
-the interpreter has it (the standard library's ``compression.zstd`` from
-Python 3.14, else the ``zstandard`` package), with a level by size: payloads
+stays at 6. zstd is 5-40x faster at a smaller size, so ``"auto"`` (the
+default) takes it when the interpreter has it (the standard library's
+``compression.zstd`` from Python 3.14, else the ``zstandard`` package, a
+dependency below 3.14), with a level by size: payloads
 up to :data:`SMALL_PAYLOAD` (64 KiB, the default ``s3_threshold``) usually
 live in DynamoDB items, where every KB is a write unit on each write, so they
 get a high level (cheap at that size); larger ones go to S3, where bytes cost
 little and CPU per turn is what the user waits for, so they get a fast one.
 Below 3 KiB ``"auto"`` still writes zlib: there zstd's frame header costs more
 than it saves.
+
+Encrypted payloads (``EncryptedSerializer`` marks its type name ``type+cipher``)
+are never compressed: ciphertext does not shrink, so trying would only spend
+CPU (zlib 6: about 25 ms per MB) to throw the result away.
 
 Decoding is bounded: a reader never produces more than ``max_size`` bytes
 of one payload, however large the data claims (or turns out) to be. A few
@@ -45,7 +51,14 @@ from langgraph.checkpoint.dynamodb.errors import (
     UnsupportedFormatError,
 )
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_SIZE", "SMALL_PAYLOAD", "Compression", "PayloadCodec", "zstd_available"]
+__all__ = [
+    "DEFAULT_COMPRESSION",
+    "DEFAULT_MAX_PAYLOAD_SIZE",
+    "SMALL_PAYLOAD",
+    "Compression",
+    "PayloadCodec",
+    "zstd_available",
+]
 
 #: Largest payload (decompressed, or S3 body) a reader accepts by default:
 #: 64 MiB. LangGraph states with large tool outputs legitimately reach
@@ -59,6 +72,14 @@ DEFAULT_MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 Compression = Literal["none", "zlib", "zstd", "auto"]
+
+#: The savers' ``compression`` when none is given, chosen by measurement
+#: (``make bench``, docs/benchmarks.md): on large states zlib 6 cost ~100 ms of
+#: CPU per turn and grew with the state, where ``"auto"`` (zstd by size) costs
+#: ~2 ms for 1% fewer bytes, and on chat-sized values it writes no more bytes
+#: than zlib 6. A reader decodes any codec whatever its own setting, so
+#: checkpoints written under the former default (zlib) stay readable.
+DEFAULT_COMPRESSION: Compression = "auto"
 
 #: Payloads up to this size get the small-payload level (see the module doc).
 SMALL_PAYLOAD = 64 * 1024
@@ -78,10 +99,11 @@ class PayloadCodec:
     """Packs and unpacks ``(type, bytes)`` payloads, compressing where it pays.
 
     Args:
-        compression: ``"zlib"`` (default, standard library), ``"zstd"`` (the
-            standard library's ``compression.zstd`` on Python 3.14+, else the
-            ``zstandard`` package), ``"auto"`` (zstd when this interpreter has
-            it, else zlib) or ``"none"``. A reader needs zstd only to read zstd
+        compression: ``"auto"`` (the default, :data:`DEFAULT_COMPRESSION`:
+            zstd by payload size when this interpreter has it, else zlib),
+            ``"zlib"`` (standard library), ``"zstd"`` (the standard library's
+            ``compression.zstd`` on Python 3.14+, else the ``zstandard``
+            package) or ``"none"``. A reader needs zstd only to read zstd
             payloads: whatever it was configured with, it decodes any codec.
         min_size: payloads smaller than this many bytes are never compressed.
         level: compression level (zlib 1-9, zstd 1-22); ``None``: by
@@ -93,12 +115,12 @@ class PayloadCodec:
         >>> packed = codec.pack(("json", b'{"a": "' + b"x" * 100 + b'"}'))
         >>> codec.unpack(packed)[0]
         'json'
-        >>> PayloadCodec("auto").compression in ("zstd", "zlib")
+        >>> PayloadCodec().compression in ("zstd", "zlib")  # "auto"
         True
     """
 
     def __init__(
-        self, compression: Compression = "zlib", *, min_size: int = 512, level: int | None = None
+        self, compression: Compression = DEFAULT_COMPRESSION, *, min_size: int = 512, level: int | None = None
     ) -> None:
         if compression not in ("none", "zlib", "zstd", "auto"):
             raise ValueError(f"compression must be 'none', 'zlib', 'zstd' or 'auto', got {compression!r}")
@@ -125,7 +147,8 @@ class PayloadCodec:
         if len(tname) > 255:
             raise ValueError(f"serde type name too long: {type_name!r}")
         codec = _NONE
-        if self.compression != "none" and len(data) >= self.min_size:
+        # "+" in the type name: EncryptedSerializer's ciphertext, which never shrinks.
+        if self.compression != "none" and len(data) >= self.min_size and "+" not in type_name:
             name, level = self.codec_for(len(data))
             packed = self._compress(name, level, data)
             if len(packed) < len(data):

@@ -63,7 +63,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             stored inside the checkpoint item; larger ones once per version.
         s3_threshold: payloads above this many bytes go to S3 (with a bucket).
             ``0`` sends every payload to S3.
-        compression: ``"zlib"`` (default), ``"zstd"`` or ``"none"``.
+        compression: ``"auto"`` (default: zstd by size), ``"zlib"``, ``"zstd"`` or ``"none"``.
         tenant_prefix: store every thread under this prefix (partition key
             and S3 key), for IAM tenant isolation (``dynamodb:LeadingKeys``);
             thread ids in configs stay unprefixed.

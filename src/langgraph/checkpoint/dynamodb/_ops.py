@@ -67,13 +67,18 @@ class Emit:
     value: Any
 
 
-#: Payload bytes from which the async driver runs a :class:`Compute` in a
-#: thread. Measured (docs/benchmarks.md, "The event loop"): a hop to the
-#: loop's executor and back costs 80-150 us here, about what packing 8-16 KiB
-#: of messages costs (serialization plus zlib); at 16 KiB packing costs
-#: 0.1-0.45 ms and grows linearly, to ~36 ms at 256 KiB of text. Below it
-#: the hop would cost more loop time than it frees.
+#: Serialized bytes from which the async driver runs a :class:`Compute` in a
+#: thread. Measured (``python -m benchmarks.offload``, docs/benchmarks.md,
+#: "The event loop"): a hop to the loop's executor and back costs 50-150 us
+#: here; packing 16 KiB of messages (serialization plus zlib) costs
+#: 0.15-0.6 ms and unpacking 0.07-0.35 ms, growing linearly (~8 ms and ~4 ms
+#: at 96 KiB of chat text). Below it the hop would cost about what it frees.
 OFFLOAD_MIN_BYTES = 16 * 1024
+#: Serialized bytes one packed (stored) byte stands for when sizing a decode:
+#: unpacking costs by what comes out, and chat text compresses 4-6x (measured
+#: as above), poorly compressible data ~1.3x, where offloading early costs a
+#: hop only.
+PACKED_EXPANSION = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from langgraph.checkpoint.dynamodb._items import (
     Item,
     Ref,
 )
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, compute, ddb
+from langgraph.checkpoint.dynamodb._ops import PACKED_EXPANSION, Call, Emit, Gather, Op, Sleep, compute, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
@@ -339,13 +339,18 @@ def decode_records(
 
 
 def _decode_size(records: list[CheckpointRecord], fetched: Mapping[Ref, bytes]) -> int:
-    """Payload bytes decoding ``records`` handles: fetched bodies plus the items' own."""
+    """About how many serialized bytes decoding ``records`` handles (the ``Compute`` size).
+
+    Fetched bodies plus the items' own bytes, times ``PACKED_EXPANSION``: a
+    packed byte stands for several serialized ones (chat text compresses
+    4-6x), and the offload threshold is in serialized bytes.
+    """
     size = sum(map(len, fetched.values()))
     for r in records:
         # A malformed item counts as nothing here: decoding reports it, by name.
         with contextlib.suppress(Exception):
             size += sum(_items.item_size(it) for it in (r.item, *r.writes))
-    return size
+    return size * PACKED_EXPANSION
 
 
 def _to_tuples(

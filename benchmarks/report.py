@@ -404,9 +404,10 @@ def _targets(res: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
             measured,
             ""
             if ok
-            else "Every request is awaited (aiobotocore), but serialisation, compression and botocore's "
-            "response parsing run on the loop; on 2 cores shared with the moto server the loop is busy for "
-            "tens of ms at a time.",
+            else "Every request is awaited (aiobotocore), but aiobotocore's per-request work (serialising, "
+            "signing, response parsing) and small payloads' packing run on the loop (large payloads are packed "
+            "in the loop's executor); on 2 cores shared with the moto server the loop is busy for tens of ms "
+            "at a time.",
         )
     # cold start
     cold = res.get("coldstart", {}).get("ours", [])
@@ -812,8 +813,9 @@ def _observations(res: dict[str, Any]) -> list[str]:
         out.append(
             f"- **Higher event-loop lag than the reference in `async`** (p99 {fmt_s(ao['lag_p99_s'])} vs "
             f"{fmt_s(ar['lag_p99_s'])}), at {ao['turns_per_s'] / max(1e-9, ar['turns_per_s']):.1f}x its "
-            "throughput: ours does its CPU work (serialisation, zlib, botocore parsing) on the loop; the "
-            "reference does everything in executor threads and is then limited by that pool's size."
+            "throughput: ours does aiobotocore's per-request CPU work (serialising, signing, parsing) and the "
+            "packing of small payloads on the loop (large ones go to the loop's executor, see \"The event loop\"); "
+            "the reference does everything in executor threads and is then limited by that pool's size."
         )
     if not out:
         return []

@@ -71,7 +71,7 @@ class Emit:
 #: thread. Measured (``python -m benchmarks.offload``, docs/benchmarks.md,
 #: "The event loop"): a hop to the loop's executor and back costs 50-150 us
 #: here; packing 16 KiB of messages (serialization plus zlib) costs
-#: 0.15-0.6 ms and unpacking 0.07-0.35 ms, growing linearly (~8 ms and ~4 ms
+#: 0.15-0.6 ms and unpacking 0.07-0.35 ms, growing with size (~8 ms and 2-4 ms
 #: at 96 KiB of chat text). Below it the hop would cost about what it frees.
 OFFLOAD_MIN_BYTES = 16 * 1024
 #: Serialized bytes one packed (stored) byte stands for when sizing a decode:

@@ -67,9 +67,10 @@ PLAN: dict[str, int] = {
 COLD_STARTS = 3
 #: Parts that run once, ours only, after the workloads: the codec measurement
 #: (``benchmarks.codecs``, no AWS calls), the load benchmark
-#: (``benchmarks.load``) and the inspector's page views (``benchmarks.ui``),
-#: both against the same moto server.
-SINGLE: tuple[str, ...] = ("codecs", "load", "ui")
+#: (``benchmarks.load``) and the inspector's page views (``benchmarks.ui``), both
+#: against the same moto server, and packing's cost and loop lag by size
+#: (``benchmarks.offload``, no AWS calls; issue 16 target 4).
+SINGLE: tuple[str, ...] = ("codecs", "load", "ui", "offload")
 #: Extra sides, once each: the reference with its checkpoint compression on.
 #: ``ours-zlib``: ours with ``compression="zlib"``, the default before issue
 #: 16 target 1 (bytes are compared with it), run as many times as the other
@@ -307,7 +308,7 @@ def _strip(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_single(part: str, *, quick: bool = False) -> dict[str, Any]:
-    """Run ``codecs``, ``load`` or ``ui`` (ours only) in a subprocess; return its JSON result."""
+    """Run ``codecs``, ``load``, ``ui`` or ``offload`` (ours only) in a subprocess; return its JSON result."""
     name = f"bench-{part}-{uuid.uuid4().hex[:8]}"
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out = Path(fh.name)

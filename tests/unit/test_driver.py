@@ -19,7 +19,18 @@ from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb._aws import translate_errors
 from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._ops import (
+    OFFLOAD_MIN_BYTES,
+    Call,
+    Emit,
+    Gather,
+    Op,
+    Sleep,
+    compute,
+    ddb,
+    s3,
+    size_hint,
+)
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, StoreNotFoundError
 
 MODES = ["sync", "async"]
@@ -406,3 +417,107 @@ def test_savers_expose_their_clients_read_only_and_live() -> None:
     assert view["dynamodb"] is None  # opened on first use
     asaver._clients["dynamodb"] = opened  # what ensure_clients does
     assert view["dynamodb"] is opened
+
+
+# ------------------------------------------------------------------ Compute
+
+
+def _where(tag: str) -> tuple[str, int]:
+    return tag, threading.get_ident()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_compute_runs_in_place_when_small_and_returns_its_result(mode: str) -> None:
+    """Below OFFLOAD_MIN_BYTES both drivers call the function on the thread driving the op."""
+
+    def op() -> Op[tuple[tuple[str, int], int]]:
+        done = yield from compute(_where, "small", size=OFFLOAD_MIN_BYTES - 1)
+        return done, threading.get_ident()
+
+    (tag, ran_on), driving = run(mode, Clients(), op())
+    assert tag == "small"
+    assert ran_on == driving
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_large_compute_leaves_the_event_loop_in_async_only(mode: str) -> None:
+    """From OFFLOAD_MIN_BYTES the async driver runs the work on an executor thread; sync stays in place."""
+
+    def op() -> Op[tuple[tuple[str, int], int]]:
+        done = yield from compute(_where, "large", size=OFFLOAD_MIN_BYTES)
+        return done, threading.get_ident()
+
+    (tag, ran_on), driving = run(mode, Clients(), op())
+    assert tag == "large"
+    if mode == "async":
+        assert ran_on != driving
+    else:
+        assert ran_on == driving
+
+
+def test_the_loop_serves_other_tasks_while_a_large_compute_runs() -> None:
+    """The work waits for a signal that only another task on the loop can give.
+
+    Run on the loop, it would block the one thread that could set the event
+    and time out; off the loop, the other task runs and releases it.
+    """
+    released = threading.Event()
+
+    def work() -> bool:
+        return released.wait(timeout=10)
+
+    def op() -> Op[bool]:
+        return (yield from compute(work, size=10 * OFFLOAD_MIN_BYTES))
+
+    async def main() -> bool:
+        async def release() -> None:
+            await asyncio.sleep(0.01)
+            released.set()
+
+        helper = asyncio.create_task(release())
+        ok = await AsyncDriver(Clients()).run(op())
+        await helper
+        return ok
+
+    t0 = time.perf_counter()
+    assert asyncio.run(main()) is True
+    assert time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("size", [0, 10 * OFFLOAD_MIN_BYTES])
+def test_a_compute_error_is_thrown_back_into_the_op(mode: str, size: int) -> None:
+    """In place or on a thread, the op sees the function's own exception where it yielded."""
+
+    def boom() -> None:
+        raise CorruptPayloadError("bad payload")
+
+    def op() -> Op[str]:
+        try:
+            yield from compute(boom, size=size)
+        except CorruptPayloadError as exc:
+            return f"handled: {exc}"
+        return "not raised"
+
+    assert run(mode, Clients(), op()) == "handled: bad payload"
+
+
+def test_size_hint_counts_text_and_parts_and_stops_at_its_limit() -> None:
+    from langchain_core.messages import AIMessage
+
+    assert size_hint([]) == 0
+    assert size_hint(["abc", b"de"]) == 5
+    # Message content is reached through the model's fields.
+    assert size_hint([[AIMessage(content="x" * 50_000)]]) >= OFFLOAD_MIN_BYTES
+    # Many small parts count as large: each costs the serializer a call.
+    assert size_hint([list(range(5_000))]) >= OFFLOAD_MIN_BYTES
+    assert size_hint([{"k": [1, 2, 3]}]) < 200
+    # A huge value is walked only until it is known to be large.
+    huge = [["y" * 1000] * 1000] * 1000
+    t0 = time.perf_counter()
+    assert size_hint([huge]) >= OFFLOAD_MIN_BYTES
+    assert time.perf_counter() - t0 < 0.05
+    # Cycles end the walk too (the count only grows).
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert size_hint([cyclic]) >= OFFLOAD_MIN_BYTES

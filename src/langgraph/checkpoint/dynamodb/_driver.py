@@ -5,8 +5,10 @@ one loop for blocking clients (boto3, :class:`SyncDriver`) and one for
 asyncio clients (aiobotocore, :class:`AsyncDriver`); the savers and the
 lock both run their operations here. It holds no logic of the operations:
 a driver only sends each request, hands the response (or the exception)
-back to the operation, streams what the operation emits, and bounds
-``get_object`` bodies by the call's ``max_bytes``.
+back to the operation, streams what the operation emits, bounds
+``get_object`` bodies by the call's ``max_bytes``, and runs the CPU work an
+operation yields (``Compute``): in place, or, in the async driver, off the
+event loop when it is large.
 
 A driver reaches its clients through a small holder (:class:`ClientHolder`:
 a mapping of service name to client, read at every call so that clients
@@ -23,7 +25,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, body_budget, checked_body
+from langgraph.checkpoint.dynamodb import _ops
+from langgraph.checkpoint.dynamodb._ops import (
+    Call,
+    Compute,
+    Emit,
+    Gather,
+    Op,
+    Sleep,
+    body_budget,
+    checked_body,
+)
 from langgraph.checkpoint.dynamodb.errors import PayloadLimitError
 
 __all__ = [
@@ -262,9 +274,13 @@ class SyncDriver(_Driver[ClientHolder]):
                 yield req.value
                 continue
             try:
-                resp = self.step(req)
+                resp = self.compute(req) if isinstance(req, Compute) else self.step(req)
             except Exception as e:  # handed to the operation, which may handle it
                 exc = e
+
+    def compute(self, req: Compute) -> Any:
+        """Run CPU work in place: a blocking saver's caller is waiting for it anyway."""
+        return req.fn(*req.args)
 
     def run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
@@ -286,7 +302,8 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
 
     A missing client is opened through the holder's ``ensure_clients`` at
     its first use. A ``Gather`` runs its calls as tasks, at most
-    ``max_concurrency`` at once.
+    ``max_concurrency`` at once. A large ``Compute`` runs in the loop's
+    default executor (see :meth:`compute`).
 
     Example:
         >>> import asyncio
@@ -348,9 +365,23 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
                 yield req.value
                 continue
             try:
-                resp = await self.step(req)
+                resp = await (self.compute(req) if isinstance(req, Compute) else self.step(req))
             except Exception as e:  # handed to the operation, which may handle it
                 exc = e
+
+    async def compute(self, req: Compute) -> Any:
+        """Run CPU work: in the loop's default executor from ``OFFLOAD_MIN_BYTES``, else in place.
+
+        While a large payload is packed or unpacked in a thread, the loop
+        serves other tasks (zlib and zstd release the GIL while they work;
+        Python code such as serialization hooks yields it at least every
+        switch interval, 5 ms). A small one runs in place: the hop would
+        cost the loop more than the work. The default executor is bounded
+        (``min(32, CPUs + 4)`` threads) and shut down by ``asyncio.run``.
+        """
+        if req.size < _ops.OFFLOAD_MIN_BYTES:
+            return req.fn(*req.args)
+        return await asyncio.get_running_loop().run_in_executor(None, req.fn, *req.args)
 
     async def run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""

@@ -5,11 +5,15 @@ The savers' logic is written once, as generators that *yield* what they need
 result. ``DynamoDBSaver`` runs those generators with boto3, and
 ``AsyncDynamoDBSaver`` with aiobotocore; neither contains logic of its own.
 This is how the sync and async savers stay identical in behaviour.
+
+CPU-heavy work (packing or unpacking large payloads) is yielded too, as a
+:class:`Compute`: the sync driver runs it in place, the async driver off the
+event loop when it is large enough to pay for the thread hop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -63,8 +67,108 @@ class Emit:
     value: Any
 
 
-Request = Call | Gather | Sleep | Emit
+#: Serialized bytes from which the async driver runs a :class:`Compute` in a
+#: thread. Measured (``python -m benchmarks.offload``, docs/benchmarks.md,
+#: "The event loop"): a hop to the loop's executor and back costs 50-150 us
+#: here; packing 16 KiB of messages (serialization plus zlib) costs
+#: 0.15-0.6 ms and unpacking 0.07-0.35 ms, growing with size (~8 ms and 2-4 ms
+#: at 96 KiB of chat text). Below it the hop would cost about what it frees.
+OFFLOAD_MIN_BYTES = 16 * 1024
+#: Serialized bytes one packed (stored) byte stands for when sizing a decode:
+#: unpacking costs by what comes out, and chat text compresses 4-6x (measured
+#: as above), poorly compressible data ~1.3x, where offloading early costs a
+#: hop only.
+PACKED_EXPANSION = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """CPU work the operation hands to its driver: the driver returns ``fn(*args)``.
+
+    ``size`` is how many payload bytes the work handles (exact for bytes to
+    decode, a :func:`size_hint` for values to encode). The sync driver calls
+    ``fn`` in place; the async driver calls it in the event loop's default
+    executor when ``size`` reaches :data:`OFFLOAD_MIN_BYTES`, so that the
+    loop keeps serving other tasks meanwhile, and in place below that. An
+    exception ``fn`` raises is thrown back into the operation either way.
+
+    ``fn`` may run on another thread while the loop runs other operations of
+    the same saver: it must only read its arguments and touch the saver's
+    thread-safe caches (what a sync saver shared by threads already does).
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    size: int = 0
+
+
+Request = Call | Gather | Sleep | Emit | Compute
 Op = Generator[Request, Any, R]
+
+
+def compute(fn: Callable[..., R], *args: Any, size: int) -> Op[R]:
+    """``fn(*args)`` as a :class:`Compute` request: ``result = yield from compute(f, x, size=n)``.
+
+    Example:
+        >>> op = compute(len, b"abc", size=3)
+        >>> req = next(op)
+        >>> try:
+        ...     op.send(req.fn(*req.args))
+        ... except StopIteration as done:
+        ...     done.value
+        3
+    """
+    return (yield Compute(fn, args, size))  # type: ignore[no-any-return]
+
+
+#: Weights of :func:`size_hint` for what is not text: each container or
+#: object costs the serializer a call (objects go through Python hooks),
+#: whatever its own bytes, so a value of many small parts counts as larger.
+_CONTAINER = 16
+_OBJECT = 64
+_SCALAR = 8
+
+
+def size_hint(values: Iterable[Any], limit: int = OFFLOAD_MIN_BYTES) -> int:
+    """About how many bytes serializing ``values`` handles, counted up to ``limit``.
+
+    A walk over strings, bytes, containers and objects' ``__dict__`` (the
+    fields of LangChain messages and other pydantic models), which stops as
+    soon as the count reaches ``limit``: it decides whether packing is worth
+    a thread hop, so it must cost much less than packing itself. A small
+    value is walked whole (tens of microseconds); a large one only until it
+    is known to be large. Shared or cyclic parts are counted each time they
+    are met, which only makes the count reach ``limit`` sooner.
+
+    Example:
+        >>> size_hint(["x" * 100, {"k": b"1234"}])
+        122
+        >>> size_hint(["x" * 10**6], limit=1024) >= 1024
+        True
+    """
+    total = 0
+    stack = list(values)
+    while stack and total < limit:
+        v = stack.pop()
+        if isinstance(v, (str, bytes, bytearray)):
+            total += len(v)
+        elif isinstance(v, dict):
+            total += _CONTAINER + len(v)
+            if total < limit:  # never copy a huge container only to stop at once
+                stack.extend(v.keys())
+                stack.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            total += _CONTAINER + len(v)
+            if total < limit:
+                stack.extend(v)
+        elif isinstance(v, (int, float, bool)) or v is None:
+            total += _SCALAR
+        else:
+            fields = getattr(v, "__dict__", None)
+            total += _OBJECT
+            if isinstance(fields, dict):
+                stack.extend(fields.values())
+    return total
 
 
 def body_budget(call: Call, resp: Mapping[str, Any]) -> int:

@@ -7,6 +7,7 @@ fetching them in waves, and decoding items into ``CheckpointTuple``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -29,7 +30,7 @@ from langgraph.checkpoint.dynamodb._items import (
     Item,
     Ref,
 )
-from langgraph.checkpoint.dynamodb._ops import Call, Emit, Gather, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._ops import PACKED_EXPANSION, Call, Emit, Gather, Op, Sleep, compute, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
@@ -390,6 +391,33 @@ def decode_records(
         with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):
             refs.extend(collect_refs(s, r))
     fetched = yield from fetch(s, refs, local=[*records, *local])
+    # Decoding is the read's CPU work: one Compute, off the event loop in
+    # the async saver when the payloads are large.
+    size = _decode_size(records, fetched)
+    return (yield from compute(_to_tuples, s, records, fetched, metadata, size=size))
+
+
+def _decode_size(records: list[CheckpointRecord], fetched: Mapping[Ref, bytes]) -> int:
+    """About how many serialized bytes decoding ``records`` handles (the ``Compute`` size).
+
+    Fetched bodies plus the items' own bytes, times ``PACKED_EXPANSION``: a
+    packed byte stands for several serialized ones (chat text compresses
+    4-6x), and the offload threshold is in serialized bytes.
+    """
+    size = sum(map(len, fetched.values()))
+    for r in records:
+        # A malformed item counts as nothing here: decoding reports it, by name.
+        with contextlib.suppress(Exception):
+            size += sum(_items.item_size(it) for it in (r.item, *r.writes))
+    return size * PACKED_EXPANSION
+
+
+def _to_tuples(
+    s: BaseDynamoDBSaver,
+    records: list[CheckpointRecord],
+    fetched: Mapping[Ref, bytes],
+    metadata: Mapping[int, CheckpointMetadata] | None,
+) -> list[CheckpointTuple]:
     out = []
     for r in records:
         with _items.malformed(f"checkpoint {r.checkpoint_id!r} of thread {r.thread_id!r}"):

@@ -25,12 +25,29 @@ from langgraph.checkpoint.dynamodb._items import (
     AttributeValue,
     Item,
 )
-from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, compute, ddb, size_hint
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import (
     PayloadTooLargeError,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
+
+
+def _pack_all(s: BaseDynamoDBSaver, values: list[Any]) -> list[bytes]:
+    """Each value packed; what a write's ``Compute`` runs (maybe on another thread)."""
+    return [s._pack(v) for v in values]
+
+
+def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
+    """What a checkpoint stores for a version already stored as ``known``; ``None``: store it again."""
+    loc, held = known
+    if loc == "inline" and isinstance(held, bytes):
+        return {"B": held}
+    if loc == "c" and isinstance(held, str) and held != cid:
+        return _placement.value_ref(version, "c", held)
+    if loc in ("blob", "s3"):
+        return _placement.value_ref(version, loc)
+    return None  # this very checkpoint, put again: hold the value
 
 
 def put(
@@ -60,30 +77,41 @@ def put(
     # References are remembered once the checkpoint is stored: a failed
     # put must not leave the cache pointing at a value never written.
     learned: list[tuple[tuple[str, str, str, str], Placement]] = []
+    # First what is already stored (a reference or inline copy), then the
+    # rest packed in one go: one Compute, which the async saver runs off
+    # the event loop when the values are large.
+    reused: dict[str, AttributeValue] = {}
+    fresh: list[str] = []
     for channel, version in body["channel_versions"].items():
         if channel not in values:
             continue  # absent is not None: leave it out
-        key = (thread_id, ns, channel, str(version))
-        known = None if channel in new_versions else s._placements.get(key)
-        if known is not None:
-            loc, held = known
-            if loc == "inline" and isinstance(held, bytes):
-                vals[channel] = {"B": held}
-                movable[channel] = len(held)
-            elif loc == "c" and isinstance(held, str) and held != cid:
-                vals[channel] = _placement.value_ref(str(version), "c", held)
-            elif loc in ("blob", "s3"):
-                vals[channel] = _placement.value_ref(str(version), loc)
-            else:
-                known = None  # this very checkpoint, put again: hold the value
-        if known is not None:
+        known = None if channel in new_versions else s._placements.get((thread_id, ns, channel, str(version)))
+        ref = None if known is None else _reuse(known, str(version), cid)
+        if ref is None:
+            # A new version, or an unchanged one this process has neither
+            # written nor read: stored here. (Referencing the latter blindly
+            # could point at nothing: its writer may have copied it inline
+            # under other thresholds. LangGraph reads a thread before writing
+            # to it, so this is rare: direct API use.)
+            fresh.append(channel)
+        else:
+            reused[channel] = ref
+    md = get_checkpoint_metadata(config, metadata)
+    to_pack = [*(values[ch] for ch in fresh), body, md]
+    *packed_values, body_packed, md_packed = yield from compute(
+        _pack_all, s, to_pack, size=size_hint(to_pack)
+    )
+    fresh_packed = dict(zip(fresh, packed_values, strict=True))
+    for channel, version in body["channel_versions"].items():
+        if channel in reused:
+            vals[channel] = reused[channel]
+            if "B" in reused[channel]:
+                movable[channel] = len(reused[channel]["B"])
             continue
-        # A new version, or an unchanged one this process has neither
-        # written nor read: stored here. (Referencing the latter blindly
-        # could point at nothing: its writer may have copied it inline
-        # under other thresholds. LangGraph reads a thread before writing
-        # to it, so this is rare: direct API use.)
-        packed = s._pack(values[channel])
+        if channel not in fresh_packed:
+            continue
+        key = (thread_id, ns, channel, str(version))
+        packed = fresh_packed[channel]
         loc = _placement.value_location(s, len(packed))
         if loc == "s3":
             vals[channel] = _placement.value_ref(str(version), "s3")
@@ -107,9 +135,6 @@ def put(
         else:
             learned.append((key, ("c", cid)))
 
-    body_packed = s._pack(body)
-    md = get_checkpoint_metadata(config, metadata)
-    md_packed = s._pack(md)
     item: Item = {
         ATTR.PK: {"S": pk},
         ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)},
@@ -212,14 +237,19 @@ def put_writes(
     ):
         raise TypeError("writes must be a sequence of (channel, value) pairs")
     overwrite = all(ch in WRITES_IDX_MAP for ch, _ in writes)
-    by_idx: dict[int, tuple[str, bytes]] = {}
+    chosen: dict[int, tuple[str, Any]] = {}
     for pos, (channel, value) in enumerate(writes):
         if not isinstance(channel, str):
             raise TypeError(f"write channel must be a str, got {type(channel).__name__}")
         idx = WRITES_IDX_MAP.get(channel, pos)
-        if idx in by_idx and not overwrite:
+        if idx in chosen and not overwrite:
             continue
-        by_idx[idx] = (channel, s._pack(value))
+        chosen[idx] = (channel, value)
+    to_pack = [value for _, value in chosen.values()]
+    packed_all = yield from compute(_pack_all, s, to_pack, size=size_hint(to_pack))
+    by_idx: dict[int, tuple[str, bytes]] = {
+        idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)
+    }
 
     uploads: list[Call] = []
     entries: dict[int, AttributeValue] = {}

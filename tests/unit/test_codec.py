@@ -235,11 +235,16 @@ def test_the_savers_default_to_the_measured_codec() -> None:
     import inspect
 
     from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
+    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
     from langgraph.checkpoint.dynamodb.codec import DEFAULT_COMPRESSION
 
     assert DEFAULT_COMPRESSION == "auto"
-    for cls in (DynamoDBSaver, AsyncDynamoDBSaver, PayloadCodec):
-        assert inspect.signature(cls).parameters["compression"].default == DEFAULT_COMPRESSION, cls
+    # The savers' settings are declared once, in the base constructor.
+    for fn in (BaseDynamoDBSaver.__init__, PayloadCodec):
+        assert inspect.signature(fn).parameters["compression"].default == DEFAULT_COMPRESSION, fn
+    for cls in (DynamoDBSaver, AsyncDynamoDBSaver):
+        saver = cls(table_name="t", region_name="us-east-1", dynamodb_client=object())
+        assert saver.codec.compression == PayloadCodec(DEFAULT_COMPRESSION).compression, cls
     # Not a name only: with the default, a large payload is written as zstd.
     assert PayloadCodec().pack(("msgpack", TEXT * 20))[1] == ord("s")
 

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         import_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         saver = DynamoDBSaver(table_name=args.table, bucket_name=args.bucket, region_name="us-east-1")
-        clients = [c for c in saver._clients.values() if c is not None]
+        clients = [c for c in saver.clients.values() if c is not None]
     else:
         from langgraph_checkpoint_aws import DynamoDBSaver as RefSaver
 

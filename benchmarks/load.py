@@ -350,7 +350,7 @@ async def _run(table: str, bucket: str, p: LoadParams, latency: LatencyModel | N
     plain.close()
     prefix = f"load-{uuid.uuid4().hex[:6]}"
     async with AsyncDynamoDBSaver(table_name=table, bucket_name=bucket, region_name=REGION) as saver:
-        for client in saver._clients.values():  # the meter's hooks; the workload uses the public API
+        for client in saver.clients.values():  # the meter's hooks; the workload uses the public API
             if client is not None:
                 meter.attach(client)
         t0 = time.perf_counter()

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import offload, report_perf
-from langgraph.checkpoint.dynamodb._read import LATEST_PAGE
 
 __all__ = ["PRICES", "write_report"]
 
@@ -781,11 +780,10 @@ def _observations(res: dict[str, Any]) -> list[str]:
             f"and its reads touch more: {fmt_int(o.get('ddb_items_read', 0) / turns)} items and "
             f"{fmt_bytes(o['ddb_read_bytes'] / turns)} per turn on average, against "
             f"{fmt_int(r.get('ddb_items_read', 0) / rturns)} items and {fmt_bytes(r['ddb_read_bytes'] / rturns)} "
-            f"for the reference. The latest-checkpoint Query reads a page of up to {LATEST_PAGE} items "
-            "(`LATEST_PAGE`): the latest checkpoint and its writes, and older checkpoints with the values they "
-            "hold (a value up to 64 KB lives in the checkpoint that introduced it), and DynamoDB bills every "
-            "item read. In exchange, a value the latest checkpoint references is usually on that page: no "
-            "second round trip."
+            "for the reference. The latest-checkpoint Query reads a page sized to what the latest checkpoint "
+            "needed when this saver last saw it (the checkpoint, its writes items, a tombstone), a larger one "
+            "when it knows nothing of the thread or the checkpoint references values held by older ones "
+            "(see docs/architecture.md, Reading), and DynamoDB bills every item read."
         )
     checks: list[tuple[str, list[str] | None]] = [
         ("calls", None),
@@ -1134,7 +1132,7 @@ def _method(res: dict[str, Any], params: dict[str, Any]) -> list[str]:
         "the repository), so both run the same graphs, inputs and fake replies. Repetitions alternate which "
         f"saver goes first. Repetitions per workload: {', '.join(f'{w} {n}' for w, n in reps.items())}.",
         "- **Counting.** botocore event hooks (`before-parameter-build`, `before-send`, `after-call`) on the "
-        "saver's own clients (ours: the clients the saver created, `saver._clients`; reference: `saver.client` "
+        "saver's own clients (ours: the clients the saver created, `saver.clients`; reference: `saver.client` "
         "and `saver.storage.s3_client`; aiobotocore clients fire the same events). Requests are API calls by "
         "operation; HTTP attempts are counted too (no retries happened unless the tables say so).",
         "- **Bytes and capacity units** follow AWS's sizing rules, computed from the request parameters and a "

@@ -3,7 +3,7 @@
 * ``ours``: ``langgraph.checkpoint.dynamodb.DynamoDBSaver`` (boto3) and
   ``AsyncDynamoDBSaver`` (aiobotocore), with their default settings. The
   meter is attached to the clients the saver created itself
-  (``saver._clients``), so the measured configuration (retries, pool
+  (``saver.clients``), so the measured configuration (retries, pool
   size) is the one users get (``compression="auto"`` since issue 16).
   ``ours-zlib`` is the same with ``compression="zlib"``, the former
   default, to measure the codec choice against it in the same run.
@@ -45,7 +45,7 @@ def open_sync_saver(side: str, table: str, bucket: str, meter: Meter) -> tuple[A
         from langgraph.checkpoint.dynamodb import DynamoDBSaver
 
         saver = DynamoDBSaver(table_name=table, bucket_name=bucket, region_name=REGION, **_options(side))
-        for client in saver._clients.values():
+        for client in saver.clients.values():
             if client is not None:
                 meter.attach(client)
         return saver, saver.close
@@ -73,7 +73,7 @@ async def open_async_saver(side: str, table: str, bucket: str, meter: Meter) -> 
         async with AsyncDynamoDBSaver(
             table_name=table, bucket_name=bucket, region_name=REGION, **_options(side)
         ) as saver:
-            for client in saver._clients.values():
+            for client in saver.clients.values():
                 if client is not None:
                     meter.attach(client)
             yield saver

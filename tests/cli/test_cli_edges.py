@@ -512,7 +512,7 @@ def test_task_status_after_resume_unit() -> None:
         ([(tid, "__interrupt__", []), (tid, "__resume__", ["a"]), (tid, "x", 1)], "resumed"),
         ([(tid, "x", 1), (tid, "__interrupt__", [])], "resumed"),  # order does not matter
     ):
-        assert cli._task_statuses(writes)[tid] == status
+        assert cli.task_statuses(writes)[tid] == status
     assert schema.ORPHAN_ROOT  # the mark missing_parent_reason relies on
 
 

@@ -117,11 +117,11 @@ def test_render_table_aligns_and_truncates() -> None:
 
 
 def test_page_tokens_round_trip_and_reject_garbage() -> None:
-    token = cli._encode_token({"v": 1, "src": "scan", "o": 50})
-    assert cli._decode_token(token) == {"v": 1, "src": "scan", "o": 50}
-    for bad in ("%%%", cli._encode_token({"v": 2}), cli._encode_token([1])):
+    token = cli.encode_token({"v": 1, "src": "scan", "o": 50})
+    assert cli.decode_token(token) == {"v": 1, "src": "scan", "o": 50}
+    for bad in ("%%%", cli.encode_token({"v": 2}), cli.encode_token([1])):
         with pytest.raises(cli.CLIError) as err:
-            cli._decode_token(bad)
+            cli.decode_token(bad)
         assert err.value.exit_code == cli.EXIT_USAGE
 
 
@@ -145,7 +145,7 @@ def _client_error(code: str, op: str = "Query") -> ClientError:
 )
 def test_exception_mapping(exc: BaseException, exit_code: int, code: str) -> None:
     args = cli.build_parser().parse_args(["--table", "tbl", "--bucket", "bkt", "threads"])
-    err = cli._map_exception(exc, args, None)
+    err = cli.map_exception(exc, args, None)
     assert (err.exit_code, err.code) == (exit_code, code)
     if code == "table_not_found":
         assert "'tbl'" in err.message
@@ -165,16 +165,16 @@ def test_global_options_before_or_after_the_command() -> None:
 
 
 def test_item_and_object_kinds() -> None:
-    assert cli._item_kind(schema.checkpoint_sk("", "c1")) == "checkpoint"
-    assert cli._item_kind(schema.writes_sk("ns", "c1", "task")) == "writes"
-    assert cli._item_kind(schema.blob_sk("", "messages", "v1")) == "blob"
-    assert cli._item_kind(schema.HEAD_SK) == "thread head"
-    assert cli._item_kind(schema.LOCK_SK) == "lock"
-    assert cli._item_kind(schema.request_sk("r-1")) == "request"
+    assert cli.item_kind(schema.checkpoint_sk("", "c1")) == "checkpoint"
+    assert cli.item_kind(schema.writes_sk("ns", "c1", "task")) == "writes"
+    assert cli.item_kind(schema.blob_sk("", "messages", "v1")) == "blob"
+    assert cli.item_kind(schema.HEAD_SK) == "thread head"
+    assert cli.item_kind(schema.LOCK_SK) == "lock"
+    assert cli.item_kind(schema.request_sk("r-1")) == "request"
     pre = "checkpoints/"
-    assert cli._s3_kind("checkpoints/t/_/v/messages/0001.5", pre) == "value"
-    assert cli._s3_kind("checkpoints/v/_/c/cid/body", pre) == "checkpoint body"  # thread named "v"
-    assert cli._s3_kind("checkpoints/w/_sub%3A1/c/cid/metadata", pre) == "checkpoint metadata"
-    assert cli._s3_kind("checkpoints/t/_/c/cid/w/task/3.abc", pre) == "write"
-    assert cli._s3_kind("checkpoints/t/_/v/w/0001.5", pre) == "value"  # channel named "w"
-    assert cli._s3_kind("elsewhere/x", pre) == "other"
+    assert cli.s3_kind("checkpoints/t/_/v/messages/0001.5", pre) == "value"
+    assert cli.s3_kind("checkpoints/v/_/c/cid/body", pre) == "checkpoint body"  # thread named "v"
+    assert cli.s3_kind("checkpoints/w/_sub%3A1/c/cid/metadata", pre) == "checkpoint metadata"
+    assert cli.s3_kind("checkpoints/t/_/c/cid/w/task/3.abc", pre) == "write"
+    assert cli.s3_kind("checkpoints/t/_/v/w/0001.5", pre) == "value"  # channel named "w"
+    assert cli.s3_kind("elsewhere/x", pre) == "other"

@@ -188,6 +188,7 @@ def test_readme_cdk_snippet_synthesizes_from_the_wheel(venv: Path, tmp_path: Pat
     template = json.loads(template_path.read_text())
     functions = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert sorted(f["Handler"] for f in functions) == [
+        "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
         "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
         "langgraph.checkpoint.dynamodb.lambdas.pruner.handler",
         "langgraph.checkpoint.dynamodb.lambdas.reaper.handler",

@@ -43,7 +43,7 @@ def _build(saver: DynamoDBSaver, thread: str) -> None:
         graph.invoke({"messages": [f"user {i} " + _text(f"{thread}{i}", 300)]}, config)
 
 
-_ERROR = "<raised CheckpointStoreError>"
+ERROR_CHANNEL = "<raised CheckpointStoreError>"
 #: get_tuple returned None: the checkpoint's lineage was deleted (a delete_thread
 #: records its tombstones before it deletes items, so an interrupted one has
 #: already made the whole thread read as deleted).
@@ -64,7 +64,7 @@ def _checkpoint_keys(saver: DynamoDBSaver, thread: str) -> list[tuple[str, str]]
 def _snapshot(saver: DynamoDBSaver, thread: str) -> dict[tuple[str, str], Any]:
     """Values and pending writes of every checkpoint of every namespace, as LangGraph rebuilds them.
 
-    Each checkpoint is read on its own; one that raises a library error maps to ``_ERROR``.
+    Each checkpoint is read on its own; one that raises a library error maps to ``ERROR_CHANNEL``.
     """
     graph = _graph(saver)
     out: dict[tuple[str, str], Any] = {}
@@ -79,7 +79,7 @@ def _snapshot(saver: DynamoDBSaver, thread: str) -> dict[tuple[str, str], Any]:
             else:
                 out[(ns, cid)] = (graph.get_state(config).values, t.pending_writes)
         except CheckpointStoreError:
-            out[(ns, cid)] = _ERROR
+            out[(ns, cid)] = ERROR_CHANNEL
     return out
 
 
@@ -91,13 +91,13 @@ def _readable_subset(
     now = _snapshot(saver, thread)
     for key, value in now.items():
         assert key in before, f"{what}: checkpoint {key} appeared"
-        if value is _ERROR:
+        if value is ERROR_CHANNEL:
             continue  # refused loudly: acceptable
         if value is _DELETED:
             assert deleted_ok, f"{what}: checkpoint {key} reads as deleted"
             continue
         assert value == before[key], f"{what}: checkpoint {key} reads back DIFFERENTLY after the interrupted operation"
-    return sum(1 for v in now.values() if v is not _ERROR)
+    return sum(1 for v in now.values() if v is not ERROR_CHANNEL)
 
 
 OPS = ["prune", "prune-keep-2", "delete_for_runs", "copy_thread", "delete_thread"]

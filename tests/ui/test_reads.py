@@ -127,7 +127,7 @@ def test_connection_options_tenant_and_encryption(
 
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
     from langgraph.checkpoint.dynamodb.cli import build_parser
-    from langgraph.checkpoint.dynamodb.cli._commands import _make_saver
+    from langgraph.checkpoint.dynamodb.cli._commands import make_saver
     from tests.support import graphs
 
     monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef0123456789abcdef")
@@ -150,7 +150,7 @@ def test_connection_options_tenant_and_encryption(
             "--encrypted",
         ]
     )
-    saver = _make_saver(args)
+    saver = make_saver(args)
     server = serve(saver)
     try:
         with urllib.request.urlopen(server.url) as resp:

@@ -128,7 +128,7 @@ def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setenv("AWS_REGION", "eu-north-1")
     args = cli.build_parser().parse_args(["threads", "--table", "t"])
-    saver = cli._make_saver(args)
+    saver = cli.make_saver(args)
     with saver:
         assert saver.clients["dynamodb"].meta.region_name == "eu-north-1"
 

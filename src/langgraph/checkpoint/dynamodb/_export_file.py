@@ -44,7 +44,7 @@ class TargetExistsError(ExportError):
 
 
 @dataclasses.dataclass
-class _Plan:
+class ImportPlan:
     """What pass one learned: enough to check order and the result, not the values."""
 
     source_thread: str = ""
@@ -55,7 +55,7 @@ class _Plan:
     lenders: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
 
 
-class _Reader:
+class RecordReader:
     """Lines of a file as records, each checked for size and JSON shape, naming the line."""
 
     def __init__(self, fp: IO[str], max_line: int) -> None:
@@ -85,7 +85,9 @@ class _Reader:
         return ExportFileError(f"line {self.lineno}: {message}; nothing was written")
 
 
-def _field(reader: _Reader, rec: Mapping[str, Any], name: str, kind: Any, *, optional: bool = False) -> Any:
+def _field(
+    reader: RecordReader, rec: Mapping[str, Any], name: str, kind: Any, *, optional: bool = False
+) -> Any:
     value = rec.get(name)
     if value is None and optional:
         return None
@@ -94,7 +96,7 @@ def _field(reader: _Reader, rec: Mapping[str, Any], name: str, kind: Any, *, opt
     return value
 
 
-def _decode(reader: _Reader, serde: Any, payload: Any, where: str, max_payload_size: int) -> Any:
+def _decode(reader: RecordReader, serde: Any, payload: Any, where: str, max_payload_size: int) -> Any:
     if not isinstance(payload, dict) or set(payload) != {"type", "b64"}:
         raise reader.error(f"{where}: a payload must be {{'type': ..., 'b64': ...}}")
     type_, b64 = payload["type"], payload["b64"]
@@ -117,10 +119,10 @@ def _decode(reader: _Reader, serde: Any, payload: Any, where: str, max_payload_s
 
 
 def _records(
-    reader: _Reader,
+    reader: RecordReader,
     serde: Any,
     max_payload_size: int,
-    plan: _Plan | None,
+    plan: ImportPlan | None,
     check_keys: Callable[[str, str, str], None] | None = None,
     check_value: Callable[[str, Any], None] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:

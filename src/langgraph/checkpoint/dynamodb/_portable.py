@@ -79,10 +79,10 @@ def _checked_ext(code: int, data: bytes, *, refused: list[str]) -> OpaqueExt:
                 and (module, name) not in SAFE_MSGPACK_TYPES
             ):
                 # The savers' rule, not a second copy of it.
-                from langgraph.checkpoint.dynamodb.serde import _loaded_data_class
+                from langgraph.checkpoint.dynamodb.serde import loaded_data_class
 
                 try:
-                    _loaded_data_class(code, module, name)
+                    loaded_data_class(code, module, name)
                 except ValueError as exc:
                     refused.append(str(exc))
                     raise

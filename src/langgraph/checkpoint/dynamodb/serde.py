@@ -143,7 +143,7 @@ _ACCEPTED: dict[tuple[int, str, str], type] = {}
 _ACCEPTED_MAX = 4096
 
 
-def _loaded_data_class(code: int, module: str, name: str) -> type:
+def loaded_data_class(code: int, module: str, name: str) -> type:
     """The data class ``module.name``, found without importing or calling anything."""
     mod = sys.modules.get(module)
     cached = _ACCEPTED.get((code, module, name))
@@ -265,7 +265,7 @@ class _Decoder:
             # LangGraph's vetted list, or named by the user: LangGraph's own semantics.
             cls: Any = getattr(sys.modules.get(module) or importlib.import_module(module), name)
         else:
-            cls = _loaded_data_class(code, module, name)
+            cls = loaded_data_class(code, module, name)
         try:
             return _construct(code, cls, arg)
         except Exception as exc:

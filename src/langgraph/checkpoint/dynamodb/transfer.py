@@ -75,9 +75,9 @@ from langgraph.checkpoint.dynamodb._export_file import (
     FORMAT,
     ExportError,
     ExportFileError,
+    ImportPlan,
+    RecordReader,
     TargetExistsError,
-    _Plan,
-    _Reader,
     _records,
 )
 from langgraph.checkpoint.dynamodb._portable import (
@@ -433,7 +433,7 @@ def import_thread(
     with contextlib.ExitStack() as stack:
         src = _seekable(fp, stack)
         start = src.tell()
-        plan = _Plan()
+        plan = ImportPlan()
 
         def check_keys(ns: str, cid: str, task_id: str) -> None:
             # The savers' own key rules, before any write.
@@ -453,14 +453,14 @@ def import_thread(
                         "saver has no bucket: import into a store with an S3 bucket (--bucket)"
                     )
 
-        for _ in _records(_Reader(src, max_line), serde, limit, plan, check_keys, check_value):
+        for _ in _records(RecordReader(src, max_line), serde, limit, plan, check_keys, check_value):
             pass
         target = thread_id or plan.source_thread
         _check_target(saver, target)
         src.seek(start)
         progress = _Progress()
         try:
-            _write(saver, target, _records(_Reader(src, max_line), serde, limit, None), plan, progress)
+            _write(saver, target, _records(RecordReader(src, max_line), serde, limit, None), plan, progress)
             _verify(saver, target, plan)
         except BaseException as exc:
             if not progress.started:
@@ -514,7 +514,7 @@ def _write(
     saver: Any,
     thread_id: str,
     records: Iterable[tuple[str, dict[str, Any]]],
-    plan: _Plan,
+    plan: ImportPlan,
     progress: _Progress,
 ) -> None:
     """Replay validated records through the public API, counting into ``progress``.
@@ -564,7 +564,7 @@ def _write(
         progress.written += 1
 
 
-def _verify(saver: Any, thread_id: str, plan: _Plan) -> None:
+def _verify(saver: Any, thread_id: str, plan: ImportPlan) -> None:
     """The latest checkpoint of every namespace reads back (cheap: one get_tuple each)."""
     for ns, cid in plan.latest.items():
         got = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})

@@ -55,12 +55,11 @@ from langgraph.checkpoint.dynamodb.cli._base import (  # noqa: F401 (re-exported
     EXIT_UNSUPPORTED,
     EXIT_USAGE,
     CLIError,
-    _positive,
     parse_when,
+    positive,
 )
 from langgraph.checkpoint.dynamodb.cli._commands import (  # noqa: F401 (re-exported)
-    _Ctx,
-    _make_saver,
+    Ctx,
     cmd_copy,
     cmd_delete,
     cmd_diff,
@@ -70,12 +69,13 @@ from langgraph.checkpoint.dynamodb.cli._commands import (  # noqa: F401 (re-expo
     cmd_show,
     cmd_stats,
     cmd_threads,
+    make_saver,
 )
 from langgraph.checkpoint.dynamodb.cli._parser import (  # noqa: F401 (re-exported)
-    _map_exception,
     build_parser,
     console_main,
     main,
+    map_exception,
 )
 from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-exported)
     display_id,
@@ -88,28 +88,28 @@ from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-export
 )
 from langgraph.checkpoint.dynamodb.cli._store import (  # noqa: F401 (re-exported)
     ThreadFilter,
-    _decode_token,
-    _encode_token,
-    _item_kind,
-    _require_thread,
-    _s3_kind,
     checkpoint_sizes,
     collect_stats,
+    decode_token,
     describe_checkpoint,
     describe_history,
     diff_checkpoints,
+    encode_token,
+    item_kind,
     list_threads,
     missing_parent_reason,
+    require_thread,
+    s3_kind,
     subgraph_path,
     thread_checkpoint_count,
 )
 from langgraph.checkpoint.dynamodb.cli._tasks import (  # noqa: F401 (re-exported)
-    _task_statuses,
     changed_channels,
     checkpoint_time,
     is_internal_channel,
     next_tasks,
     produced_by,
+    task_statuses,
 )
 
 __all__ = [

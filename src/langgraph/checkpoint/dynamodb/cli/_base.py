@@ -30,7 +30,7 @@ ENV_TENANT: Final = config.ENV_TENANT_PREFIX
 DEFAULT_LOCAL_TABLE: Final = "langgraph-checkpoints"
 DEFAULT_LOCAL_BUCKET: Final = "langgraph-checkpoints"
 
-_CREDENTIAL_CODES = {
+CREDENTIAL_CODES = {
     "UnrecognizedClientException",
     "InvalidClientTokenId",
     "InvalidSignatureException",
@@ -60,7 +60,7 @@ class CLIError(Exception):
         self.code = code
 
 
-class _StdoutClosed(Exception):
+class StdoutClosed(Exception):
     """Whoever read our stdout stopped (``... | head -1``): stop quietly."""
 
 
@@ -94,14 +94,14 @@ def parse_when(text: str, now: float | None = None) -> int:
     return int(when.timestamp() * 1000)
 
 
-def _when(text: str) -> int:
+def when_text(text: str) -> int:
     try:
         return parse_when(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:

@@ -27,29 +27,28 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_UNSUPPORTED,
     EXIT_USAGE,
     CLIError,
-    _StdoutClosed,
+    StdoutClosed,
 )
 from langgraph.checkpoint.dynamodb.cli._render import (
-    _LABEL_COLORS,
-    _cell,
-    _escape_controls,
-    _fmt_next,
-    _fmt_writes,
-    _human_bytes,
-    _paint,
-    _paint_match,
-    _wants_color,
+    LABEL_COLORS,
     display_id,
+    escape_controls,
+    fmt_next,
+    fmt_writes,
+    human_bytes,
     jsonable,
+    paint,
+    paint_match,
     render_stats,
     render_table,
     shell_quote,
     short,
+    table_cell,
+    wants_color,
 )
 from langgraph.checkpoint.dynamodb.cli._store import (
     ThreadFilter,
-    _as_list,
-    _require_thread,
+    as_list,
     checkpoint_sizes,
     collect_stats,
     describe_checkpoint,
@@ -57,13 +56,19 @@ from langgraph.checkpoint.dynamodb.cli._store import (
     diff_checkpoints,
     list_threads,
     missing_parent_reason,
+    require_thread,
     thread_checkpoint_count,
 )
-from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _INTERRUPT, _task_statuses, is_internal_channel
+from langgraph.checkpoint.dynamodb.cli._tasks import (
+    ERROR_CHANNEL,
+    INTERRUPT_CHANNEL,
+    is_internal_channel,
+    task_statuses,
+)
 
 
 @dataclasses.dataclass
-class _Ctx:
+class Ctx:
     args: argparse.Namespace
     stdin: TextIO
     stdout: TextIO
@@ -77,13 +82,13 @@ class _Ctx:
     @property
     def color(self) -> bool:
         """Colour on stdout (never with --json)."""
-        return not self.json and _wants_color(getattr(self.args, "color", None), self.stdout)
+        return not self.json and wants_color(getattr(self.args, "color", None), self.stdout)
 
     def _write(self, text: str) -> None:
         try:
             self.stdout.write(text)
         except BrokenPipeError as exc:  # only stdout's: an AWS socket's is not ours to hide
-            raise _StdoutClosed from exc
+            raise StdoutClosed from exc
 
     def out(self, text: str = "") -> None:
         self._write(text + "\n")
@@ -93,15 +98,15 @@ class _Ctx:
         if self.color and text:
             head, _, rest = text.partition("\n")
             indent = head[: len(head) - len(head.lstrip())]
-            text = indent + _paint(head.lstrip(), "bold") + ("\n" + rest if rest else "")
+            text = indent + paint(head.lstrip(), "bold") + ("\n" + rest if rest else "")
             text = self.labels(text)
         self.out(text)
 
     def labels(self, text: str) -> str:
         if not self.color:
             return text
-        for pattern, style in _LABEL_COLORS:
-            text = pattern.sub(functools.partial(_paint_match, style=style), text)
+        for pattern, style in LABEL_COLORS:
+            text = pattern.sub(functools.partial(paint_match, style=style), text)
         return text
 
     def emit(self, obj: Any) -> None:
@@ -112,7 +117,7 @@ class _Ctx:
         sequence in an LLM's output, say) are shown escaped instead of obeyed; in a pipe,
         the exact text."""
         isatty = getattr(self.stdout, "isatty", None)
-        return _escape_controls(text, keep="\n\t") if isatty and isatty() else text
+        return escape_controls(text, keep="\n\t") if isatty and isatty() else text
 
     def note(self, text: str) -> None:
         self.stderr.write(text + "\n")
@@ -181,7 +186,7 @@ class _Progress:
         self._ticker.start()
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
+def connection_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "table": args.table or os.environ.get(ENV_TABLE) or None,
         "bucket": args.bucket or os.environ.get(ENV_BUCKET) or None,
@@ -194,8 +199,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _make_saver(args: argparse.Namespace) -> Any:
-    s = _settings(args)
+def make_saver(args: argparse.Namespace) -> Any:
+    s = connection_settings(args)
     if not s["table"]:
         raise CLIError(f"no table: pass --table or set {ENV_TABLE}", EXIT_USAGE, "no_table")
     import boto3
@@ -234,14 +239,14 @@ def _make_saver(args: argparse.Namespace) -> Any:
         raise CLIError(f"invalid configuration: {exc}", EXIT_USAGE, "bad_configuration") from exc
 
 
-def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
+def _resolve_checkpoint(ctx: Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
     """A checkpoint tuple from a full id, a unique id prefix, or ``latest``/nothing."""
     saver = ctx.saver
     base = {"thread_id": thread_id, "checkpoint_ns": ns}
     if ref in (None, "", "latest"):
         tup = saver.get_tuple({"configurable": base})
         if tup is None:
-            _require_thread(saver, thread_id)
+            require_thread(saver, thread_id)
             raise CLIError(
                 f"thread {shell_quote(thread_id)} has no checkpoint in namespace {shell_quote(ns)}",
                 EXIT_NOT_FOUND,
@@ -260,7 +265,7 @@ def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> 
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        _require_thread(saver, thread_id)
+        require_thread(saver, thread_id)
         raise CLIError(
             f"checkpoint {shell_quote(ref)} not found in thread {shell_quote(thread_id)}",
             EXIT_NOT_FOUND,
@@ -271,7 +276,7 @@ def _resolve_checkpoint(ctx: _Ctx, thread_id: str, ref: str | None, ns: str) -> 
     )
 
 
-def _confirm(ctx: _Ctx, question: str) -> None:
+def _confirm(ctx: Ctx, question: str) -> None:
     if getattr(ctx.args, "yes", False):
         return
     if not ctx.stdin.isatty():
@@ -298,7 +303,7 @@ def _saver_call(name: str, fn: Callable[[], Any]) -> Any:
         ) from exc
 
 
-def cmd_local(ctx: _Ctx) -> int:
+def cmd_local(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.local import LocalAWS
 
     args = ctx.args
@@ -335,7 +340,7 @@ def cmd_local(ctx: _Ctx) -> int:
     stop = threading.Event()
     try:
         aws.saver(
-            table_name=table, bucket_name=bucket, s3_key_prefix=_settings(args)["s3_key_prefix"]
+            table_name=table, bucket_name=bucket, s3_key_prefix=connection_settings(args)["s3_key_prefix"]
         ).close()
         env = aws.env(table_name=table, bucket_name=bucket)
         lines = aws.export_lines(table_name=table, bucket_name=bucket)
@@ -372,7 +377,7 @@ def cmd_local(ctx: _Ctx) -> int:
         finally:
             for restored, handler in previous.items():
                 signal.signal(restored, handler)
-        _EXIT_AT_ONCE.set()
+        EXIT_AT_ONCE.set()
         return EXIT_OK
     finally:
         # Stopping the embedded server can wait on clients' keep-alive
@@ -380,7 +385,7 @@ def cmd_local(ctx: _Ctx) -> int:
         threading.Thread(target=aws.stop, daemon=True).start()
 
 
-def cmd_threads(ctx: _Ctx) -> int:
+def cmd_threads(ctx: Ctx) -> int:
     args = ctx.args
     given = args.prefix is not None or args.active_since is not None or args.idle_for is not None
     flt = ThreadFilter(
@@ -421,23 +426,23 @@ def cmd_threads(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def cmd_history(ctx: _Ctx) -> int:
+def cmd_history(ctx: Ctx) -> int:
     args = ctx.args
     ns = None if args.all_namespaces else args.ns
     rows = describe_history(
         ctx.saver, args.thread, checkpoint_ns=ns, limit=args.limit, with_sizes=not args.no_sizes
     )
     if not rows:
-        _require_thread(ctx.saver, args.thread)
+        require_thread(ctx.saver, args.thread)
     if ctx.json:
         ctx.emit({"thread_id": args.thread, "checkpoint_ns": ns, "checkpoints": rows})
         return EXIT_OK
     table_rows = [
         {
             **r,
-            "writes_s": _fmt_writes(r["writes"], r["parent_missing"], r["parent_missing_reason"]),
-            "next_s": _fmt_next(r["next"]),
-            "bytes_s": _human_bytes(r.get("bytes")),
+            "writes_s": fmt_writes(r["writes"], r["parent_missing"], r["parent_missing_reason"]),
+            "next_s": fmt_next(r["next"]),
+            "bytes_s": human_bytes(r.get("bytes")),
         }
         for r in rows
     ]
@@ -454,7 +459,7 @@ def cmd_history(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def _show_channel(ctx: _Ctx, tup: Any) -> int:
+def _show_channel(ctx: Ctx, tup: Any) -> int:
     """``show --channel NAME``: one channel's value, whole (text as is, anything else as JSON)."""
     name = ctx.args.channel
     values = tup.checkpoint.get("channel_values", {})
@@ -482,7 +487,7 @@ def _show_channel(ctx: _Ctx, tup: Any) -> int:
                 "checkpoint_id": conf["checkpoint_id"],
                 "checkpoint_ns": conf.get("checkpoint_ns", ""),
                 "channel": name,
-                "type": _type_label(value),
+                "type": type_label(value),
                 "value": value,
             }
         )
@@ -495,7 +500,7 @@ def _show_channel(ctx: _Ctx, tup: Any) -> int:
     return EXIT_OK
 
 
-def cmd_show(ctx: _Ctx) -> int:
+def cmd_show(ctx: Ctx) -> int:
     args = ctx.args
     tup = _resolve_checkpoint(ctx, args.thread, args.checkpoint, args.ns)
     if args.channel is not None:
@@ -517,7 +522,7 @@ def cmd_show(ctx: _Ctx) -> int:
     pending = [
         {"task_id": tid, "channel": ch, "value": jsonable(v)}
         for tid, ch, v in tup.pending_writes or []
-        if args.all_channels or not is_internal_channel(ch) or ch in (_INTERRUPT, _ERROR)
+        if args.all_channels or not is_internal_channel(ch) or ch in (INTERRUPT_CHANNEL, ERROR_CHANNEL)
     ]
     if ctx.json:
         ctx.emit(
@@ -539,19 +544,19 @@ def cmd_show(ctx: _Ctx) -> int:
     ctx.out(f"parent      {display_id(info['parent_id']) if info['parent_id'] else '-'}")
     ctx.out(
         ctx.labels(
-            f"written by  {_fmt_writes(info['writes'], info['parent_missing'], info['parent_missing_reason'])}"
+            f"written by  {fmt_writes(info['writes'], info['parent_missing'], info['parent_missing_reason'])}"
         )
     )
-    ctx.out(ctx.labels(f"next        {_fmt_next(info['next'])}"))
+    ctx.out(ctx.labels(f"next        {fmt_next(info['next'])}"))
     if "bytes" in info:
-        ctx.out(f"size        {_human_bytes(info['bytes'])}")
-    statuses = _task_statuses(tup.pending_writes or [])
+        ctx.out(f"size        {human_bytes(info['bytes'])}")
+    statuses = task_statuses(tup.pending_writes or [])
     for tid, ch, val in tup.pending_writes or []:
-        if ch != _INTERRUPT:
+        if ch != INTERRUPT_CHANNEL:
             continue
         # An answered interrupt stays among the pending writes: say it was answered.
         answered = "(answered) " if statuses.get(tid) == "resumed" else ""
-        for v in _as_list(val):
+        for v in as_list(val):
             ctx.out(ctx.labels(f"interrupt   {answered}{short(jsonable(getattr(v, 'value', v)), 200)}"))
     ctx.out("")
     ctx.out(f"values ({len(shown)} channel(s)):")
@@ -565,10 +570,10 @@ def cmd_show(ctx: _Ctx) -> int:
             )
         else:
             text = short(value, width)
-        rows.append({"name": name, "type": _type_label(value), "value": text})
+        rows.append({"name": name, "type": type_label(value), "value": text})
     if args.full:
         for r in rows:
-            ctx.out(f"--- {_cell(r['name'], 10**9)} ({r['type']})")
+            ctx.out(f"--- {table_cell(r['name'], 10**9)} ({r['type']})")
             ctx.out(ctx.safe(r["value"]))
     else:
         ctx.table(
@@ -593,14 +598,14 @@ def cmd_show(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def _type_label(value: Any) -> str:
+def type_label(value: Any) -> str:
     name = type(value).__name__
     if isinstance(value, (str, bytes, list, tuple, dict, set)):
         return f"{name}[{len(value)}]"
     return name
 
 
-def cmd_diff(ctx: _Ctx) -> int:
+def cmd_diff(ctx: Ctx) -> int:
     args = ctx.args
     a = _resolve_checkpoint(ctx, args.thread, args.a, args.ns)
     b = _resolve_checkpoint(ctx, args.thread, args.b, args.ns)
@@ -630,7 +635,7 @@ def cmd_diff(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def cmd_copy(ctx: _Ctx) -> int:
+def cmd_copy(ctx: Ctx) -> int:
     args = ctx.args
     saver = ctx.saver
     if args.source == args.target:
@@ -640,7 +645,7 @@ def cmd_copy(ctx: _Ctx) -> int:
             EXIT_USAGE,
             "same_thread",
         )
-    src_count = _require_thread(saver, args.source)
+    src_count = require_thread(saver, args.source)
     dst_count = thread_checkpoint_count(saver, args.target)
     if dst_count:
         # copy_thread never merges two histories; make the user delete first.
@@ -671,10 +676,10 @@ def cmd_copy(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def cmd_prune(ctx: _Ctx) -> int:
+def cmd_prune(ctx: Ctx) -> int:
     args = ctx.args
     saver = ctx.saver
-    before = {t: _require_thread(saver, t) for t in args.threads}
+    before = {t: require_thread(saver, t) for t in args.threads}
     if args.keep_last is not None:
         if args.keep_last < 1:
             raise CLIError("--keep-last must be >= 1", EXIT_USAGE, "bad_keep_last")
@@ -744,9 +749,9 @@ def _add_results(total: Any, one: Any) -> Any:
     return total
 
 
-def cmd_delete(ctx: _Ctx) -> int:
+def cmd_delete(ctx: Ctx) -> int:
     args = ctx.args
-    count = _require_thread(ctx.saver, args.thread)
+    count = require_thread(ctx.saver, args.thread)
     _confirm(
         ctx,
         f"delete thread {shell_quote(args.thread)} ({count} checkpoint(s), all namespaces, its S3 objects)?",
@@ -759,9 +764,9 @@ def cmd_delete(ctx: _Ctx) -> int:
     return EXIT_OK
 
 
-def cmd_stats(ctx: _Ctx) -> int:
+def cmd_stats(ctx: Ctx) -> int:
     if ctx.args.thread:
-        _require_thread(ctx.saver, ctx.args.thread)
+        require_thread(ctx.saver, ctx.args.thread)
     with ctx.progress("stats") as progress:
         stats = collect_stats(ctx.saver, ctx.args.thread, progress=progress.update)
     if ctx.json:
@@ -772,4 +777,4 @@ def cmd_stats(ctx: _Ctx) -> int:
 
 
 #: Set by a command whose process must end the moment it returns (``local``).
-_EXIT_AT_ONCE = threading.Event()
+EXIT_AT_ONCE = threading.Event()

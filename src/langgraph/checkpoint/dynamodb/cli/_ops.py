@@ -20,10 +20,10 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_REFUSED,
     EXIT_USAGE,
     CLIError,
-    _positive,
+    positive,
 )
-from langgraph.checkpoint.dynamodb.cli._commands import _Ctx
-from langgraph.checkpoint.dynamodb.cli._store import _require_thread
+from langgraph.checkpoint.dynamodb.cli._commands import Ctx
+from langgraph.checkpoint.dynamodb.cli._store import require_thread
 
 __all__ = ["register"]
 
@@ -51,13 +51,13 @@ def register(add: Add) -> None:
     )
     p.add_argument(
         "--max-payload-size",
-        type=_positive,
+        type=positive,
         metavar="BYTES",
         help="largest payload accepted (default: the saver's, 64 MiB)",
     )
 
 
-def cmd_doctor(ctx: _Ctx) -> int:
+def cmd_doctor(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.doctor import diagnose
 
     report = diagnose(ctx.saver)
@@ -87,12 +87,12 @@ def _portable(saver: Any) -> Any:
     return saver
 
 
-def cmd_export(ctx: _Ctx) -> int:
+def cmd_export(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.transfer import ExportError, export_thread
 
     args = ctx.args
     saver = _portable(ctx.saver)
-    _require_thread(saver, args.thread)
+    require_thread(saver, args.thread)
     to_stdout = args.output in (None, "-")
     try:
         if to_stdout:
@@ -136,7 +136,7 @@ def _export_to_file(saver: Any, thread_id: str, path: str) -> dict[str, Any]:
     return summary
 
 
-def cmd_import(ctx: _Ctx) -> int:
+def cmd_import(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.transfer import (
         ExportError,
         ExportFileError,

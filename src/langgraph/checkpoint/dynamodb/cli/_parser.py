@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TextIO
 from langgraph.checkpoint.dynamodb._inspection import ddb_client
 from langgraph.checkpoint.dynamodb.cli import _ops, _ui
 from langgraph.checkpoint.dynamodb.cli._base import (
-    _CREDENTIAL_CODES,
+    CREDENTIAL_CODES,
     DEFAULT_LOCAL_BUCKET,
     DEFAULT_LOCAL_TABLE,
     ENV_BUCKET,
@@ -27,15 +27,13 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_PIPE,
     EXIT_USAGE,
     CLIError,
-    _positive,
-    _StdoutClosed,
-    _when,
+    StdoutClosed,
+    positive,
+    when_text,
 )
 from langgraph.checkpoint.dynamodb.cli._commands import (
-    _EXIT_AT_ONCE,
-    _Ctx,
-    _make_saver,
-    _settings,
+    EXIT_AT_ONCE,
+    Ctx,
     cmd_copy,
     cmd_delete,
     cmd_diff,
@@ -45,9 +43,11 @@ from langgraph.checkpoint.dynamodb.cli._commands import (
     cmd_show,
     cmd_stats,
     cmd_threads,
+    connection_settings,
+    make_saver,
 )
-from langgraph.checkpoint.dynamodb.cli._render import _paint, _wants_color
-from langgraph.checkpoint.dynamodb.cli._store import _client_code
+from langgraph.checkpoint.dynamodb.cli._render import paint, wants_color
+from langgraph.checkpoint.dynamodb.cli._store import client_code
 
 # =================================================================== parser
 
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add(
         name: str,
         help_: str,
-        fn: Callable[[_Ctx], int],
+        fn: Callable[[Ctx], int],
         *,
         saver: bool = True,
         connection: bool = True,
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "without thread heads, the newest checkpoint's time)",
         cmd_threads,
     )
-    p.add_argument("--limit", type=_positive, default=50, help="threads per page (default 50)")
+    p.add_argument("--limit", type=positive, default=50, help="threads per page (default 50)")
     p.add_argument("--page-token", help="continue from a previous page (it keeps the filters)")
     p.add_argument(
         "--source",
@@ -186,13 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix", default=None, help="only thread ids starting with this")
     p.add_argument(
         "--active-since",
-        type=_when,
+        type=when_text,
         metavar="WHEN",
         help="only threads active since WHEN: a duration ago (30m, 2h, 7d, 1h30m) or an ISO time",
     )
     p.add_argument(
         "--idle-for",
-        type=_when,
+        type=when_text,
         metavar="DURATION",
         help="only threads with no activity for at least DURATION (or since an ISO time)",
     )
@@ -201,11 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("thread")
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
     p.add_argument("--all-namespaces", action="store_true", help="all namespaces (subgraphs) merged")
-    p.add_argument("--limit", type=_positive, default=None, help="at most N checkpoints")
+    p.add_argument("--limit", type=positive, default=None, help="at most N checkpoints")
     p.add_argument(
         "--no-sizes", action="store_true", help="no SIZE column (saves reads; JSON rows get no bytes)"
     )
-    p.add_argument("--width", type=_positive, default=48, help="column width limit (default 48)")
+    p.add_argument("--width", type=positive, default=48, help="column width limit (default 48)")
 
     p = add("show", "decoded state of a checkpoint (default: the latest)", cmd_show)
     p.add_argument("thread")
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
     p.add_argument("--full", action="store_true", help="print values in full")
     p.add_argument("--all-channels", action="store_true", help="include LangGraph's control channels")
-    p.add_argument("--width", type=_positive, default=80, help="value preview width (default 80)")
+    p.add_argument("--width", type=positive, default=80, help="value preview width (default 80)")
     p.add_argument("--channel", metavar="NAME", help="print only this channel's value, in full")
     p.add_argument(
         "--no-sizes", action="store_true", help="skip the stored size (saves reads; JSON gets no bytes)"
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", help="checkpoint id, unique prefix, or 'latest'")
     p.add_argument("b", help="checkpoint id, unique prefix, or 'latest'")
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
-    p.add_argument("--width", type=_positive, default=40, help="value preview width (default 40)")
+    p.add_argument("--width", type=positive, default=40, help="value preview width (default 40)")
 
     p = add("copy", "copy a thread (all namespaces, same checkpoint ids) to a new, empty thread id", cmd_copy)
     p.add_argument("source")
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 # ===================================================================== main
 
 
-def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: Any) -> CLIError:
+def map_exception(exc: BaseException, args: argparse.Namespace | None, saver: Any) -> CLIError:
     """Turn AWS and saver exceptions into CLI errors with exit codes."""
     from botocore.exceptions import (
         ClientError,
@@ -271,8 +271,8 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
         PartialCredentialsError,
     )
 
-    table = getattr(saver, "table_name", None) or (args and _settings(args)["table"])
-    bucket = getattr(saver, "bucket_name", None) or (args and _settings(args)["bucket"])
+    table = getattr(saver, "table_name", None) or (args and connection_settings(args)["table"])
+    bucket = getattr(saver, "bucket_name", None) or (args and connection_settings(args)["bucket"])
     where = ""
     if saver is not None:
         meta = getattr(ddb_client(saver), "meta", None)
@@ -289,7 +289,7 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
     if isinstance(exc, EndpointConnectionError):
         return CLIError(f"cannot reach the endpoint: {exc}", EXIT_ERROR, "endpoint_unreachable")
     if isinstance(exc, ClientError):
-        code = _client_code(exc)
+        code = client_code(exc)
         op = getattr(exc, "operation_name", "")
         if code == "ResourceNotFoundException":
             return CLIError(
@@ -307,7 +307,7 @@ def _map_exception(exc: BaseException, args: argparse.Namespace | None, saver: A
                 EXIT_USAGE,
                 "bucket_not_found",
             )
-        if code in _CREDENTIAL_CODES:
+        if code in CREDENTIAL_CODES:
             return CLIError(
                 f"AWS rejected the credentials ({code}){where}: {exc}", EXIT_CREDENTIALS, "bad_credentials"
             )
@@ -340,7 +340,7 @@ def main(
     argv = list(sys.argv[1:] if argv is None else argv)
     wants_json = "--json" in argv
     args: argparse.Namespace | None = None
-    ctx: _Ctx | None = None
+    ctx: Ctx | None = None
     try:
         try:
             parser = build_parser()
@@ -352,12 +352,12 @@ def main(
         except SystemExit as exc:  # --help / --version
             return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_OK
         except BrokenPipeError as exc:  # --help | head
-            raise _StdoutClosed from exc
+            raise StdoutClosed from exc
         if not getattr(args, "command", None):
             raise CLIError("missing command (see --help)", EXIT_USAGE, "usage")
-        ctx = _Ctx(args, stdin, stdout, stderr)
+        ctx = Ctx(args, stdin, stdout, stderr)
         if args.needs_saver:
-            ctx.saver = _make_saver(args)
+            ctx.saver = make_saver(args)
         try:
             code: int = args.func(ctx)
             return code
@@ -367,13 +367,13 @@ def main(
     except KeyboardInterrupt:
         stderr.write("interrupted\n")
         return EXIT_INTERRUPTED
-    except _StdoutClosed:
+    except StdoutClosed:
         return EXIT_PIPE  # nothing to say: nobody reads what we would print
     except CLIError as err:
         return _report(err, stderr, wants_json, _color_mode(argv))
     except Exception as exc:
         return _report(
-            _map_exception(exc, args, ctx.saver if ctx else None), stderr, wants_json, _color_mode(argv)
+            map_exception(exc, args, ctx.saver if ctx else None), stderr, wants_json, _color_mode(argv)
         )
 
 
@@ -394,7 +394,7 @@ def _report(err: CLIError, stderr: TextIO, as_json: bool, color: str | None = No
             json.dumps({"error": err.code, "message": err.message, "exit_code": err.exit_code}) + "\n"
         )
     else:
-        prefix = _paint("error:", "red") if _wants_color(color, stderr) else "error:"
+        prefix = paint("error:", "red") if wants_color(color, stderr) else "error:"
         stderr.write(f"{prefix} {err.message}\n")
     return err.exit_code
 
@@ -422,7 +422,7 @@ def console_main() -> None:
         with contextlib.suppress(OSError, ValueError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-    if _EXIT_AT_ONCE.is_set():
+    if EXIT_AT_ONCE.is_set():
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

@@ -92,7 +92,7 @@ def render_table(
             [
                 display_id(str(row.get(key)))
                 if key in no_truncate and row.get(key) is not None
-                else _cell(row.get(key), max_width)
+                else table_cell(row.get(key), max_width)
                 for key, _ in columns
             ]
         )
@@ -147,7 +147,7 @@ def _fit(text: str, max_width: int) -> str:
     return "".join(out) + "..."
 
 
-def _cell(value: Any, max_width: int) -> str:
+def table_cell(value: Any, max_width: int) -> str:
     if value is None:
         text = "-"
     elif isinstance(value, bool):
@@ -156,10 +156,10 @@ def _cell(value: Any, max_width: int) -> str:
         text = f"{value:,}"
     else:
         text = str(value)
-    return _fit(_escape_controls(" ".join(text.split())), max_width)
+    return _fit(escape_controls(" ".join(text.split())), max_width)
 
 
-def _escape_controls(text: str, keep: str = "") -> str:
+def escape_controls(text: str, keep: str = "") -> str:
     """Control characters as visible escapes (``\\x1b``): stored text must not drive the terminal."""
     if text.isprintable() or all(ch in keep or unicodedata.category(ch) != "Cc" for ch in text):
         return text
@@ -250,7 +250,7 @@ _PARENT_LABELS: Final = {
 }
 
 
-def _fmt_writes(
+def fmt_writes(
     writes: Mapping[str, Sequence[str]], parent_missing: bool = False, reason: str | None = None
 ) -> str:
     if parent_missing:
@@ -258,13 +258,13 @@ def _fmt_writes(
     return "; ".join(f"{node}: {', '.join(chans) or '-'}" for node, chans in writes.items()) or "-"
 
 
-def _fmt_next(tasks: Sequence[Mapping[str, Any]]) -> str:
+def fmt_next(tasks: Sequence[Mapping[str, Any]]) -> str:
     return (
         ", ".join(t["name"] + ("" if t["status"] == "pending" else f" ({t['status']})") for t in tasks) or "-"
     )
 
 
-def _human_bytes(n: int | None) -> str:
+def human_bytes(n: int | None) -> str:
     if n is None:
         return "-"
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -274,7 +274,7 @@ def _human_bytes(n: int | None) -> str:
     return str(n)  # pragma: no cover
 
 
-def _wants_color(mode: str | None, stream: TextIO) -> bool:
+def wants_color(mode: str | None, stream: TextIO) -> bool:
     """Colour on ``stream``: ``always``; ``never``; ``auto`` (default) = a terminal and no NO_COLOR.
 
     https://no-color.org: a non-empty ``NO_COLOR`` turns colour off; an
@@ -292,18 +292,18 @@ def _wants_color(mode: str | None, stream: TextIO) -> bool:
 
 _SGR: Final = {"bold": "1", "red": "31", "yellow": "33", "green": "32", "dim": "2"}
 # Status labels worth a glance: what waits for a person, what failed.
-_LABEL_COLORS: Final = (
+LABEL_COLORS: Final = (
     (re.compile(r"\((interrupted|parent pruned|parent never existed|parent missing)\)"), "yellow"),
     (re.compile(r"\((error)\)"), "red"),
 )
 
 
-def _paint(text: str, style: str) -> str:
+def paint(text: str, style: str) -> str:
     return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
 
 
-def _paint_match(match: re.Match[str], style: str) -> str:
-    return _paint(match.group(0), style)
+def paint_match(match: re.Match[str], style: str) -> str:
+    return paint(match.group(0), style)
 
 
 def render_stats(stats: Mapping[str, Any]) -> str:
@@ -318,10 +318,10 @@ def render_stats(stats: Mapping[str, Any]) -> str:
         f"{stats['namespaces']} namespace(s)"
         + (f" (subgraphs {subgraphs}: {stats.get('subgraph_runs', 0)} run(s))" if subgraphs else ""),
         "",
-        f"DynamoDB: {d['items']:,} item(s), {_human_bytes(d['bytes'])}",
+        f"DynamoDB: {d['items']:,} item(s), {human_bytes(d['bytes'])}",
     ]
     rows = [
-        {"kind": k, "items": v["items"], "bytes": _human_bytes(v["bytes"])} for k, v in d["by_kind"].items()
+        {"kind": k, "items": v["items"], "bytes": human_bytes(v["bytes"])} for k, v in d["by_kind"].items()
     ]
     lines.append(render_table(rows, [("kind", "KIND"), ("items", "ITEMS"), ("bytes", "BYTES")], indent="  "))
     lines.append("")
@@ -329,10 +329,10 @@ def render_stats(stats: Mapping[str, Any]) -> str:
         lines.append("S3: no bucket configured (--bucket / LANGGRAPH_DYNAMODB_BUCKET)")
     else:
         lines.append(
-            f"S3 s3://{s3['bucket']}/{s3['prefix']}: {s3['objects']:,} object(s), {_human_bytes(s3['bytes'])}"
+            f"S3 s3://{s3['bucket']}/{s3['prefix']}: {s3['objects']:,} object(s), {human_bytes(s3['bytes'])}"
         )
         rows = [
-            {"kind": k, "objects": v["objects"], "bytes": _human_bytes(v["bytes"])}
+            {"kind": k, "objects": v["objects"], "bytes": human_bytes(v["bytes"])}
             for k, v in s3["by_kind"].items()
         ]
         if rows:

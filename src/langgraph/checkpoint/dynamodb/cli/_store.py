@@ -22,15 +22,15 @@ from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_USAGE, CLIError
 from langgraph.checkpoint.dynamodb.cli._render import jsonable, shell_quote
 from langgraph.checkpoint.dynamodb.cli._tasks import (
-    _INTERRUPT,
-    _NS_END,
-    _NS_SEP,
-    _iso,
-    _uuid6_ms,
+    INTERRUPT_CHANNEL,
+    NS_END,
+    NS_SEP,
     checkpoint_time,
     is_internal_channel,
+    iso_time,
     next_tasks,
     produced_by,
+    uuid6_ms,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -74,8 +74,8 @@ def describe_checkpoint(
     interrupts = [
         jsonable(getattr(v, "value", v))
         for tid, ch, val in tup.pending_writes or []
-        if ch == _INTERRUPT
-        for v in _as_list(val)
+        if ch == INTERRUPT_CHANNEL
+        for v in as_list(val)
     ]
     return {
         "checkpoint_id": conf["checkpoint_id"],
@@ -127,7 +127,7 @@ def missing_parent_reason(saver: Any, tup: Any) -> str:
     return "never_existed" if root.startswith(schema.ORPHAN_ROOT) else "pruned"
 
 
-def _as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
@@ -200,7 +200,7 @@ def thread_checkpoint_count(saver: Any, thread_id: str) -> int:
     )
 
 
-def _require_thread(saver: Any, thread_id: str) -> int:
+def require_thread(saver: Any, thread_id: str) -> int:
     count = thread_checkpoint_count(saver, thread_id)
     if count == 0:
         raise CLIError(
@@ -211,7 +211,7 @@ def _require_thread(saver: Any, thread_id: str) -> int:
     return count
 
 
-def _encode_token(state: Mapping[str, Any]) -> str:
+def encode_token(state: Mapping[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
@@ -233,7 +233,7 @@ def _is_key_value(av: Any) -> bool:
     )
 
 
-def _decode_token(token: str) -> dict[str, Any]:
+def decode_token(token: str) -> dict[str, Any]:
     """A page token's state, checked field by field: a token is user input.
 
     Whatever is wrong with it (not base64, not JSON, not ours, edited), the
@@ -359,7 +359,7 @@ def list_threads(
         >>> [t["thread_id"] for t in page["threads"]]  # doctest: +SKIP
         ['user-7/chat-2', 'user-7/chat-1']
     """
-    state = _decode_token(page_token) if page_token else None
+    state = decode_token(page_token) if page_token else None
     flt = filter or ThreadFilter()
     if state is not None:
         source = state["src"]
@@ -376,7 +376,7 @@ def list_threads(
         try:
             page = _threads_from_index(saver, limit, state, flt)
         except Exception as exc:
-            if _client_code(exc) != "ValidationException":
+            if client_code(exc) != "ValidationException":
                 raise
             if state is not None:  # a cursor DynamoDB refuses: not one it gave us
                 raise _bad_token() from None
@@ -403,7 +403,7 @@ def list_threads(
     return _threads_from_scan(saver, limit, state, flt, note="scan requested")
 
 
-def _client_code(exc: BaseException) -> str:
+def client_code(exc: BaseException) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, Mapping):
         return str(response.get("Error", {}).get("Code", ""))
@@ -518,8 +518,8 @@ def _threads_from_index(
         threads.append(
             {
                 "thread_id": thread_id,
-                "updated_at": _iso(ua / 1000),
-                "expires_at": _iso(int(ttl)) if ttl else None,
+                "updated_at": iso_time(ua / 1000),
+                "expires_at": iso_time(int(ttl)) if ttl else None,
             }
         )
     return {
@@ -527,7 +527,7 @@ def _threads_from_index(
         "note": f"thread heads from the {schema.THREADS_INDEX_NAME!r} index",
         "threads": threads,
         "next_page_token": (
-            _encode_token({"v": 1, "src": "index", "s": cursors, "f": flt.to_token()}) if more else None
+            encode_token({"v": 1, "src": "index", "s": cursors, "f": flt.to_token()}) if more else None
         ),
     }
 
@@ -560,7 +560,7 @@ def _threads_from_scan(
         (
             (pk, info)
             for pk, info in by_thread.items()
-            if flt.matches(saver.thread_id_of(pk) or "", _uuid6_ms(info["latest"]))
+            if flt.matches(saver.thread_id_of(pk) or "", uuid6_ms(info["latest"]))
         ),
         key=lambda kv: (checkpoint_time(kv[1]["latest"]) or "", kv[1]["latest"]),
         reverse=True,
@@ -582,7 +582,7 @@ def _threads_from_scan(
         "note": note,
         "threads": threads,
         "next_page_token": (
-            _encode_token({"v": 1, "src": "scan", "o": offset + limit, "f": flt.to_token()}) if more else None
+            encode_token({"v": 1, "src": "scan", "o": offset + limit, "f": flt.to_token()}) if more else None
         ),
     }
 
@@ -728,10 +728,10 @@ def subgraph_path(checkpoint_ns: str) -> str:
         >>> subgraph_path("outer:1f0c|inner:9a2b"), subgraph_path("")
         ('outer|inner', '')
     """
-    return _NS_SEP.join(part.split(_NS_END)[0] for part in checkpoint_ns.split(_NS_SEP) if not part.isdigit())
+    return NS_SEP.join(part.split(NS_END)[0] for part in checkpoint_ns.split(NS_SEP) if not part.isdigit())
 
 
-def _s3_kind(key: str, prefix: str = "") -> str:
+def s3_kind(key: str, prefix: str = "") -> str:
     """Kind of an S3 object from its key: ``<prefix><thread>/_<ns>/{v|c}/...``.
 
     Thread and namespace are percent-encoded (no ``/`` inside), so the
@@ -748,7 +748,7 @@ def _s3_kind(key: str, prefix: str = "") -> str:
     return "other"
 
 
-def _item_kind(sk: str) -> str:
+def item_kind(sk: str) -> str:
     _, kind, rest, _ = schema.parse_sk(sk)
     if kind == schema.CHECKPOINT_ITEM:
         return "checkpoint"
@@ -805,7 +805,7 @@ def collect_stats(
     total_items = total_bytes = checkpoints = 0
     for it in items:
         sk = it[ATTR.SK]["S"]
-        kind = _item_kind(sk)
+        kind = item_kind(sk)
         size = item_size(it)
         entry = by_kind.setdefault(kind, {"items": 0, "bytes": 0})
         entry["items"] += 1
@@ -831,7 +831,7 @@ def collect_stats(
     for obj in s3_objects(saver, s3_prefix):
         if thread_id is None and not s3_in_scope(saver, obj["Key"]):
             continue  # another tenant's (an untenanted root lists every tenant's objects)
-        kind = _s3_kind(obj["Key"], saver.s3_key_prefix)
+        kind = s3_kind(obj["Key"], saver.s3_key_prefix)
         e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})
         e["objects"] += 1
         e["bytes"] += int(obj["Size"])

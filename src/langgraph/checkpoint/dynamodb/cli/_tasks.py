@@ -12,15 +12,15 @@ from typing import Any
 # copied because the CLI must work without langgraph installed).
 _START = "__start__"
 _TASKS = "__pregel_tasks"
-_INTERRUPT = "__interrupt__"
-_ERROR = "__error__"
-_RESUME = "__resume__"
+INTERRUPT_CHANNEL = "__interrupt__"
+ERROR_CHANNEL = "__error__"
+RESUME_CHANNEL = "__resume__"
 _PULL = "__pregel_pull"
 _PUSH = "__pregel_push"
-_NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
-_NS_SEP = "|"
-_NS_END = ":"
-_NOT_NODES = {"__input__", _INTERRUPT}
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+NS_SEP = "|"
+NS_END = ":"
+_NOT_NODES = {"__input__", INTERRUPT_CHANNEL}
 
 
 # ============================================================== inspection
@@ -39,11 +39,11 @@ def checkpoint_time(checkpoint_id: str) -> str | None:
         >>> checkpoint_time("1f0c3a3e-8d1b-6b5e-8001-0242ac120002")[:4]
         '2025'
     """
-    ms = _uuid6_ms(checkpoint_id)
-    return None if ms is None else _iso(ms / 1000)
+    ms = uuid6_ms(checkpoint_id)
+    return None if ms is None else iso_time(ms / 1000)
 
 
-def _uuid6_ms(checkpoint_id: str) -> int | None:
+def uuid6_ms(checkpoint_id: str) -> int | None:
     """Epoch milliseconds in a uuid6 id (``None`` for other ids)."""
     try:
         raw = int(checkpoint_id.replace("-", ""), 16)
@@ -55,7 +55,7 @@ def _uuid6_ms(checkpoint_id: str) -> int | None:
     return (ts - 0x01B21DD213814000) // 10_000
 
 
-def _iso(epoch_s: float) -> str:
+def iso_time(epoch_s: float) -> str:
     return (
         dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc)
         .isoformat(timespec="seconds")
@@ -71,7 +71,7 @@ def _task_id(
         cid_bytes = binascii.unhexlify(checkpoint["id"].replace("-", ""))
     except (binascii.Error, KeyError, AttributeError):
         return None
-    task_ns = f"{checkpoint_ns}{_NS_SEP}{name}" if checkpoint_ns else name
+    task_ns = f"{checkpoint_ns}{NS_SEP}{name}" if checkpoint_ns else name
     data = b"".join(p.encode() for p in (task_ns, str(step), name, *parts))
     if checkpoint.get("v", 1) > 1:
         try:
@@ -121,7 +121,7 @@ def _node_triggers(checkpoint: Mapping[str, Any]) -> dict[str, set[str]]:
     return nodes
 
 
-def _task_statuses(pending_writes: Iterable[Sequence[Any]]) -> dict[str, str]:
+def task_statuses(pending_writes: Iterable[Sequence[Any]]) -> dict[str, str]:
     """Status of each task from a checkpoint's pending writes.
 
     A task that interrupted keeps its ``__interrupt__`` write after it is
@@ -134,13 +134,13 @@ def _task_statuses(pending_writes: Iterable[Sequence[Any]]) -> dict[str, str]:
     finished: set[str] = set()
     status: dict[str, str] = {}
     for task_id, channel, _ in pending_writes:
-        if task_id == _NULL_TASK_ID:
+        if task_id == NULL_TASK_ID:
             continue
-        if channel == _INTERRUPT:
+        if channel == INTERRUPT_CHANNEL:
             interrupted.add(task_id)
-        elif channel == _ERROR:
+        elif channel == ERROR_CHANNEL:
             status.setdefault(task_id, "error")
-        elif channel != _RESUME:
+        elif channel != RESUME_CHANNEL:
             finished.add(task_id)
             status.setdefault(task_id, "done")
     for task_id in interrupted:
@@ -186,7 +186,7 @@ def next_tasks(
     values: Mapping[str, Any] = checkpoint.get("channel_values", {})
     versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
     seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
-    statuses = _task_statuses(pending_writes)
+    statuses = task_statuses(pending_writes)
     task_step = (step if step is not None else 0) + 1
     tasks: list[dict[str, Any]] = []
     sends = values.get(_TASKS)
@@ -274,7 +274,7 @@ def produced_by(
     names = {t["id"]: t["name"] for t in tasks if t["id"]}
     out: dict[str, list[str]] = {}
     for task_id, channel, _ in parent.pending_writes or []:
-        if task_id == _NULL_TASK_ID or is_internal_channel(channel):
+        if task_id == NULL_TASK_ID or is_internal_channel(channel):
             continue
         node = names.get(task_id, f"task:{task_id[:8]}")
         chans = out.setdefault(node, [])

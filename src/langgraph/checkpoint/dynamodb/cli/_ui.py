@@ -31,18 +31,18 @@ from langgraph.checkpoint.dynamodb import _deleting, schema
 from langgraph.checkpoint.dynamodb._inspection import ddb_client, s3_client
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.cli import _ui_pages as pages
-from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CLIError, _when
-from langgraph.checkpoint.dynamodb.cli._commands import _EXIT_AT_ONCE, _Ctx
+from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CLIError, when_text
+from langgraph.checkpoint.dynamodb.cli._commands import EXIT_AT_ONCE, Ctx
 from langgraph.checkpoint.dynamodb.cli._render import jsonable
 from langgraph.checkpoint.dynamodb.cli._store import (
     ThreadFilter,
-    _client_code,
+    client_code,
     describe_checkpoint,
     diff_checkpoints,
     list_threads,
     missing_parent_reason,
 )
-from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _NULL_TASK_ID, _RESUME, next_tasks
+from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID, RESUME_CHANNEL, next_tasks
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["InspectorServer", "cmd_ui", "register", "serve"]
@@ -223,10 +223,10 @@ def _resumes(tup: Any, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "task": names.get(tid, tid[:8]),
             "answer": jsonable(v[0] if isinstance(v, list) and len(v) == 1 else v),
         }
-        for tid, v in _pending(tup, _RESUME)
-        if tid != _NULL_TASK_ID
+        for tid, v in _pending(tup, RESUME_CHANNEL)
+        if tid != NULL_TASK_ID
     ]
-    return per_task or [{"task": None, "answer": jsonable(v)} for _, v in _pending(tup, _RESUME)]
+    return per_task or [{"task": None, "answer": jsonable(v)} for _, v in _pending(tup, RESUME_CHANNEL)]
 
 
 def timeline(
@@ -257,7 +257,7 @@ def timeline(
                 missing_parent_reason(saver, t) if t.parent_config and parent is None else None
             ),
         )
-        row["errors"] = [{"task_id": tid, "error": jsonable(v)} for tid, v in _pending(t, _ERROR)]
+        row["errors"] = [{"task_id": tid, "error": jsonable(v)} for tid, v in _pending(t, ERROR_CHANNEL)]
         row["resumes"] = _resumes(t, row["next"])
         row["parents"] = (t.metadata or {}).get("parents") or {}
         rows.append(row)
@@ -323,7 +323,7 @@ def value_location(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id
                 )
         except Exception as exc:  # a size is a nicety: say why it is missing, show the page
             info["bytes"] = None
-            info["error"] = _client_code(exc) or type(exc).__name__
+            info["error"] = client_code(exc) or type(exc).__name__
         out[channel] = info
     return out
 
@@ -372,7 +372,7 @@ def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
     flt = None
     if prefix or active:
         try:
-            since = _when(active) if active else None
+            since = when_text(active) if active else None
         except argparse.ArgumentTypeError as exc:
             raise CLIError(str(exc), EXIT_USAGE, "usage") from None
         flt = ThreadFilter(prefix=prefix, active_since_ms=since)
@@ -655,7 +655,7 @@ def _signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(restored, handler)
 
 
-def cmd_ui(ctx: _Ctx) -> int:
+def cmd_ui(ctx: Ctx) -> int:
     args = ctx.args
     try:
         server = serve(ctx.saver, args.port, log=ctx.note if args.verbose else None)
@@ -680,7 +680,7 @@ def cmd_ui(ctx: _Ctx) -> int:
         except KeyboardInterrupt:
             pass
     threading.Thread(target=server.shutdown, daemon=True).start()
-    _EXIT_AT_ONCE.set()  # a browser's keep-alive connection must not hold the exit up
+    EXIT_AT_ONCE.set()  # a browser's keep-alive connection must not hold the exit up
     return EXIT_OK
 
 

@@ -16,10 +16,10 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb.cli._commands import _type_label
-from langgraph.checkpoint.dynamodb.cli._render import _human_bytes, jsonable
+from langgraph.checkpoint.dynamodb.cli._commands import type_label
+from langgraph.checkpoint.dynamodb.cli._render import human_bytes, jsonable
 from langgraph.checkpoint.dynamodb.cli._store import subgraph_path
-from langgraph.checkpoint.dynamodb.cli._tasks import _ERROR, _INTERRUPT, is_internal_channel
+from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, INTERRUPT_CHANNEL, is_internal_channel
 
 #: Values longer than this (as text) are collapsed to a preview and loaded on demand.
 COLLAPSE_AT: Final = 1500
@@ -46,7 +46,7 @@ def _short(value: Any, width: int = 120) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _when(iso: str | None) -> str:
+def when_text(iso: str | None) -> str:
     """A checkpoint's time to the second, UTC (the stored ``ts`` has microseconds and an offset)."""
     return (iso or "-")[:19].replace("T", " ")
 
@@ -101,7 +101,7 @@ def threads_page(
             f'<td class="tid"><a href="{_url("/thread", id=t["thread_id"])}">{e(t["thread_id"])}</a></td>'
             f"<td>{e(t.get('updated_at') or '-')}</td>"
             f'<td class="num">{more}{e(t.get("checkpoints", "-"))}</td>'
-            f'<td class="num">{more}{e(_human_bytes(t.get("bytes")))}</td>'
+            f'<td class="num">{more}{e(human_bytes(t.get("bytes")))}</td>'
             f"<td>{e(t.get('expires_at') or '-')}</td>"
             f'<td class="num">{e(t.get("step") if t.get("step") is not None else "-")}</td>'
             f"<td>{waiting}</td></tr>"
@@ -292,7 +292,7 @@ def thread_page(
             f'<tr data-id="{e(cid)}">'
             f'<td class="cid"><a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a></td>'
             f'<td class="num">{e(r["step"])}</td><td>{e(r["source"] or "")}</td>'
-            f"<td>{e(_when(r['created_at']))}</td><td>{parent}</td>"
+            f"<td>{e(when_text(r['created_at']))}</td><td>{parent}</td>"
             f"<td>{_writes_html(r)}</td><td>{_tasks_html(r['next'])}{interrupts}{resumes}{errors}</td>"
             f"<td>{mark}</td></tr>"
         )
@@ -404,9 +404,9 @@ def checkpoint_page(
             continue
         loc = locations.get(name)
         url = _url("/value", thread=thread_id, ns=ns, id=cid, channel=name)
-        size = _human_bytes(loc.get("bytes")) if loc else "-"
+        size = human_bytes(loc.get("bytes")) if loc else "-"
         rows.append(
-            f'<tr data-channel="{e(name)}"><td class="chan">{e(name)}</td><td>{e(_type_label(values[name]))}</td>'
+            f'<tr data-channel="{e(name)}"><td class="chan">{e(name)}</td><td>{e(type_label(values[name]))}</td>'
             f'<td>{_where_html(loc, thread_id, ns)}</td><td class="num">{e(size)}</td>'
             f"<td>{_value_html(values[name], url, str(i))}</td></tr>"
         )
@@ -479,7 +479,7 @@ def _writes_section(tup: Any, tasks: Sequence[Mapping[str, Any]] = ()) -> str:
     parts = []
     for tid, writes in groups.items():
         items = "".join(
-            f'<tr class="{"err" if ch == _ERROR else "interrupt" if ch == _INTERRUPT else ""}">'
+            f'<tr class="{"err" if ch == ERROR_CHANNEL else "interrupt" if ch == INTERRUPT_CHANNEL else ""}">'
             f'<td class="num">{i}</td><td class="chan">{e(ch)}</td><td><pre class="value">{e(_short(v, 600))}</pre></td></tr>'
             for i, (ch, v) in enumerate(writes)
         )

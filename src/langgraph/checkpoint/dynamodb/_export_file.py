@@ -1,6 +1,6 @@
 """The ``langgraph-dynamodb-export/1`` file: its errors, and reading it record by record, validated.
 
-``transfer.import_thread`` reads a file twice through :func:`_records`: a
+``transfer.import_thread`` reads a file twice through :func:`parse_records`: a
 first pass that validates everything and writes nothing, then a second that
 yields the same, already validated, records to write. Nothing here does I/O
 but reading the file.
@@ -118,7 +118,7 @@ def _decode(reader: RecordReader, serde: Any, payload: Any, where: str, max_payl
         raise reader.error(f"{where}: cannot decode the payload: {type(exc).__name__}: {exc}") from None
 
 
-def _records(
+def parse_records(
     reader: RecordReader,
     serde: Any,
     max_payload_size: int,

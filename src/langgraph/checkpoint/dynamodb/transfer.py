@@ -78,7 +78,7 @@ from langgraph.checkpoint.dynamodb._export_file import (
     ImportPlan,
     RecordReader,
     TargetExistsError,
-    _records,
+    parse_records,
 )
 from langgraph.checkpoint.dynamodb._portable import (
     PORTABLE_TYPES,
@@ -453,14 +453,16 @@ def import_thread(
                         "saver has no bucket: import into a store with an S3 bucket (--bucket)"
                     )
 
-        for _ in _records(RecordReader(src, max_line), serde, limit, plan, check_keys, check_value):
+        for _ in parse_records(RecordReader(src, max_line), serde, limit, plan, check_keys, check_value):
             pass
         target = thread_id or plan.source_thread
         _check_target(saver, target)
         src.seek(start)
         progress = _Progress()
         try:
-            _write(saver, target, _records(RecordReader(src, max_line), serde, limit, None), plan, progress)
+            _write(
+                saver, target, parse_records(RecordReader(src, max_line), serde, limit, None), plan, progress
+            )
             _verify(saver, target, plan)
         except BaseException as exc:
             if not progress.started:

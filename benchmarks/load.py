@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -389,17 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         result = run_load(args.table, args.bucket or args.table, params, latency)
     else:
-        from benchmarks.orchestrate import AWS_ENV, create_storage, drop_storage, moto_server
+        from benchmarks.orchestrate import on_fresh_store
 
-        os.environ.update(AWS_ENV)
-        with moto_server() as endpoint:
-            os.environ["AWS_ENDPOINT_URL"] = endpoint
-            name = f"bench-load-{uuid.uuid4().hex[:8]}"
-            create_storage("ours", name)
-            try:
-                result = run_load(name, name, params, latency)
-            finally:
-                drop_storage(name)
+        result = on_fresh_store("bench-load", lambda name: run_load(name, name, params, latency))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1, default=str)

@@ -38,7 +38,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +214,23 @@ def drop_storage(name: str) -> None:
             if not resp.get("IsTruncated"):
                 break
         s3.delete_bucket(Bucket=name)
+
+
+def on_fresh_store(prefix: str, run: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """``run(name)`` against a fresh table and bucket ``name`` on a moto server of its own.
+
+    For the single-part benchmarks' command lines (``benchmarks.load``,
+    ``benchmarks.ui``) when no table is given.
+    """
+    os.environ.update(AWS_ENV)
+    with moto_server() as endpoint:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        create_storage("ours", name)
+        try:
+            return run(name)
+        finally:
+            drop_storage(name)
 
 
 # ---------------------------------------------------------------- runs

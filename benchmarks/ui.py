@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -182,17 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         result = run_ui(args.table, args.bucket or args.table, params, latency)
     else:
-        from benchmarks.orchestrate import AWS_ENV, create_storage, drop_storage, moto_server
+        from benchmarks.orchestrate import on_fresh_store
 
-        os.environ.update(AWS_ENV)
-        with moto_server() as endpoint:
-            os.environ["AWS_ENDPOINT_URL"] = endpoint
-            name = f"bench-ui-{uuid.uuid4().hex[:8]}"
-            create_storage("ours", name)
-            try:
-                result = run_ui(name, name, params, latency)
-            finally:
-                drop_storage(name)
+        result = on_fresh_store("bench-ui", lambda name: run_ui(name, name, params, latency))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1, default=str)

@@ -74,7 +74,7 @@ def library_requirements() -> list[str]:
     try:
         declared = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:  # pragma: no cover - source tree without install
-        return ["langgraph-checkpoint>=4.3.2,<5", "boto3>=1.34"]
+        return ["langgraph-checkpoint>=4.3.2,<5", "boto3>=1.34", "zstandard>=0.22; python_version<'3.14'"]
     return [req for req in declared if not _EXTRA_MARKER.search(req)]
 
 

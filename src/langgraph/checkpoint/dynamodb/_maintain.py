@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -17,6 +18,7 @@ from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _requests, 
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._items import (
     Item,
+    ThreadItems,
 )
 from langgraph.checkpoint.dynamodb._ops import Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
@@ -60,100 +62,17 @@ def _copy(
             "delete it first (copy_thread never merges two histories)"
         )
     source = yield from _deleting.load_thread(s, source_thread_id)
-    # Late writes on deleted lineages are not part of the source: not
-    # copied (nor the tombstones that hide them).
-    for dead_key in source.dead():
-        del source.checkpoints[dead_key]
-        source.writes.pop(dead_key, None)
-    src_prefix = s._s3_thread(source_thread_id)
-    dst_prefix = dst._s3_thread(target_thread_id)
-    dst_pk = {"S": dst._pk(target_thread_id)}
-
-    s3_keys: set[str] = set()
-
-    def retarget(items: Iterable[Item]) -> list[Item]:
-        out = []
-        for it in items:
-            # Only the source's own objects are copied: a pointer to any
-            # other object (a forged one, to another tenant's data) makes
-            # the copy refuse before anything is written.
-            for name, av in it.items():
-                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
-                    _items.is_write_attr(name) and "M" in av["L"][1]
-                ):
-                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
-                        s._s3_pointer(source_thread_id, it, name)
-            copy = retarget_item(it, src_prefix, dst_prefix, s3_keys)
-            copy[ATTR.PK] = dst_pk
-            out.append(copy)
-        return out
-
-    payload_items = retarget([*(w for ws in source.writes.values() for w in ws), *source.blobs.values()])
-    # Oldest first: an interrupted copy leaves the target a consistent
-    # prefix of the source (a checkpoint never lands before its parent).
-    checkpoint_items = retarget(source.checkpoints[k] for k in sorted(source.checkpoints, key=lambda k: k[1]))
-    # Fresh lineage roots: the target may once have held a copy of the
-    # same checkpoints and been deleted; its tombstone must not hide this one.
-    token = uuid.uuid4().hex
-    for it in checkpoint_items:
-        _, _, cid, _ = _items.parse_sk(it)
-        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{token}"}
-    # Channel values in S3 are keyed by version, not referenced by key.
-    # A value referenced as held by a checkpoint or as a blob item is in
-    # S3 when a prune re-homed it there or thresholds changed: copied if
-    # it is there (``maybe``), after the places a reader tries first.
-    maybe: set[str] = set()
-    if s.bucket_name is not None:
-        for it in source.checkpoints.values():
-            ns, _, _, _ = _items.parse_sk(it)
-            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
-                if "M" not in av:
-                    continue
-                ref = av["M"]
-                version = ref["v"]["S"]
-                key = s._value_s3_key(source_thread_id, ns, channel, version)
-                if ref["l"]["S"] == "s3":
-                    s3_keys.add(key)
-                    continue
-                if schema.blob_sk(ns, channel, version) in source.blobs:
-                    continue
-                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
-                if held is None or _items.held_value(held, channel) is None:
-                    maybe.add(key)
-    maybe -= s3_keys
-    if s3_keys or maybe:
-        if s.bucket_name is None:
-            raise ValueError("source thread has S3 payloads but no bucket_name is configured")
-        keys = sorted(s3_keys | maybe)
-        for i in range(0, len(keys), 64):
-            chunk = keys[i : i + 64]
-            results = yield Gather(
-                [
-                    s3(
-                        "copy_object",
-                        Bucket=s.bucket_name,
-                        Key=dst_prefix + key[len(src_prefix) :],
-                        CopySource={"Bucket": s.bucket_name, "Key": key},
-                    )
-                    for key in chunk
-                ],
-                return_exceptions=True,
-            )
-            for key, result in zip(chunk, results, strict=True):
-                if isinstance(result, BaseException):
-                    if (
-                        key in maybe
-                        and isinstance(result, ClientError)
-                        and error_code(result) in ("NoSuchKey", "404")
-                    ):
-                        continue
-                    raise result
+    plan = plan_copy(s, source_thread_id, target_thread_id, source, uuid.uuid4().hex, into=dst)
+    for i in range(0, len(plan.objects), 64):
+        yield from copy_objects(s, plan.objects[i : i + 64])
     # What checkpoints point to (objects, then writes and blobs) lands
     # before any checkpoint: a copied checkpoint is readable as in the
     # source the moment it exists, or not at all.
-    yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in payload_items])
+    yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in plan.items])
+    # Oldest first: an interrupted copy leaves the target a consistent
+    # prefix of the source (a checkpoint never lands before its parent).
     yield from _requests.batch_write(
-        s.table_name, [{"PutRequest": {"Item": it}} for it in checkpoint_items], in_order=True
+        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.checkpoints], in_order=True
     )
     yield from _heads.on_activity(dst, target_thread_id)
 
@@ -299,6 +218,124 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
         yield from _deleting._delete_unkept(saver, thread, keep, res, drop_writes=drop_writes)
         total.add(res)
     return total
+
+
+@dataclass
+class CopyPlan:
+    """Everything a copy writes, in the order it writes it, from the source as it is now."""
+
+    #: (source key, target key, may be missing) in source key order.
+    objects: list[tuple[str, str, bool]]
+    #: Writes and blob items, by sort key.
+    items: list[Item]
+    #: Checkpoint items, oldest first (``(checkpoint id, namespace)`` order).
+    checkpoints: list[Item]
+
+
+def plan_copy(
+    s: BaseDynamoDBSaver,
+    source_id: str,
+    target_id: str,
+    source: ThreadItems,
+    root: str,
+    upto: str | None = None,
+    *,
+    into: BaseDynamoDBSaver | None = None,
+) -> CopyPlan:
+    """What a copy of ``source`` writes, in the order it writes it: ``copy_thread`` and its steps.
+
+    Late writes on deleted lineages are not part of the source (nor the
+    tombstones that hide them). Only the source's own S3 objects are copied:
+    a pointer to any other object (a forged one, to another tenant's data)
+    raises ``CorruptPayloadError`` before anything is written. Checkpoints
+    get the lineage root ``<their root>@copy-<root>``: the target may once have
+    held a copy of the same checkpoints and been deleted, and its tombstone
+    must not hide this one.
+
+    With ``upto`` (the source's newest id when a step-wise copy started),
+    only checkpoints up to it and their writes are part of the copy: one put
+    in the source meanwhile may point at objects an earlier step did not
+    copy. ``into``: the saver (a tenant view) whose keys the target gets.
+
+    Raises:
+        ValueError: the source has S3 payloads and the saver has no bucket.
+    """
+    dst = into if into is not None else s
+    for dead_key in source.dead():
+        del source.checkpoints[dead_key]
+        source.writes.pop(dead_key, None)
+    src_prefix = s._s3_thread(source_id)
+    dst_prefix = dst._s3_thread(target_id)
+    dst_pk = {"S": dst._pk(target_id)}
+    s3_keys: set[str] = set()
+
+    def retarget(items: Iterable[Item]) -> list[Item]:
+        out = []
+        for it in items:
+            # Only the source's own objects are copied: a forged pointer to
+            # another thread's or tenant's object makes the copy refuse.
+            for name, av in it.items():
+                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                    _items.is_write_attr(name) and "M" in av["L"][1]
+                ):
+                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+                        s._s3_pointer(source_id, it, name)
+            copy = retarget_item(it, src_prefix, dst_prefix, s3_keys)
+            copy[ATTR.PK] = dst_pk
+            out.append(copy)
+        return out
+
+    included = {key for key in source.checkpoints if upto is None or key[1] <= upto}
+    writes = [w for key, ws in source.writes.items() if key in included for w in ws]
+    items = sorted(retarget([*writes, *source.blobs.values()]), key=lambda it: it[ATTR.SK]["S"])
+    keys = sorted(included, key=lambda k: (k[1], k[0]))
+    checkpoints = retarget(source.checkpoints[k] for k in keys)
+    for it in checkpoints:
+        _, _, cid, _ = _items.parse_sk(it)
+        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
+    maybe: set[str] = set()
+    if s.bucket_name is not None:
+        for key in included:
+            it = source.checkpoints[key]
+            ns = key[0]
+            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
+                if "M" not in av:
+                    continue
+                ref = av["M"]
+                version = ref["v"]["S"]
+                s3_key = s._value_s3_key(source_id, ns, channel, version)
+                if ref["l"]["S"] == "s3":
+                    s3_keys.add(s3_key)
+                    continue
+                if schema.blob_sk(ns, channel, version) in source.blobs:
+                    continue
+                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
+                if held is None or _items.held_value(held, channel) is None:
+                    maybe.add(s3_key)
+    maybe -= s3_keys
+    if (s3_keys or maybe) and s.bucket_name is None:
+        raise ValueError("source thread has S3 payloads but no bucket_name is configured")
+    objects = [(k, dst_prefix + k[len(src_prefix) :], k in maybe) for k in sorted(s3_keys | maybe)]
+    return CopyPlan(objects, items, checkpoints)
+
+
+def copy_objects(s: BaseDynamoDBSaver, chunk: Sequence[tuple[str, str, bool]]) -> Op[None]:
+    """Server-side copies; a "maybe" object that is not there is skipped (a reader tries the places it may also be first)."""
+    results = yield Gather(
+        [
+            s3("copy_object", Bucket=s.bucket_name, Key=dst, CopySource={"Bucket": s.bucket_name, "Key": src})
+            for src, dst, _ in chunk
+        ],
+        return_exceptions=True,
+    )
+    for (_, _, maybe), result in zip(chunk, results, strict=True):
+        if isinstance(result, BaseException):
+            if maybe and isinstance(result, ClientError) and error_code(result) in ("NoSuchKey", "404"):
+                continue
+            raise result
+
+
+# ------------------------------------------------------ prune, delete_for_runs
 
 
 def retarget_item(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:

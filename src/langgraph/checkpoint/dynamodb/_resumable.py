@@ -37,16 +37,13 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from botocore.exceptions import ClientError
-
-from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
-from langgraph.checkpoint.dynamodb._ops import Gather, Op, s3
+from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -156,18 +153,6 @@ def _count(state: Mapping[str, Any], total: int) -> int:
 # ------------------------------------------------------------------ copy
 
 
-@dataclass
-class _CopyPlan:
-    """Everything a copy writes, in the order it writes it, from the source as it is now."""
-
-    #: (source key, target key, may be missing) in source key order.
-    objects: list[tuple[str, str, bool]]
-    #: Writes and blob items, by sort key.
-    items: list[Item]
-    #: Checkpoint items, oldest first (``(checkpoint id, namespace)`` order).
-    checkpoints: list[Item]
-
-
 def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: ThreadItems) -> str:
     """The lineage-root suffix of a copy, the same for every replay of the same request.
 
@@ -179,74 +164,6 @@ def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: Thr
     dead = sorted(e for tomb in target_items.tombstones.values() for e in _items.dead_entries(tomb))
     raw = json.dumps([s._pk(source), s._pk(target), dead], separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
-def _plan_copy(
-    s: BaseDynamoDBSaver, source_id: str, target_id: str, source: ThreadItems, root: str, upto: str
-) -> _CopyPlan:
-    """What ``copy_thread`` writes, laid out for steps (same rules; see ``_maintain.copy_thread``).
-
-    Only the checkpoints with ids up to ``upto`` (the source's newest when
-    the copy started) and their writes are part of it: a checkpoint put in
-    the source during the copy may point at objects an earlier step did not
-    copy.
-    """
-    for dead_key in source.dead():
-        del source.checkpoints[dead_key]
-        source.writes.pop(dead_key, None)
-    src_prefix = s._s3_thread(source_id)
-    dst_prefix = s._s3_thread(target_id)
-    dst_pk = {"S": s._pk(target_id)}
-    s3_keys: set[str] = set()
-
-    def retarget(items: Iterable[Item]) -> list[Item]:
-        out = []
-        for it in items:
-            # Only the source's own objects are copied: a forged pointer to
-            # another thread's or tenant's object makes the copy refuse.
-            for name, av in it.items():
-                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
-                    _items.is_write_attr(name) and "M" in av["L"][1]
-                ):
-                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
-                        s._s3_pointer(source_id, it, name)
-            copy = _maintain.retarget_item(it, src_prefix, dst_prefix, s3_keys)
-            copy[ATTR.PK] = dst_pk
-            out.append(copy)
-        return out
-
-    included = {key for key in source.checkpoints if key[1] <= upto}
-    writes = [w for key, ws in source.writes.items() if key in included for w in ws]
-    items = sorted(retarget([*writes, *source.blobs.values()]), key=lambda it: it[ATTR.SK]["S"])
-    keys = sorted(included, key=lambda k: (k[1], k[0]))
-    checkpoints = retarget(source.checkpoints[k] for k in keys)
-    for it in checkpoints:
-        _, _, cid, _ = _items.parse_sk(it)
-        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
-    maybe: set[str] = set()
-    if s.bucket_name is not None:
-        for key in included:
-            it = source.checkpoints[key]
-            ns = key[0]
-            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
-                if "M" not in av:
-                    continue
-                ref = av["M"]
-                version = ref["v"]["S"]
-                s3_key = s._value_s3_key(source_id, ns, channel, version)
-                if ref["l"]["S"] == "s3":
-                    s3_keys.add(s3_key)
-                    continue
-                if schema.blob_sk(ns, channel, version) in source.blobs:
-                    continue
-                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
-                if held is None or _items.held_value(held, channel) is None:
-                    maybe.add(s3_key)
-    maybe -= s3_keys
-    if (s3_keys or maybe) and s.bucket_name is None:
-        raise ValueError("source thread has S3 payloads but no bucket_name is configured")
-    objects = [(k, dst_prefix + k[len(src_prefix) :], k in maybe) for k in sorted(s3_keys | maybe)]
-    return _CopyPlan(objects, items, checkpoints)
 
 
 def _checkpoint_cursor(it: Item) -> str:
@@ -298,7 +215,7 @@ def copy_thread_step(
         target = yield from _deleting.load_thread(s, target_thread_id)
         root = _copy_root(s, source_thread_id, target_thread_id, target)
         upto = max((cid for _, cid in set(source.checkpoints) - source.dead()), default="")
-        plan = _plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
+        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
         planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
         present = [
             *(w for ws in target.writes.values() for w in ws),
@@ -319,7 +236,7 @@ def copy_thread_step(
         if not isinstance(token_upto, str) or state.get("phase") not in _COPY_PHASES:
             raise ValueError("continuation is malformed ('upto', 'phase')")
         _str_or_none(state, "after")
-        plan = _plan_copy(s, source_thread_id, target_thread_id, source, token_root, token_upto)
+        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, token_root, token_upto)
 
     report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
     units = 0
@@ -345,7 +262,7 @@ def copy_thread_step(
                 return StepResult("continue", _encode("copy_thread", binding, state), report)
             chunk = todo[i : i + batch_size]
             if phase == "objects":
-                yield from _copy_objects(s, chunk)
+                yield from _maintain.copy_objects(s, chunk)
                 state["after"] = chunk[-1][0]
                 report["objects_copied"] += len(chunk)
             elif phase == "items":
@@ -366,25 +283,6 @@ def copy_thread_step(
     # The head (one small request when threads are tracked) needs no unit of its own.
     yield from _heads.on_activity(s, target_thread_id)
     return StepResult("done", None, report)
-
-
-def _copy_objects(s: BaseDynamoDBSaver, chunk: Sequence[tuple[str, str, bool]]) -> Op[None]:
-    """Server-side copies; a "maybe" object that is not there is skipped (see ``_maintain.copy_thread``)."""
-    results = yield Gather(
-        [
-            s3("copy_object", Bucket=s.bucket_name, Key=dst, CopySource={"Bucket": s.bucket_name, "Key": src})
-            for src, dst, _ in chunk
-        ],
-        return_exceptions=True,
-    )
-    for (_, _, maybe), result in zip(chunk, results, strict=True):
-        if isinstance(result, BaseException):
-            if maybe and isinstance(result, ClientError) and error_code(result) in ("NoSuchKey", "404"):
-                continue
-            raise result
-
-
-# ------------------------------------------------------ prune, delete_for_runs
 
 
 def _id_list(values: object, what: str) -> list[str]:

@@ -171,8 +171,17 @@ def test_missing_external_payload_is_a_clear_error(harness: Harness) -> None:
         key = schema.checkpoint_sk("", holder["configurable"]["checkpoint_id"])
         ddb.delete_item(TableName=harness.table_name, Key={"PK": {"S": schema.partition_key(thread)}, "SK": {"S": key}})
         pattern = "item"
-    with pytest.raises(MissingPayloadError, match=pattern):
-        harness.call("get_tuple", stored)
+    # Read from another process: the writer itself still holds the S3 value
+    # it uploaded (its value cache) and would not need the object.
+    reader = harness.make_saver()
+    try:
+        with pytest.raises(MissingPayloadError, match=pattern):
+            harness.call("get_tuple", stored, saver=reader)
+    finally:
+        if harness.is_async:
+            harness.loop.run(reader.aclose())
+        else:
+            reader.close()
 
 
 def test_corrupt_and_future_items_are_refused(harness: Harness) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
@@ -17,6 +20,20 @@ def _checkpoint(values: dict, versions: dict | None = None) -> dict:  # type: ig
     cp["channel_values"] = values
     cp["channel_versions"] = versions or {k: "1" for k in values}
     return cp  # type: ignore[return-value]
+
+
+@contextmanager
+def _reader(h: Harness) -> Iterator[Any]:
+    """Another process's saver: it holds none of the values the test's saver uploaded (its value cache)."""
+    saver = h.make_saver()
+    h.attach_counter(saver)
+    try:
+        yield saver
+    finally:
+        if h.is_async:
+            h.loop.run(saver.aclose())
+        else:
+            saver.close()
 
 
 def _chain(h: Harness, thread: str, n: int) -> list[dict]:  # type: ignore[type-arg]
@@ -80,11 +97,15 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     harness.counter.reset()
     tup = harness.call("get_tuple", stored)
     assert tup.checkpoint["channel_values"] == big
-    # By id: the namespace's tombstone (GetItem) is read with the Query.
+    # By id: the namespace's tombstone (GetItem) is read with the Query. The
+    # writer still holds the S3 values it uploaded (value cache): no GET.
+    assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
     if harness.bucket_name is not None:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
-    else:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
+        # Another process: the four GETs, in the same wave.
+        with _reader(harness) as reader:
+            harness.counter.reset()
+            assert harness.call("get_tuple", stored, saver=reader).checkpoint["channel_values"] == big
+            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
     # A checkpoint whose large channels did not change writes no payload again.
     harness.counter.reset()
     child = harness.call("put", stored, _checkpoint(big, {k: "1" for k in big}), {}, {})
@@ -92,7 +113,11 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     harness.counter.reset()
     assert harness.call("get_tuple", child).checkpoint["channel_values"] == big
     if harness.bucket_name is not None:
-        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
+        assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
+        with _reader(harness) as reader:
+            harness.counter.reset()
+            assert harness.call("get_tuple", child, saver=reader).checkpoint["channel_values"] == big
+            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
     else:
         assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1}
         # The latest checkpoint's Query page also reads its parent: no fetch.
@@ -145,8 +170,9 @@ def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
     for i in range(8):
         value = base64.b64encode(rnd.randbytes(20_000)).decode()
         parent = harness.call("put", parent, _checkpoint({"big": value}, {"big": str(i + 1)}), {"step": i}, {"big": str(i + 1)})
-    harness.counter.reset()
-    got = harness.list(cfg(thread), filter={"step": 3})
+    with _reader(harness) as reader:  # a process that did not upload the values
+        harness.counter.reset()
+        got = harness.list(cfg(thread), filter={"step": 3}, saver=reader)
     assert [t.metadata["step"] for t in got] == [3]
     fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get("dynamodb.BatchGetItem", 0)
     # Only the matching checkpoint's value: from S3, or held in its own item.

@@ -127,12 +127,13 @@ class Harness:
         aname = name if name == "setup" else "a" + name
         return self.loop.run(getattr(saver, aname)(*args, **kwargs))
 
-    def list(self, *args: Any, **kwargs: Any) -> list[Any]:
+    def list(self, *args: Any, saver: Any = None, **kwargs: Any) -> list[Any]:
+        saver = saver or self.saver
         if not self.is_async:
-            return list(self.saver.list(*args, **kwargs))
+            return list(saver.list(*args, **kwargs))
 
         async def collect() -> list[Any]:
-            return [t async for t in self.saver.alist(*args, **kwargs)]
+            return [t async for t in saver.alist(*args, **kwargs)]
 
         return self.loop.run(collect())  # type: ignore[no-any-return]
 

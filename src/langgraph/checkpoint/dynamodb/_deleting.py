@@ -48,6 +48,10 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[None]:
     # A thread id can be reused: forget where its old versions lived.
     for key in [k for k in list(s._placements) if k[0] == thread_id]:
         s._placements.pop(key, None)
+    # Never served again (a recreated thread's references carry new tags,
+    # its checkpoints new ids): only memory to give back.
+    s._value_cache.forget_prefix(s.bucket_name or "", s._s3_thread(thread_id))
+    s._chain_cache.forget_partition(pk)
     s._head_until.pop(thread_id, None)  # a new conversation writes a head again
     # Deletion is final: tombstones for every lineage deleted go first, so
     # a run still in flight that writes on one of them (or a delete that

@@ -42,6 +42,9 @@ class Ref:
     #: Where else to look when this place is empty: a value stored under
     #: other thresholds, or moved out of a pruned checkpoint (re-homed).
     alt: Ref | None = None
+    #: For an S3 value: the tag of the write the reference names (``""``:
+    #: none), under which the saver's value cache may hold its bytes.
+    tag: str = ""
 
 
 @dataclass(slots=True)
@@ -53,6 +56,13 @@ class CheckpointRecord:
     checkpoint_id: str
     item: Item
     writes: list[Item] = field(default_factory=list)
+
+
+def value_tag(ref: AttributeValue) -> str:
+    """The write tag of a stored S3 value reference (``""``: none, or not a string; see ``_valuecache``)."""
+    tag = ref.get("M", {}).get("n", {})
+    value = tag.get("S") if isinstance(tag, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def is_write_attr(name: str) -> bool:

@@ -88,11 +88,26 @@ def root_for(
     return root
 
 
-def value_ref(version: str, loc: Location, holder: str | None = None) -> AttributeValue:
+def value_ref(
+    version: str, loc: Location, holder: str | None = None, tag: str | None = None
+) -> AttributeValue:
+    """A checkpoint's reference to a value stored elsewhere.
+
+    ``holder``: the checkpoint holding a ``c`` value. ``tag``: for an ``s3``
+    value, the write that stored it (see ``_valuecache``), carried by every
+    later reference to the same version.
+    """
     ref: dict[str, AttributeValue] = {"v": {"S": version}, "l": {"S": loc}}
     if holder is not None:
         ref["c"] = {"S": holder}
+    if tag:
+        ref["n"] = {"S": tag}
     return {"M": ref}
+
+
+def new_tag() -> str:
+    """A fresh write tag: 64 random bits, enough that two writes of one key never share one."""
+    return uuid.uuid4().hex[:16]
 
 
 def stage_value(

@@ -221,7 +221,12 @@ def value_ref_target(
     s3_ref = Ref("s3", s._value_s3_key(record.thread_id, ns, channel, version))
     loc = ref["l"]["S"]
     if loc == "s3":
-        return Ref("s3", s3_ref.key, alt=Ref("blob", schema.blob_sk(ns, channel, version), pk=pk))
+        return Ref(
+            "s3",
+            s3_ref.key,
+            alt=Ref("blob", schema.blob_sk(ns, channel, version), pk=pk),
+            tag=_items.value_tag(av),
+        )
     blob_ref = Ref("blob", schema.blob_sk(ns, channel, version), pk=pk, alt=s3_ref if s.bucket_name else None)
     if loc == "blob":
         return blob_ref
@@ -247,17 +252,23 @@ def fetch(
     # place to try -> the refs asked for (two holders of one version
     # share the blob item and S3 object they fall back to)
     pending: dict[Ref, list[Ref]] = {}
+    bucket = s.bucket_name or ""
     for ref in dict.fromkeys(refs):
         if ref.kind == "item" and (ref.pk, ref.key) in held:
             packed = _items.held_value(held[(ref.pk, ref.key)], ref.channel)
             if packed is not None:
                 out[ref] = packed
                 continue
+        if ref.tag and (cached := s._value_cache.get((bucket, ref.key, ref.tag))) is not None:
+            out[ref] = cached
+            continue
         pending.setdefault(ref, []).append(ref)
     while pending:
         found: dict[Ref, bytes] = {}
         missing = yield from _fetch_wave(s, list(pending), found)
         for place, data in found.items():
+            if place.tag:  # the object the tagged write stored (not a fallback)
+                s._value_cache.put((bucket, place.key, place.tag), data)
             for wanted in pending[place]:
                 out[wanted] = data
         lost = [(place, wanted) for place in missing for wanted in pending[place]]
@@ -452,7 +463,10 @@ def _to_tuple(
         else:
             packed = fetched[value_ref_target(s, record, pk, channel, av)]
             loc = cast(Location, av["M"]["l"]["S"])
-            placement = (loc, av["M"]["c"]["S"]) if loc == "c" else (loc, None)
+            if loc == "c":
+                placement = (loc, av["M"]["c"]["S"])
+            else:  # a later put carries an S3 value's write tag forward
+                placement = (loc, _items.value_tag(av) or None if loc == "s3" else None)
         if channel in versions:
             s._remember((record.thread_id, record.checkpoint_ns, channel, str(versions[channel])), placement)
         channel_values[channel] = s._unpack(packed, where)

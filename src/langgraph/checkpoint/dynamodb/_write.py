@@ -45,7 +45,9 @@ def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
         return {"B": held}
     if loc == "c" and isinstance(held, str) and held != cid:
         return _placement.value_ref(version, "c", held)
-    if loc in ("blob", "s3"):
+    if loc == "s3":
+        return _placement.value_ref(version, loc, tag=held if isinstance(held, str) else None)
+    if loc == "blob":
         return _placement.value_ref(version, loc)
     return None  # this very checkpoint, put again: hold the value
 
@@ -77,6 +79,9 @@ def put(
     # References are remembered once the checkpoint is stored: a failed
     # put must not leave the cache pointing at a value never written.
     learned: list[tuple[tuple[str, str, str, str], Placement]] = []
+    # S3 values this put uploads, for the value cache once it has landed:
+    # (key, write tag, packed bytes).
+    uploaded: list[tuple[str, str, bytes]] = []
     # First what is already stored (a reference or inline copy), then the
     # rest packed in one go: one Compute, which the async saver runs off
     # the event loop when the values are large.
@@ -114,9 +119,11 @@ def put(
         packed = fresh_packed[channel]
         loc = _placement.value_location(s, len(packed))
         if loc == "s3":
-            vals[channel] = _placement.value_ref(str(version), "s3")
+            tag = _placement.new_tag()
+            vals[channel] = _placement.value_ref(str(version), "s3", tag=tag)
             _placement.stage_value(s, thread_id, ns, channel, str(version), packed, "s3", uploads, blob_items)
-            learned.append((key, ("s3", None)))
+            learned.append((key, ("s3", tag)))
+            uploaded.append((s._value_s3_key(thread_id, ns, channel, str(version)), tag, packed))
             continue
         if len(packed) > ITEM_BUDGET and s.bucket_name is None:
             raise PayloadTooLargeError(
@@ -185,9 +192,12 @@ def put(
         del movable[channel]
         version = str(body["channel_versions"][channel])
         packed = vals[channel]["B"]
-        vals[channel] = _placement.value_ref(version, dest)
+        moved_tag = _placement.new_tag() if dest == "s3" else None
+        vals[channel] = _placement.value_ref(version, dest, tag=moved_tag)
         _placement.stage_value(s, thread_id, ns, channel, version, packed, dest, uploads, blob_items)
-        learned.append(((thread_id, ns, channel, version), (dest, None)))
+        learned.append(((thread_id, ns, channel, version), (dest, moved_tag)))
+        if moved_tag:
+            uploaded.append((s._value_s3_key(thread_id, ns, channel, version), moved_tag, packed))
     if any(av.get("M", {}).get("l", {}).get("S") == "c" for av in vals.values()):
         item[ATTR.FORMAT] = {"N": str(schema.REF_FORMAT_VERSION)}
 
@@ -202,6 +212,8 @@ def put(
     _read.note_put(s, pk, ns, cid, item)  # sizes the next latest read
     for key, placement in learned:
         s._remember(key, placement)
+    for s3_key, tag, packed in uploaded:
+        s._value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
     if not parent_id and not ns:
         # A new conversation: the head this process last wrote may have
         # been retired by a delete elsewhere; write it again now.

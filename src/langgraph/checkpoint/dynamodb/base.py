@@ -31,6 +31,7 @@ from langgraph.checkpoint.dynamodb._aws import client_config, error_code
 from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestHint
 from langgraph.checkpoint.dynamodb._items import Item
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._valuecache import DEFAULT_VALUE_CACHE_BYTES, ValueCache
 from langgraph.checkpoint.dynamodb.codec import (
     DEFAULT_COMPRESSION,
     DEFAULT_MAX_PAYLOAD_SIZE,
@@ -52,7 +53,8 @@ __all__ = ["BaseDynamoDBSaver", "Location", "Placement", "PruneResult", "SaverSe
 #: in its own blob item, or in S3.
 Location = Literal["inline", "c", "blob", "s3"]
 #: A remembered placement: the location, plus the packed bytes of an inline
-#: value or the id of the checkpoint holding a ``c`` value.
+#: value, the id of the checkpoint holding a ``c`` value, or the write tag of
+#: an ``s3`` value (see ``_valuecache``).
 Placement = tuple[Location, bytes | str | None]
 
 #: Channel versions whose placement a saver remembers (inline ones with
@@ -84,6 +86,7 @@ class SaverSettings(TypedDict, total=False):
     max_attempts: int
     max_concurrency: int
     max_payload_size: int
+    value_cache_bytes: int
 
 
 class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
@@ -122,6 +125,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         max_attempts: int = 8,
         max_concurrency: int = 16,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+        value_cache_bytes: int = DEFAULT_VALUE_CACHE_BYTES,
     ) -> None:
         """The settings both savers share (see ``DynamoDBSaver`` for each one); the one place they are declared."""
         # By default a stored value may rebuild LangGraph's safe types and the
@@ -181,6 +185,11 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # history walks (see _chains). Keyed by partition key, so tenant views
         # may share it.
         self._chain_cache = ChainCache()
+        # (bucket, S3 key, write tag) -> packed bytes of S3-stored values this
+        # saver wrote or read: the next turn's read of a large state is served
+        # without a GET (see _valuecache). Keyed by the full S3 key, so tenant
+        # views may share it.
+        self._value_cache = ValueCache(value_cache_bytes)
         # (pk, ns) -> what this saver last knew of the latest checkpoint (its
         # put, put_writes and reads): sizes the next latest-checkpoint Query
         # (see _read.latest_limit). Only a sizing hint.

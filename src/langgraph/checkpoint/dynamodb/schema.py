@@ -67,7 +67,8 @@ __all__ = [
 #: newer version refuses the item instead of guessing (see errors.py).
 #:
 #: - 1: values inline (``{"B": ...}``) or referenced by version in a blob
-#:   item or S3 object (``{"M": {"v": version, "l": "blob" | "s3"}}``).
+#:   item or S3 object (``{"M": {"v": version, "l": "blob" | "s3"}}``; an S3
+#:   one also carries its write tag, ``"n"``, see ``_valuecache``).
 #: - 2: a reference may also point to the checkpoint item that introduced
 #:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``).
 #:   Only items containing such a reference are written as version 2, so

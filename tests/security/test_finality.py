@@ -375,3 +375,45 @@ def test_late_subgraph_start_in_a_namespace_the_delete_left_a_tombstone_in(harne
     assert list(harness.list(cfg(thread, "child:1"))) == []
     assert harness.call("get_tuple", late, saver=reader) is None
     _close(harness, writer, deleter)
+
+
+@pytest.mark.parametrize("deleted", [True, False], ids=["deleted", "alive"])
+def test_subgraph_started_before_its_enclosing_checkpoint_is_written(harness: Harness, deleted: bool) -> None:
+    """``durability="async"``: a subgraph's first put can run before the put of the enclosing
+    checkpoint its ``checkpoint_map`` names. It belongs to the lineage the run was on (dead
+    after a delete), not to a new one that would outlive the delete."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    writer = harness.make_saver()
+    deleter = harness.make_saver()
+    reader = harness.saver
+    thread = new_thread()
+    harness.call("put", cfg(thread), _cp({"a": 1}), {"step": 0}, {"a": "1"}, saver=writer)
+    if deleted:
+        harness.call("delete_thread", thread, saver=deleter)
+    late_cfg = cfg(thread, "audit:1")
+    late_cfg["configurable"]["checkpoint_map"] = {"": str(uuid6(clock_seq=-1)), "audit:1": ""}
+    late = harness.call("put", late_cfg, _cp({"b": 2}), {"step": 1}, {"b": "2"}, saver=writer)
+    if deleted:
+        assert harness.call("get_tuple", late, saver=reader) is None
+        assert harness.list({"configurable": {"thread_id": thread}}) == []
+    else:
+        assert harness.call("get_tuple", late, saver=reader) is not None
+        assert len(harness.list({"configurable": {"thread_id": thread}})) == 2
+    _close(harness, writer, deleter)
+
+
+def test_a_new_conversation_after_a_delete_keeps_its_early_subgraph(harness: Harness) -> None:
+    """The same race in a conversation started after the delete: its subgraph is alive."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    writer = harness.make_saver()
+    thread = new_thread()
+    harness.call("put", cfg(thread), _cp({"a": 1}), {"step": 0}, {"a": "1"}, saver=writer)
+    harness.call("delete_thread", thread, saver=writer)
+    harness.call("put", cfg(thread), _cp({"a": 2}), {"step": 0}, {"a": "1"}, saver=writer)
+    late_cfg = cfg(thread, "audit:2")
+    late_cfg["configurable"]["checkpoint_map"] = {"": str(uuid6(clock_seq=-1)), "audit:2": ""}
+    late = harness.call("put", late_cfg, _cp({"b": 3}), {"step": 1}, {"b": "3"}, saver=writer)
+    assert harness.call("get_tuple", late, saver=harness.saver) is not None
+    _close(harness, writer)

@@ -62,11 +62,21 @@ def root_for(
         cmap = (config.get("configurable") or {}).get("checkpoint_map")
         if ns and isinstance(cmap, Mapping):
             # The innermost enclosing graph first (the longest namespace).
-            for pns in sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True):
+            enclosing = sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True)
+            for pns in enclosing:
                 pcid = cmap[pns]
                 if isinstance(pcid, str) and (inherited := s._roots.get((thread_id, pns, pcid))):
                     root = inherited
                     break
+            else:
+                # With durability="async" the enclosing checkpoint's own put
+                # may not have started yet: its lineage is the one this saver
+                # last worked on there (the run read or wrote its parent). A
+                # new lineage here would outlive a delete of the thread.
+                for pns in enclosing:
+                    if inherited := s._last_roots.get((thread_id, pns)):
+                        root = inherited
+                        break
     elif (known := s._roots.get((thread_id, ns, parent_id))) is not None:
         root = known
     else:

@@ -181,6 +181,10 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # wrote or read. A put inherits its parent's root from here (LangGraph
         # reads or writes the parent first), so finality costs no request.
         self._roots: dict[tuple[str, str, str], str] = {}
+        # (thread, ns) -> the root this saver last wrote or read there: the
+        # lineage a subgraph belongs to when its enclosing checkpoint's own
+        # put is still in flight (durability="async"), see _placement.root_for.
+        self._last_roots: dict[tuple[str, str], str] = {}
         # (pk, ns, checkpoint id) -> checkpoint records read before, for delta
         # history walks (see _chains). Keyed by partition key, so tenant views
         # may share it.
@@ -337,6 +341,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             view._depth_hints = {}
             view._placements = {}
             view._roots = {}
+            view._last_roots = {}
             view.__dict__["_tenant_views"] = {}
             if len(views) > 1024:
                 views.clear()
@@ -490,7 +495,9 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
     def _note_root(self, thread_id: str, ns: str, cid: str, root: str) -> None:
         if len(self._roots) > PLACEMENT_CACHE_MAX:
             self._roots.clear()  # a hint cache: a miss costs one GetItem
+            self._last_roots.clear()
         self._roots[(thread_id, ns, cid)] = root
+        self._last_roots[(thread_id, ns)] = root
 
     def _remember(self, key: tuple[str, str, str, str], placement: Placement) -> None:
         """Record where a channel version lives; the oldest entries go first.

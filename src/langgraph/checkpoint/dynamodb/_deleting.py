@@ -205,8 +205,11 @@ def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
     yield from _requests.ordered_deletes(s.table_name, items)
 
 
-def delete_thread_counted(s: BaseDynamoDBSaver, thread_id: str) -> Op[PruneResult]:
-    thread = yield from load_thread(s, thread_id)
+def delete_thread_counted(
+    s: BaseDynamoDBSaver, thread_id: str, loaded: ThreadItems | None = None
+) -> Op[PruneResult]:
+    """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given)."""
+    thread = loaded if loaded is not None else (yield from load_thread(s, thread_id))
     res = PruneResult(threads=1)
     res.checkpoints_deleted = len(thread.checkpoints)
     res.writes_deleted = sum(len(w) for w in thread.writes.values())
@@ -220,8 +223,15 @@ def delete_thread_counted(s: BaseDynamoDBSaver, thread_id: str) -> Op[PruneResul
     return res
 
 
-def prune_thread(s: BaseDynamoDBSaver, thread_id: str, keep_last: int) -> Op[PruneResult]:
-    thread = yield from load_thread(s, thread_id)
+def prune_thread(
+    s: BaseDynamoDBSaver, thread_id: str, keep_last: int, loaded: ThreadItems | None = None
+) -> Op[PruneResult]:
+    """Keep the newest ``keep_last`` checkpoints per namespace and what their chains need.
+
+    ``loaded``: the thread as the caller just read it (the pruner looks at a
+    thread before it decides), so that it is not read twice.
+    """
+    thread = loaded if loaded is not None else (yield from load_thread(s, thread_id))
     res = PruneResult(threads=1)
     if not thread.checkpoints:
         return res

@@ -211,12 +211,14 @@ def _prune_one(
         if last_active is None:
             last_active = _last_activity(thread)
         if last_active is not None and clock.now() - last_active > policy.idle_days * 86_400:
-            res = yield from _deleting.delete_thread_counted(s, thread_id)
+            res = yield from _deleting.delete_thread_counted(s, thread_id, thread)
             report.add_prune(res)
             report.threads_deleted += 1
             return
     if policy.keep_last is not None:
-        res = yield from _deleting.prune_thread(s, thread_id, policy.keep_last)
+        # The thread as just read: prune decides on it (one read, not two).
+        # Anything written since is newer than every checkpoint it deletes.
+        res = yield from _deleting.prune_thread(s, thread_id, policy.keep_last, thread)
         report.add_prune(res)
 
 

@@ -34,9 +34,7 @@ own moto server unless ``AWS_ENDPOINT_URL`` is set.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import math
 import statistics
 import sys
@@ -376,24 +374,17 @@ def run_load(
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m benchmarks.load [--quick] [--table T --bucket B] [--out F]``."""
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
-    ap.add_argument("--table", help="existing table (default: create one on a fresh moto server)")
-    ap.add_argument("--bucket")
-    ap.add_argument("--latency", choices=("none", "model"), default="model")
-    ap.add_argument("--out", help="write the JSON result here (default: print a summary)")
-    args = ap.parse_args(argv)
-    params = LoadParams.quick() if args.quick else LoadParams()
-    latency = LatencyModel() if args.latency == "model" else None
-    if args.table:
-        result = run_load(args.table, args.bucket or args.table, params, latency)
-    else:
-        from benchmarks.orchestrate import on_fresh_store
+    from benchmarks.orchestrate import single_part_cli
 
-        result = on_fresh_store("bench-load", lambda name: run_load(name, name, params, latency))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1, default=str)
+    result = single_part_cli(
+        "python -m benchmarks.load",
+        __doc__,
+        "bench-load",
+        lambda table, bucket, quick, latency: run_load(
+            table, bucket, LoadParams.quick() if quick else LoadParams(), latency
+        ),
+        argv,
+    )
     tp = result["throughput"]
     print(
         f"throughput: {tp['threads']} threads, {tp['workers']} workers: {tp['ops_per_s']:.0f} ops/s, "

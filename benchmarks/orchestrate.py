@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.counting import LatencyModel
 from benchmarks.sides import is_reference
 from benchmarks.workloads import Params, params_to_dict
 
@@ -216,6 +217,38 @@ def drop_storage(name: str) -> None:
         s3.delete_bucket(Bucket=name)
 
 
+def single_part_cli(
+    prog: str,
+    doc: str,
+    prefix: str,
+    run: Callable[[str, str, bool, LatencyModel | None], dict[str, Any]],
+    argv: list[str] | None = None,
+) -> dict[str, Any]:
+    """The command line the single-part benchmarks share (``benchmarks.load``, ``benchmarks.ui``).
+
+    ``[--quick] [--table T --bucket B] [--latency none|model] [--out F]``:
+    ``run(table, bucket, quick, latency)`` against the given table, or a
+    fresh one on a moto server of its own; the result is written to ``--out``
+    as JSON and returned for the caller's summary.
+    """
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    ap.add_argument("--table", help="existing table (default: create one on a fresh moto server)")
+    ap.add_argument("--bucket")
+    ap.add_argument("--latency", choices=("none", "model"), default="model")
+    ap.add_argument("--out", help="write the JSON result here (default: print a summary)")
+    args = ap.parse_args(argv)
+    latency = LatencyModel() if args.latency == "model" else None
+    if args.table:
+        result = run(args.table, args.bucket or args.table, args.quick, latency)
+    else:
+        result = on_fresh_store(prefix, lambda name: run(name, name, args.quick, latency))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1, default=str)
+    return result
+
+
 def on_fresh_store(prefix: str, run: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     """``run(name)`` against a fresh table and bucket ``name`` on a moto server of its own.
 
@@ -334,7 +367,9 @@ def run_single(part: str, *, quick: bool = False) -> dict[str, Any]:
         create_storage("ours", name)
         cmd += ["--table", name, "--bucket", name] + (["--quick"] if quick else [])
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=side_env("ours"), capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            cmd, cwd=ROOT, env=side_env("ours"), capture_output=True, text=True, timeout=1800
+        )
         # benchmarks.load exits 1 when a growth is not as expected: still a result to report.
         if not out.exists() or not out.read_text().strip():
             raise RuntimeError(f"{part} failed:\n{proc.stderr[-4000:]}")
@@ -369,8 +404,12 @@ def run_all(
             for workload in [w for w in workloads if w in SINGLE]:
                 t0 = time.perf_counter()
                 single[workload] = run_single(workload, quick=quick)
-                log.info("%-6s ours   once: %6.1f s (total %5.0f s)", workload, time.perf_counter() - t0,
-                         time.perf_counter() - started)
+                log.info(
+                    "%-6s ours   once: %6.1f s (total %5.0f s)",
+                    workload,
+                    time.perf_counter() - t0,
+                    time.perf_counter() - started,
+                )
             for workload in [w for w in workloads if w not in SINGLE]:
                 runs[workload] = {s: [] for s in sides}
                 extra = CODEC_SIDES.get(workload, []) if "ours" in sides else []
@@ -426,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     """Command line of ``python -m benchmarks``."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     every = [*PLAN, *SINGLE]
-    ap.add_argument("--workloads", default=",".join(every), help="comma-separated subset of " + ",".join(every))
+    ap.add_argument(
+        "--workloads", default=",".join(every), help="comma-separated subset of " + ",".join(every)
+    )
     ap.add_argument("--quick", action="store_true", help="the load benchmark at smoke-test sizes")
     ap.add_argument(
         "--reps", type=int, default=None, help="repetitions for every workload (default: per PLAN)"

@@ -32,8 +32,6 @@ unless ``--table`` is given.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -169,24 +167,17 @@ def _nth_id(saver: Any, thread_id: str, n: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``python -m benchmarks.ui [--quick] [--table T --bucket B] [--out F]``."""
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.ui", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
-    ap.add_argument("--table", help="existing table (default: create one on a fresh moto server)")
-    ap.add_argument("--bucket")
-    ap.add_argument("--latency", choices=("none", "model"), default="model")
-    ap.add_argument("--out", help="write the JSON result here (default: print a summary)")
-    args = ap.parse_args(argv)
-    params = UiParams.quick() if args.quick else UiParams()
-    latency = LatencyModel() if args.latency == "model" else None
-    if args.table:
-        result = run_ui(args.table, args.bucket or args.table, params, latency)
-    else:
-        from benchmarks.orchestrate import on_fresh_store
+    from benchmarks.orchestrate import single_part_cli
 
-        result = on_fresh_store("bench-ui", lambda name: run_ui(name, name, params, latency))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1, default=str)
+    result = single_part_cli(
+        "python -m benchmarks.ui",
+        __doc__,
+        "bench-ui",
+        lambda table, bucket, quick, latency: run_ui(
+            table, bucket, UiParams.quick() if quick else UiParams(), latency
+        ),
+        argv,
+    )
     b = result["build"]
     print(f"built {b['checkpoints']:,} checkpoints in {b['seconds']:.1f} s ({b['puts_per_s']:.0f} put/s)")
     for name, v in result["views"].items():

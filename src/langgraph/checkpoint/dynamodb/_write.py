@@ -8,6 +8,7 @@ the thread head (``_heads.on_activity``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -52,6 +53,88 @@ def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
     return None  # this very checkpoint, put again: hold the value
 
 
+@dataclass
+class _Staging:
+    """One put's channel values: what its item holds, what it writes first, what it learns after.
+
+    References and cached values are recorded only once the checkpoint item
+    has landed (:meth:`landed`): a failed put must not leave a cache
+    pointing at a value never written.
+    """
+
+    s: BaseDynamoDBSaver
+    thread_id: str
+    ns: str
+    cid: str
+    #: channel -> inline bytes or reference, the item's values map.
+    vals: dict[str, AttributeValue] = field(default_factory=dict)
+    uploads: list[Call] = field(default_factory=list)
+    blob_items: list[Item] = field(default_factory=list)
+    #: Channels whose bytes the item holds, by size: what may move out if it is too large.
+    movable: dict[str, int] = field(default_factory=dict)
+    learned: list[tuple[tuple[str, str, str, str], Placement]] = field(default_factory=list)
+    #: S3 values uploaded, for the value cache: (key, write tag, packed bytes).
+    uploaded: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+    def keep(self, channel: str, ref: AttributeValue) -> None:
+        """A version already stored: its reference, or its inline copy."""
+        self.vals[channel] = ref
+        if "B" in ref:
+            self.movable[channel] = len(ref["B"])
+
+    def place(self, channel: str, version: str, packed: bytes) -> None:
+        """A version stored by this put: inline, held by this item, or S3 (``value_location``)."""
+        s = self.s
+        key = (self.thread_id, self.ns, channel, version)
+        loc = _placement.value_location(s, len(packed))
+        if loc == "s3":
+            self._to_external(channel, version, packed, "s3")
+            return
+        if len(packed) > ITEM_BUDGET and s.bucket_name is None:
+            raise PayloadTooLargeError(
+                f"channel {channel!r} is {len(packed)} bytes serialized, more than a "
+                "DynamoDB item holds; configure bucket_name to store it in S3"
+            )
+        self.vals[channel] = {"B": packed}
+        self.movable[channel] = len(packed)
+        if loc == "inline":
+            # Known at once: inline bytes point at nothing, so a put that
+            # starts before this one lands (durability="async") may copy
+            # them. It then stores the value as it was when this version
+            # was made, even if the live object has changed since (LangGraph's
+            # barrier channels mutate their set in place).
+            s._remember(key, ("inline", packed))
+        else:
+            self.learned.append((key, ("c", self.cid)))
+
+    def move_out(self, channel: str, version: str, dest: Location) -> None:
+        """Move a value the item holds to S3 or (no bucket) its own blob item."""
+        del self.movable[channel]
+        self._to_external(channel, version, self.vals[channel]["B"], dest)
+
+    def _to_external(self, channel: str, version: str, packed: bytes, dest: Location) -> None:
+        s = self.s
+        tag = _placement.new_tag() if dest == "s3" else None
+        self.vals[channel] = _placement.value_ref(version, dest, tag=tag)
+        _placement.stage_value(
+            s, self.thread_id, self.ns, channel, version, packed, dest, self.uploads, self.blob_items
+        )
+        self.learned.append(((self.thread_id, self.ns, channel, version), (dest, tag)))
+        if tag:
+            self.uploaded.append((s._value_s3_key(self.thread_id, self.ns, channel, version), tag, packed))
+
+    def holds_refs(self) -> bool:
+        return any(av.get("M", {}).get("l", {}).get("S") == "c" for av in self.vals.values())
+
+    def landed(self) -> None:
+        """The item is stored: remember where each version lives, keep the uploaded values."""
+        s = self.s
+        for key, placement in self.learned:
+            s._remember(key, placement)
+        for s3_key, tag, packed in self.uploaded:
+            s._value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
+
+
 def put(
     s: BaseDynamoDBSaver,
     config: RunnableConfig,
@@ -65,6 +148,7 @@ def put(
     pk = s._pk(thread_id)
     body: dict[str, Any] = dict(checkpoint)
     values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
+    versions = {ch: str(v) for ch, v in body["channel_versions"].items() if ch in values}
 
     # Channel values. A version is stored once: small ones are copied
     # into each checkpoint that has them (cheaper than a reference to
@@ -72,26 +156,14 @@ def put(
     # (one PutItem, and the latest checkpoint of a thread normally holds
     # what changed last) and referenced from later ones; the largest go
     # to S3. An unchanged large value is never written again.
-    vals: dict[str, AttributeValue] = {}
-    uploads: list[Call] = []
-    blob_items: list[Item] = []
-    movable: dict[str, int] = {}  # channels held here, by packed size
-    # References are remembered once the checkpoint is stored: a failed
-    # put must not leave the cache pointing at a value never written.
-    learned: list[tuple[tuple[str, str, str, str], Placement]] = []
-    # S3 values this put uploads, for the value cache once it has landed:
-    # (key, write tag, packed bytes).
-    uploaded: list[tuple[str, str, bytes]] = []
     # First what is already stored (a reference or inline copy), then the
     # rest packed in one go: one Compute, which the async saver runs off
     # the event loop when the values are large.
     reused: dict[str, AttributeValue] = {}
     fresh: list[str] = []
-    for channel, version in body["channel_versions"].items():
-        if channel not in values:
-            continue  # absent is not None: leave it out
-        known = None if channel in new_versions else s._placements.get((thread_id, ns, channel, str(version)))
-        ref = None if known is None else _reuse(known, str(version), cid)
+    for channel, version in versions.items():
+        known = None if channel in new_versions else s._placements.get((thread_id, ns, channel, version))
+        ref = None if known is None else _reuse(known, version, cid)
         if ref is None:
             # A new version, or an unchanged one this process has neither
             # written nor read: stored here. (Referencing the latter blindly
@@ -107,65 +179,20 @@ def put(
         _pack_all, s, to_pack, size=size_hint(to_pack)
     )
     fresh_packed = dict(zip(fresh, packed_values, strict=True))
-    for channel, version in body["channel_versions"].items():
+    staging = _Staging(s, thread_id, ns, cid)
+    for channel, version in versions.items():
         if channel in reused:
-            vals[channel] = reused[channel]
-            if "B" in reused[channel]:
-                movable[channel] = len(reused[channel]["B"])
-            continue
-        if channel not in fresh_packed:
-            continue
-        key = (thread_id, ns, channel, str(version))
-        packed = fresh_packed[channel]
-        loc = _placement.value_location(s, len(packed))
-        if loc == "s3":
-            tag = _placement.new_tag()
-            vals[channel] = _placement.value_ref(str(version), "s3", tag=tag)
-            _placement.stage_value(s, thread_id, ns, channel, str(version), packed, "s3", uploads, blob_items)
-            learned.append((key, ("s3", tag)))
-            uploaded.append((s._value_s3_key(thread_id, ns, channel, str(version)), tag, packed))
-            continue
-        if len(packed) > ITEM_BUDGET and s.bucket_name is None:
-            raise PayloadTooLargeError(
-                f"channel {channel!r} is {len(packed)} bytes serialized, more than a "
-                "DynamoDB item holds; configure bucket_name to store it in S3"
-            )
-        vals[channel] = {"B": packed}
-        movable[channel] = len(packed)
-        if loc == "inline":
-            # Known at once: inline bytes point at nothing, so a put that
-            # starts before this one lands (durability="async") may copy
-            # them. It then stores the value as it was when this version
-            # was made, even if the live object has changed since (LangGraph's
-            # barrier channels mutate their set in place).
-            s._remember(key, ("inline", packed))
+            staging.keep(channel, reused[channel])
         else:
-            learned.append((key, ("c", cid)))
+            staging.place(channel, version, fresh_packed[channel])
 
-    item: Item = {
-        ATTR.PK: {"S": pk},
-        ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)},
-        ATTR.KIND: {"S": schema.CHECKPOINT_ITEM},
-        ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
-        ATTR.CHECKPOINT_ID: {"S": cid},
-    }
-    if parent_id:
-        item[ATTR.PARENT_ID] = {"S": parent_id}
-    run_id = md.get("run_id")
-    if run_id:
-        item[ATTR.RUN_ID] = {"S": str(run_id)}
+    item = _checkpoint_item(s, pk, ns, cid, parent_id, md, staging)
     item[ATTR.BODY] = _placement.doc_payload(
-        s, body_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/body", uploads
+        s, body_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/body", staging.uploads
     )
     item[ATTR.METADATA] = _placement.doc_payload(
-        s, md_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/metadata", uploads
+        s, md_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/metadata", staging.uploads
     )
-    item[ATTR.VALUES] = {"M": vals}
-    if s.ttl:
-        # An activity stamp, not the TTL attribute: DynamoDB never deletes
-        # checkpoint items one by one (that would cut delta chains); the
-        # whole thread expires through its head item (see ``_heads``).
-        item[ATTR.EXPIRES] = {"N": str(int(clock.now()) + s.ttl)}
     # Delta channels whose value at this checkpoint must be rebuilt from
     # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
     # this to keep every chain a surviving checkpoint needs, without
@@ -177,29 +204,7 @@ def put(
     )
     if needs:
         item[ATTR.DELTA_NEEDS] = {"SS": needs}
-
-    # An item over the limit: move the largest values it holds out, to
-    # S3 or (no bucket) to their own blob items.
-    dest: Location = "s3" if s.bucket_name is not None else "blob"
-    while _items.item_size(item) > ITEM_BUDGET:
-        channel = max(movable, key=movable.__getitem__) if movable else ""
-        if not channel or (dest == "blob" and movable[channel] > ITEM_BUDGET):
-            raise PayloadTooLargeError(
-                f"checkpoint {cid!r} does not fit in a DynamoDB item "
-                f"(~{_items.item_size(item)} bytes) and no bucket_name is configured; "
-                "nothing was written"
-            )
-        del movable[channel]
-        version = str(body["channel_versions"][channel])
-        packed = vals[channel]["B"]
-        moved_tag = _placement.new_tag() if dest == "s3" else None
-        vals[channel] = _placement.value_ref(version, dest, tag=moved_tag)
-        _placement.stage_value(s, thread_id, ns, channel, version, packed, dest, uploads, blob_items)
-        learned.append(((thread_id, ns, channel, version), (dest, moved_tag)))
-        if moved_tag:
-            uploaded.append((s._value_s3_key(thread_id, ns, channel, version), moved_tag, packed))
-    if any(av.get("M", {}).get("l", {}).get("S") == "c" for av in vals.values()):
-        item[ATTR.FORMAT] = {"N": str(schema.REF_FORMAT_VERSION)}
+    _fit(item, staging, versions)
 
     # The lineage root, recorded before the write: a child put issued
     # while this one is in flight must inherit it, not guess it.
@@ -207,13 +212,10 @@ def put(
     item[ATTR.ROOT] = {"S": root}
     # Payloads first, then the item that points to them: a reader never
     # sees a pointer to something not yet written.
-    yield from _placement.write_externals(s, uploads, blob_items)
+    yield from _placement.write_externals(s, staging.uploads, staging.blob_items)
     yield from s._write_item(ddb("put_item", TableName=s.table_name, Item=item))
     _read.note_put(s, pk, ns, cid, item)  # sizes the next latest read
-    for key, placement in learned:
-        s._remember(key, placement)
-    for s3_key, tag, packed in uploaded:
-        s._value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
+    staging.landed()
     if not parent_id and not ns:
         # A new conversation: the head this process last wrote may have
         # been retired by a delete elsewhere; write it again now.
@@ -226,6 +228,54 @@ def put(
             "checkpoint_id": cid,
         }
     }
+
+
+def _checkpoint_item(
+    s: BaseDynamoDBSaver,
+    pk: str,
+    ns: str,
+    cid: str,
+    parent_id: str | None,
+    md: CheckpointMetadata,
+    staging: _Staging,
+) -> Item:
+    """A checkpoint's item: its keys, lineage, run, values map and activity stamp."""
+    item: Item = {
+        ATTR.PK: {"S": pk},
+        ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)},
+        ATTR.KIND: {"S": schema.CHECKPOINT_ITEM},
+        ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+        ATTR.CHECKPOINT_ID: {"S": cid},
+    }
+    if parent_id:
+        item[ATTR.PARENT_ID] = {"S": parent_id}
+    run_id = md.get("run_id")
+    if run_id:
+        item[ATTR.RUN_ID] = {"S": str(run_id)}
+    item[ATTR.VALUES] = {"M": staging.vals}  # the same dict: moving a value out updates it
+    if s.ttl:
+        # An activity stamp, not the TTL attribute: DynamoDB never deletes
+        # checkpoint items one by one (that would cut delta chains); the
+        # whole thread expires through its head item (see ``_heads``).
+        item[ATTR.EXPIRES] = {"N": str(int(clock.now()) + s.ttl)}
+    return item
+
+
+def _fit(item: Item, staging: _Staging, versions: dict[str, str]) -> None:
+    """Make the item fit: move the largest values it holds out, to S3 or (no bucket) blob items."""
+    dest: Location = "s3" if staging.s.bucket_name is not None else "blob"
+    while _items.item_size(item) > ITEM_BUDGET:
+        movable = staging.movable
+        channel = max(movable, key=movable.__getitem__) if movable else ""
+        if not channel or (dest == "blob" and movable[channel] > ITEM_BUDGET):
+            raise PayloadTooLargeError(
+                f"checkpoint {staging.cid!r} does not fit in a DynamoDB item "
+                f"(~{_items.item_size(item)} bytes) and no bucket_name is configured; "
+                "nothing was written"
+            )
+        staging.move_out(channel, versions[channel], dest)
+    if staging.holds_refs():
+        item[ATTR.FORMAT] = {"N": str(schema.REF_FORMAT_VERSION)}
 
 
 def put_writes(

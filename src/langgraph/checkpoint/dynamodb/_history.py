@@ -32,6 +32,137 @@ from langgraph.checkpoint.dynamodb.schema import ATTR
 FIRST_PAGE_ITEMS = 64
 
 
+class _ChainQuery:
+    """The descending Query one walk reads its chain with, page by page, and what it has read.
+
+    Pages are sized by :meth:`size_page`; :meth:`find` reads on until a
+    checkpoint is in :attr:`records` (or looks it up directly when id order
+    says it should have been read already).
+    """
+
+    def __init__(
+        self,
+        s: BaseDynamoDBSaver,
+        thread_id: str,
+        ns: str,
+        cid: str | None,
+        start: str | None,
+        cached: dict[str, CheckpointRecord],
+        channels: Sequence[str],
+    ) -> None:
+        self.s, self.thread_id, self.ns, self.cid = s, thread_id, ns, cid
+        self.pk = s._pk(thread_id)
+        self.cached = cached
+        self.channels = channels
+        values: dict[str, Any] = {":pk": {"S": self.pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
+        if cid is not None:
+            cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
+            values[":hi"] = {"S": schema.checkpoint_range_end(ns, start or cid)}
+        else:
+            cond = "#pk = :pk AND begins_with(#sk, :lo)"
+        self.kwargs: dict[str, Any] = dict(
+            TableName=s.table_name,
+            KeyConditionExpression=cond,
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            ConsistentRead=True,
+        )
+        self.records: dict[str, CheckpointRecord] = {}
+        self.pending_writes: dict[str, list[Item]] = {}
+        self.lowest: str | None = None  # smallest checkpoint id read so far
+        self.exhausted = False
+        self.pages = 0
+        self.items_read = 0
+        #: Deleted lineages (the head's dead roots, or a tombstone read).
+        self.dead: set[str] | None = None
+
+    def size_page(self) -> None:
+        """Read little when the chain is short, everything when it is long.
+
+        The first page is small (most chains to a snapshot are short).
+        If it was not enough, the target's own delta counters tell how
+        many supersteps back the snapshot is, which sizes the second
+        page; later pages (rare: forks, skew) take DynamoDB's 1 MB.
+        Read units are paid for what is read, so this keeps them close
+        to the chain's own size while round trips stay at one or two.
+        """
+        s, kwargs, channels = self.s, self.kwargs, self.channels
+        if self.pages == 0:
+            if self.cached:
+                # From below the cached part: the deepest cached record's
+                # own counters say how far its seed is.
+                depth = _delta_depth(s, min(self.cached.values(), key=lambda r: r.checkpoint_id), channels)
+            else:
+                cid = self.cid
+                hint = s._depth_hints.get((self.thread_id, self.ns, cid)) if cid is not None else None
+                depth = _depth_from_counters(hint, channels) if hint is not None else None
+            kwargs["Limit"] = (
+                FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
+            )
+            return
+        kwargs.pop("Limit", None)
+        target_rec = self.records.get(self.cid) if self.cid is not None else None
+        if self.pages > 1 or target_rec is None:
+            return
+        depth = _delta_depth(s, target_rec, channels)
+        if depth is None:
+            return
+        have = len(self.records)
+        per = self.items_read / max(1, have)
+        kwargs["Limit"] = max(FIRST_PAGE_ITEMS, int((depth - have + 4) * per * 1.5) + 16)
+
+    def next_page(self) -> Op[None]:
+        self.size_page()
+        if self.pages == 0 and self.cid is not None:
+            # From a given checkpoint the Query does not reach the
+            # tombstone: the head's dead roots, in the same round trip.
+            resp, head = yield Gather(
+                [ddb("query", **self.kwargs), _read.dead_roots_call(self.s, self.thread_id)]
+            )
+            self.dead = _items.head_roots(head.get("Item"))
+        else:
+            resp = yield ddb("query", **self.kwargs)
+        self.take_page(resp)
+
+    def take_page(self, resp: dict[str, Any]) -> None:
+        self.pages += 1
+        self.items_read += len(resp.get("Items", []))
+        for it in resp.get("Items", []):
+            _items.check_format(it)
+            _, kind, item_cid, _ = _items.parse_sk(it)
+            if kind == schema.TOMBSTONE_ITEM:
+                self.dead = _items.tomb_roots(it)
+            elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, self.dead):
+                continue  # a late write on a deleted lineage: not history
+            elif kind == schema.WRITES_ITEM:
+                self.pending_writes.setdefault(item_cid, []).append(it)
+            elif kind == schema.CHECKPOINT_ITEM:
+                self.records[item_cid] = CheckpointRecord(
+                    self.thread_id, self.ns, item_cid, it, self.pending_writes.pop(item_cid, [])
+                )
+                self.lowest = item_cid
+        if "LastEvaluatedKey" in resp:
+            self.kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        else:
+            self.exhausted = True
+
+    def find(self, target: str) -> Op[CheckpointRecord | None]:
+        while target not in self.records:
+            if self.exhausted or (self.lowest is not None and target > self.lowest):
+                # Not where id order says it would be (ids from hosts
+                # with skewed clocks): look it up directly.
+                items = yield from _requests.query_all(
+                    **_requests.checkpoint_query(self.s.table_name, self.pk, self.ns, target)
+                )
+                rec = _items.group(self.thread_id, items, only=target)
+                if rec is not None:
+                    self.records[target] = rec
+                return rec
+            yield from self.next_page()
+        return self.records[target]
+
+
 def delta_history(
     s: BaseDynamoDBSaver, config: RunnableConfig, channels: Sequence[str]
 ) -> Op[dict[str, DeltaChannelHistory]]:
@@ -63,141 +194,50 @@ def delta_history(
         cached, start = _cached_chain(cache, pk, thread_id, ns, cid, channels)
         if not cached:
             start = cid
-    values: dict[str, Any] = {":pk": {"S": pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
-    if cid is not None:
-        cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
-        values[":hi"] = {"S": schema.checkpoint_range_end(ns, start or cid)}
-    else:
-        cond = "#pk = :pk AND begins_with(#sk, :lo)"
-    kwargs: dict[str, Any] = dict(
-        TableName=s.table_name,
-        KeyConditionExpression=cond,
-        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-        ExpressionAttributeValues=values,
-        ScanIndexForward=False,
-        ConsistentRead=True,
-    )
-    records: dict[str, CheckpointRecord] = {}
-    pending_writes: dict[str, list[Item]] = {}
-    lowest: str | None = None  # smallest checkpoint id read so far
-    exhausted = False
-    pages = 0
-    items_read = 0
-
-    def size_page() -> None:
-        """Read little when the chain is short, everything when it is long.
-
-        The first page is small (most chains to a snapshot are short).
-        If it was not enough, the target's own delta counters tell how
-        many supersteps back the snapshot is, which sizes the second
-        page; later pages (rare: forks, skew) take DynamoDB's 1 MB.
-        Read units are paid for what is read, so this keeps them close
-        to the chain's own size while round trips stay at one or two.
-        """
-        if pages == 0:
-            if cached:
-                # From below the cached part: the deepest cached record's
-                # own counters say how far its seed is.
-                depth = _delta_depth(s, min(cached.values(), key=lambda r: r.checkpoint_id), channels)
-            else:
-                hint = s._depth_hints.get((thread_id, ns, cid)) if cid is not None else None
-                depth = _depth_from_counters(hint, channels) if hint is not None else None
-            kwargs["Limit"] = (
-                FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
-            )
-            return
-        kwargs.pop("Limit", None)
-        target_rec = records.get(cid) if cid is not None else None
-        if pages > 1 or target_rec is None:
-            return
-        depth = _delta_depth(s, target_rec, channels)
-        if depth is None:
-            return
-        have = len(records)
-        per = items_read / max(1, have)
-        kwargs["Limit"] = max(FIRST_PAGE_ITEMS, int((depth - have + 4) * per * 1.5) + 16)
-
-    dead: set[str] | None = None
-
-    def next_page() -> Op[None]:
-        nonlocal dead
-        size_page()
-        if pages == 0 and cid is not None:
-            # From a given checkpoint the Query does not reach the
-            # tombstone: the head's dead roots, in the same round trip.
-            resp, head = yield Gather([ddb("query", **kwargs), _read.dead_roots_call(s, thread_id)])
-            dead = _items.head_roots(head.get("Item"))
-        else:
-            resp = yield ddb("query", **kwargs)
-        take_page(resp)
-
-    def take_page(resp: dict[str, Any]) -> None:
-        nonlocal lowest, exhausted, pages, items_read, dead
-        pages += 1
-        items_read += len(resp.get("Items", []))
-        for it in resp.get("Items", []):
-            _items.check_format(it)
-            _, kind, item_cid, _ = _items.parse_sk(it)
-            if kind == schema.TOMBSTONE_ITEM:
-                dead = _items.tomb_roots(it)
-            elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, dead):
-                continue  # a late write on a deleted lineage: not history
-            elif kind == schema.WRITES_ITEM:
-                pending_writes.setdefault(item_cid, []).append(it)
-            elif kind == schema.CHECKPOINT_ITEM:
-                records[item_cid] = CheckpointRecord(
-                    thread_id, ns, item_cid, it, pending_writes.pop(item_cid, [])
-                )
-                lowest = item_cid
-        if "LastEvaluatedKey" in resp:
-            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-        else:
-            exhausted = True
-
-    def find(target: str) -> Op[CheckpointRecord | None]:
-        while target not in records:
-            if exhausted or (lowest is not None and target > lowest):
-                # Not where id order says it would be (ids from hosts
-                # with skewed clocks): look it up directly.
-                items = yield from _requests.query_all(
-                    **_requests.checkpoint_query(s.table_name, pk, ns, target)
-                )
-
-                rec = _items.group(thread_id, items, only=target)
-                if rec is not None:
-                    records[target] = rec
-                return rec
-            yield from next_page()
-        return records[target]
-
+    q = _ChainQuery(s, thread_id, ns, cid, start, cached, channels)
     if cached:
         assert cid is not None
         # The fresh part, in one round trip: the target and the head (one
         # BatchGetItem), and the Query below the cached part if needed.
         calls: list[Call] = [_target_and_head_call(s, pk, ns, cid)]
         if start is not None:
-            size_page()
-            calls.append(ddb("query", **kwargs))
+            q.size_page()
+            calls.append(ddb("query", **q.kwargs))
         resps = yield Gather(calls)
         fresh = yield from _batch_items(s, resps[0])
         target_item = fresh.get(schema.checkpoint_sk(ns, cid))
-        dead = _items.head_roots(fresh.get(schema.HEAD_SK))
-        if target_item is None or _items.is_dead(target_item, dead):
+        q.dead = _items.head_roots(fresh.get(schema.HEAD_SK))
+        if target_item is None or _items.is_dead(target_item, q.dead):
             return {ch: {"writes": []} for ch in channels}  # pruned or deleted since
-        records[cid] = CheckpointRecord(thread_id, ns, cid, target_item, [])
+        q.records[cid] = CheckpointRecord(thread_id, ns, cid, target_item, [])
         # Same lineage as the target, so alive with it; checked anyway.
-        records.update({k: r for k, r in cached.items() if not _items.is_dead(r.item, dead)})
+        q.records.update({k: r for k, r in cached.items() if not _items.is_dead(r.item, q.dead)})
         if start is not None:
-            take_page(resps[1])
+            q.take_page(resps[1])
     if cid is None:
-        while lowest is None and not exhausted:
-            yield from next_page()
-        if lowest is None:
+        while q.lowest is None and not q.exhausted:
+            yield from q.next_page()
+        if q.lowest is None:
             return {ch: {"writes": []} for ch in channels}
-        cid = max(records)
-    target = yield from find(cid)
-    if target is not None and _items.is_dead(target.item, dead):
+        cid = max(q.records)
+    target = yield from q.find(cid)
+    if target is not None and _items.is_dead(target.item, q.dead):
         target = None  # looked up directly: a deleted lineage reads as nothing
+    chain, seeds, all_writes = yield from _walk(q, cid, target, channels)
+    _remember_chain(cache, pk, target, chain, all_writes, cached)
+    return (yield from _assemble(s, q, chain, seeds, channels))
+
+
+def _walk(
+    q: _ChainQuery, cid: str, target: CheckpointRecord | None, channels: Sequence[str]
+) -> Op[tuple[list[CheckpointRecord], dict[str, CheckpointRecord], dict[str, list[Item]]]]:
+    """Walk from the target to each channel's seed: the ancestors, the seed of each channel, their writes.
+
+    Returns the chain (nearest first, each ancestor's writes filtered to
+    the channels still open there), the record seeding each channel, and
+    each ancestor's writes before filtering (for the chain cache).
+    """
+    thread_id, ns = q.thread_id, q.ns
     remaining = set(channels)
     chain: list[CheckpointRecord] = []
     seeds: dict[str, CheckpointRecord] = {}
@@ -215,7 +255,7 @@ def delta_history(
             raise _items.parent_cycle_error(thread_id, ns, walked, cursor)
         walked.append(cursor)
         on_chain.add(cursor)
-        rec = yield from find(cursor)
+        rec = yield from q.find(cursor)
         if rec is None:
             assert child is not None
             broken = remaining & set(child.item.get(ATTR.DELTA_NEEDS, {}).get("SS", []))
@@ -240,10 +280,18 @@ def delta_history(
         remaining -= stored
         child = rec
         cursor = rec.item.get(ATTR.PARENT_ID, {}).get("S")
+    return chain, seeds, all_writes
 
-    _remember_chain(cache, pk, target, chain, all_writes, cached)
 
-    # One wave for everything spilled: seed values and write values.
+def _assemble(
+    s: BaseDynamoDBSaver,
+    q: _ChainQuery,
+    chain: list[CheckpointRecord],
+    seeds: dict[str, CheckpointRecord],
+    channels: Sequence[str],
+) -> Op[dict[str, DeltaChannelHistory]]:
+    """Each channel's seed and writes, decoded: one fetch wave for everything spilled."""
+    thread_id, pk = q.thread_id, q.pk
     refs: list[Ref] = []
     for ch, rec in seeds.items():
         av = rec.item[ATTR.VALUES]["M"][ch]
@@ -256,7 +304,7 @@ def delta_history(
                     where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
                     with _items.malformed(where):
                         refs.append(Ref("s3", s._s3_pointer(thread_id, w, name)))
-    fetched = yield from _read.fetch(s, refs, local=records.values())
+    fetched = yield from _read.fetch(s, refs, local=q.records.values())
 
     collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
     open_channels = set(channels)

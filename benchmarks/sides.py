@@ -6,7 +6,10 @@
   (``saver.clients``), so the measured configuration (retries, pool
   size) is the one users get (``compression="auto"`` since issue 16).
   ``ours-zlib`` is the same with ``compression="zlib"``, the former
-  default, to measure the codec choice against it in the same run.
+  default, to measure the codec choice against it in the same run;
+  ``ours-onloop`` the async saver with ``io_thread=False`` (requests on the
+  caller's event loop, the mode before issue 16 target 4), to measure the
+  I/O thread against it in the same run.
 * ``ref``: ``langgraph_checkpoint_aws.DynamoDBSaver`` with
   ``s3_offload_config``, default settings (checkpoint compression off);
   ``ref-gz`` is the same with ``enable_checkpoint_compression=True``, to
@@ -32,11 +35,15 @@ __all__ = ["OURS", "REGION", "is_reference", "open_async_saver", "open_sync_save
 
 REGION = "us-east-1"
 #: Our saver's sides: the defaults, and the codec under evaluation.
-OURS = ("ours", "ours-zlib")
+OURS = ("ours", "ours-zlib", "ours-onloop")
 
 
 def _options(side: str) -> dict[str, Any]:
     return {"compression": "zlib"} if side == "ours-zlib" else {}
+
+
+def _async_options(side: str) -> dict[str, Any]:
+    return {"io_thread": False} if side == "ours-onloop" else _options(side)
 
 
 def open_sync_saver(side: str, table: str, bucket: str, meter: Meter) -> tuple[Any, Any]:
@@ -71,7 +78,7 @@ async def open_async_saver(side: str, table: str, bucket: str, meter: Meter) -> 
         from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
 
         async with AsyncDynamoDBSaver(
-            table_name=table, bucket_name=bucket, region_name=REGION, **_options(side)
+            table_name=table, bucket_name=bucket, region_name=REGION, **_async_options(side)
         ) as saver:
             for client in saver.clients.values():
                 if client is not None:

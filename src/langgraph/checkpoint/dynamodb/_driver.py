@@ -10,6 +10,10 @@ back to the operation, streams what the operation emits, bounds
 operation yields (``Compute``): in place, or, in the async driver, off the
 event loop when it is large.
 
+The async saver can also drive each whole operation on an event loop of
+its own, in a dedicated thread (:class:`IOThread`): the caller's loop then
+only awaits the result, while requests, responses and packing run there.
+
 A driver reaches its clients through a small holder (:class:`ClientHolder`:
 a mapping of service name to client, read at every call so that clients
 opened or closed later are seen; an async holder can also open missing
@@ -19,9 +23,10 @@ clients, :class:`AsyncClientHolder`). A saver is such a holder.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -44,6 +49,7 @@ __all__ = [
     "ClientHolder",
     "Clients",
     "ErrorTranslator",
+    "IOThread",
     "SyncDriver",
 ]
 
@@ -389,3 +395,194 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         async for value in self.iter(_capture(op, out)):
             raise _emitted(value)
         return out[0]
+
+
+class _Job:
+    """A coroutine running as a task on an :class:`IOThread`'s loop, seen from other threads."""
+
+    __slots__ = ("future", "_loop", "_task", "_cancelled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        #: Settled with the task's result or exception (cancelled if the task was).
+        self.future: Future[Any] = Future()
+        self._loop = loop
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelled = False
+
+    def _start(self, coro: Coroutine[Any, Any, Any], context: contextvars.Context | None) -> None:
+        """On the I/O loop: run ``coro`` as a task (or drop it if cancelled already)."""
+        if self._cancelled or not self.future.set_running_or_notify_cancel():
+            coro.close()
+            return
+        self._task = self._loop.create_task(coro, context=context)
+        self._task.add_done_callback(self._settle)
+
+    def _settle(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self.future.set_exception(asyncio.CancelledError())
+        elif (exc := task.exception()) is not None:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(task.result())
+
+    def cancel(self) -> None:
+        """Cancel the task, from any thread (a no-op once it has finished or its loop has stopped)."""
+
+        def cancel_task() -> None:
+            self._cancelled = True
+            if self._task is not None:
+                self._task.cancel()
+
+        try:
+            self._loop.call_soon_threadsafe(cancel_task)
+        except RuntimeError:  # the loop is closed: nothing runs there any more
+            pass
+
+
+#: What an :class:`IOThread` stream hands over: ("value", v), ("error", exc) or ("end", None).
+_Item = tuple[str, Any]
+
+
+class IOThread:
+    """An event loop running in a dedicated daemon thread, which callers on other loops await.
+
+    The async saver's "I/O thread" mode (``AsyncDynamoDBSaver(io_thread=True)``)
+    drives each whole operation here, with clients opened on this loop: the
+    caller's loop only pays for the hop (submitting the coroutine and being
+    woken with its result, tens of microseconds), not for aiobotocore's
+    per-request work (serializing, signing, parsing responses), which is
+    most of a saver's share of a busy loop. Coroutines run in the caller's
+    ``contextvars`` context (so an OpenTelemetry span started on the I/O
+    loop has the caller's span as parent); cancelling the awaiting task
+    cancels the coroutine here; errors come back unchanged.
+
+    Example:
+        >>> import asyncio
+        >>> io = IOThread()
+        >>> async def where() -> str:
+        ...     return threading.current_thread().name
+        >>> asyncio.run(io.run(where()))
+        'ddb-saver-io'
+        >>> io.stop()
+    """
+
+    def __init__(self, name: str = "ddb-saver-io") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._ready.set)
+        try:
+            self.loop.run_forever()
+        finally:
+            # As asyncio.run ends a loop: what is still running is cancelled
+            # and awaited, then the loop's executor (large packing) joined.
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            self.loop.close()
+
+    def is_current(self) -> bool:
+        """Whether the calling thread is this one (then run coroutines directly, never hop)."""
+        return threading.get_ident() == self.thread.ident
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive() and not self.loop.is_closed()
+
+    def submit(self, coro: Coroutine[Any, Any, R], context: contextvars.Context | None = None) -> _Job:
+        """Start ``coro`` on this loop, in ``context`` (a copy of the caller's by default)."""
+        job = _Job(self.loop)
+        ctx = context if context is not None else contextvars.copy_context()
+        try:
+            self.loop.call_soon_threadsafe(job._start, coro, ctx)
+        except RuntimeError:
+            coro.close()
+            raise RuntimeError("the saver's I/O thread has stopped") from None
+        return job
+
+    async def run(self, coro: Coroutine[Any, Any, R]) -> R:
+        """Await ``coro`` run on this loop, from another event loop; cancelling the caller cancels it."""
+        job = self.submit(coro)
+        try:
+            return cast(R, await asyncio.wrap_future(job.future))
+        except BaseException:
+            job.cancel()  # cancelled or interrupted: the operation must not run on unobserved
+            raise
+
+    def run_blocking(self, coro: Coroutine[Any, Any, R]) -> R:
+        """``coro`` run on this loop, waited for from a thread that runs no event loop."""
+        job = self.submit(coro)
+        try:
+            return cast(R, job.future.result())
+        except BaseException:
+            job.cancel()
+            raise
+
+    async def stream(self, agen: AsyncIterator[Any], buffer: int = 64) -> AsyncIterator[Any]:
+        """Iterate ``agen`` on this loop, from another event loop.
+
+        A producer task on this loop reads ``agen`` into a queue of at most
+        ``buffer`` values (back-pressure: it waits while the queue is full),
+        and the caller takes everything queued in one hop at a time. When
+        the caller stops early (a ``break``, an error, cancellation), the
+        producer is cancelled and ``agen`` closed there: nothing keeps
+        running for an abandoned listing.
+        """
+        queue: asyncio.Queue[_Item] = asyncio.Queue(buffer)  # used on this loop only
+
+        async def produce() -> None:
+            try:
+                async for value in agen:
+                    await queue.put(("value", value))
+            except Exception as exc:  # handed to the caller, unchanged
+                await queue.put(("error", exc))
+            else:
+                await queue.put(("end", None))
+            finally:
+                aclose = getattr(agen, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+        async def take() -> list[_Item]:
+            items = [await queue.get()]
+            while not queue.empty():
+                items.append(queue.get_nowait())
+            return items
+
+        producer = self.submit(produce())
+        try:
+            while True:
+                for kind, value in await self.run(take()):
+                    if kind == "end":
+                        return
+                    if kind == "error":
+                        raise value
+                    yield value
+        finally:
+            producer.cancel()
+
+    def stop_soon(self) -> None:
+        """Ask the loop to stop, from any thread (this one too), without waiting for it."""
+        try:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        except RuntimeError:  # closed already
+            pass
+
+    def stop(self, timeout: float | None = 10) -> None:
+        """Stop the loop (cancelling what still runs there) and join the thread; idempotent.
+
+        Never from the thread itself: it cannot join itself.
+        """
+        if self.is_current():
+            raise RuntimeError("the I/O thread cannot stop itself")
+        self.stop_soon()
+        self.thread.join(timeout)

@@ -1,12 +1,17 @@
 """``AsyncDynamoDBSaver``: the asyncio saver, a thin aiobotocore driver over the core.
 
-Every request is awaited on the event loop (no ``run_in_executor`` around
-boto3), so one loop can serve many threads at once.
+Every request is awaited on an event loop (no ``run_in_executor`` around
+boto3), so one loop can serve many threads at once: the caller's loop, or,
+in the I/O thread mode (``io_thread``), a loop of the saver's own in a
+dedicated thread, which keeps aiobotocore's per-request work off the
+caller's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -23,7 +28,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._driver import AsyncDriver
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver, IOThread
 from langgraph.checkpoint.dynamodb._methods import async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
@@ -39,6 +44,28 @@ _aprune = async_method(_maintain.prune)
 _adelete_for_runs = async_method(_maintain.delete_for_runs)
 _prune = blocking(_aprune)
 _delete_for_runs = blocking(_adelete_for_runs)
+
+
+class _IOState:
+    """The I/O thread of a saver, shared with its copies (tenant views, guarded copies)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: IOThread | None = None
+
+    def get(self) -> IOThread:
+        """The running I/O thread, started on first use (and again after ``aclose``)."""
+        with self.lock:
+            if self.thread is None or not self.thread.alive:
+                self.thread = IOThread()
+                # Nobody closed the saver: its thread ends with it, not with the process.
+                weakref.finalize(self, self.thread.stop_soon)
+            return self.thread
+
+    def current(self) -> IOThread | None:
+        """The I/O thread, if the calling thread is it."""
+        io = self.thread
+        return io if io is not None and io.is_current() else None
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -57,6 +84,18 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         dynamodb_client / s3_client: ready-made async clients (not closed by
             the saver).
         max_concurrency: parallel requests within one operation.
+        io_thread: drive every operation on an event loop of the saver's
+            own, in a dedicated thread, on which it opens its clients: the
+            caller's loop then only awaits each call's result (a hop of
+            tens of microseconds), while requests (aiobotocore's
+            serializing, signing and response parsing) and packing run in
+            that thread. ``None`` (the default): on when the saver opens its
+            own clients, off with injected ones. ``True`` with injected
+            clients raises ``ValueError`` (an aiobotocore client belongs to
+            the loop that made it); ``False`` drives operations on the
+            caller's loop. In this mode one saver also serves successive
+            event loops (``asyncio.run`` per Lambda invocation), and
+            ``saver.clients`` belong to the I/O loop, not to yours.
 
     Example:
         ```python
@@ -75,8 +114,16 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         session: Any = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
+        io_thread: bool | None = None,
         **settings: Unpack[SaverSettings],
     ) -> None:
+        injected = dynamodb_client is not None or s3_client is not None
+        if io_thread and injected:
+            raise ValueError(
+                "io_thread=True needs clients the saver opens itself: an aiobotocore client only "
+                "works on the event loop it was created on. Pass session= (or nothing) instead of "
+                "dynamodb_client=/s3_client=, or leave io_thread unset to drive on your loop"
+            )
         super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
         self._region_name = client_region(self._region_name, session)
@@ -87,6 +134,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
         self._driver = AsyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
+        #: Whether operations run on the saver's I/O thread (see ``io_thread``).
+        self.io_thread: bool = (not injected) if io_thread is None else io_thread
+        self._io = _IOState()
+        self._io_owner = id(self)  # copies (tenant views, guarded copies) share the thread, never stop it
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> AsyncDynamoDBSaver:
@@ -115,7 +166,21 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the clients this saver opened (injected clients stay open)."""
+        """Close the clients this saver opened (injected clients stay open).
+
+        In the I/O thread mode they are closed on the I/O loop, then the
+        thread is stopped and joined. The saver stays usable: a later call
+        opens clients (and starts the thread) again.
+        """
+        if self.io_thread and self._io.current() is None:
+            io = self._io.thread
+            if io is not None and io.alive:
+                await io.run(self.aclose())
+                if self._io_owner == id(self):
+                    await asyncio.to_thread(io.stop)  # joining blocks: not on the caller's loop
+            if self._io_owner == id(self):
+                self._bound_loop, self._open_lock = None, None
+            return
         if self._stack is not None:
             stack, self._stack = self._stack, None
             for name in self._owned_names:
@@ -127,7 +192,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         """Open the clients this saver was not given (the driver calls it on first use).
 
         Binds the saver to the running event loop (the sync methods run
-        coroutines there). Idempotent; entering the saver calls it.
+        coroutines there); in the I/O thread mode, opens them on the I/O
+        loop instead. Idempotent; entering the saver calls it.
 
         Example:
             ```python
@@ -136,6 +202,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             saver.clients["dynamodb"]  # the aiobotocore client it opened
             ```
         """
+        if self.io_thread and self._io.current() is None:
+            await self._io.get().run(self.ensure_clients())
+            return
         if self._bound_loop is None:
             self._bound_loop = asyncio.get_running_loop()
         need = [
@@ -176,10 +245,16 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits."""
+        if self.io_thread and self._io.current() is None:
+            return self._io.get().stream(self._driver.iter(traced(self, op)))
         return self._driver.iter(traced(self, op))
 
     async def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
+        if self.io_thread and self._io.current() is None:
+            # The span starts on the I/O loop, in a copy of the caller's
+            # context: its parent is the caller's current span.
+            return await self._io.get().run(self._driver.run(traced(self, op)))
         return await self._driver.run(traced(self, op))
 
     async def setup(self) -> None:
@@ -231,7 +306,12 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         """Run a coroutine from synchronous code (as the Postgres saver allows).
 
         Only valid from a thread other than the saver's event loop thread.
+        In the I/O thread mode, from any thread that runs no event loop (a
+        blocking call there would block that loop), with or without entering
+        the saver first.
         """
+        if self.io_thread:
+            return self._sync_on_io_thread(coro)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -251,8 +331,23 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             )
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
+    def _sync_on_io_thread(self, coro: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._io.get().run_blocking(coro)
+        coro.close()
+        raise asyncio.InvalidStateError(
+            "Synchronous calls to AsyncDynamoDBSaver are only allowed from a different thread, one "
+            "that runs no event loop. From async code, use the async interface, e.g. "
+            "`await checkpointer.aget_tuple(...)` or `await graph.ainvoke(...)`."
+        )
+
     @property
     def _loop(self) -> asyncio.AbstractEventLoop | None:
+        if self.io_thread:
+            io = self._io.thread
+            return io.loop if io is not None and io.alive else None
         return self._bound_loop
 
     def list(

@@ -259,3 +259,29 @@ def test_sync_twins_in_io_thread_mode(store: dict[str, str]) -> None:
         assert saver.get_tuple(cfg(thread)) is not None
     finally:
         asyncio.run(saver.aclose())
+
+
+def test_the_savers_clients_work_from_the_callers_loop_through_the_io_loop(store: dict[str, str]) -> None:
+    """An aiobotocore client only works on its own loop: ``saver.clients`` hops to it (the lock uses them)."""
+    from langgraph.checkpoint.dynamodb.lock import AsyncThreadLease
+
+    sent: list[tuple[str, int]] = []
+
+    async def main() -> int:
+        async with AsyncDynamoDBSaver(**store, io_thread=True) as saver:
+            ddb = saver.clients["dynamodb"]
+            assert ddb is saver.clients["dynamodb"]
+            assert ddb.meta.region_name == "us-east-1"  # the client's own attributes, unchanged
+            record_senders(saver, sent)
+            table = await ddb.describe_table(TableName=store["table_name"])
+            assert table["Table"]["TableName"] == store["table_name"]
+            async with AsyncThreadLease(saver, new_thread(), lease_seconds=5) as lease:
+                assert lease.held
+            io = saver._io.thread
+            assert io is not None and io.thread.ident is not None
+            return io.thread.ident
+
+    io_ident = asyncio.run(main())
+    names = [name for name, _ in sent]
+    assert "before-send.dynamodb.DescribeTable" in names and "before-send.dynamodb.UpdateItem" in names
+    assert {ident for _, ident in sent} == {io_ident}

@@ -46,12 +46,77 @@ _prune = blocking(_aprune)
 _delete_for_runs = blocking(_adelete_for_runs)
 
 
+class _IOLoopClient:
+    """A client of the saver's I/O loop as other loops see it: each API call runs on the I/O loop.
+
+    An aiobotocore client only works on the loop that opened it; in the I/O
+    thread mode, that is not the caller's. ``saver.clients`` hands this
+    proxy to code on other loops (the lock's ``AsyncThreadLease``, your own
+    calls), so that ``await saver.clients["dynamodb"].get_item(...)`` works
+    there as it does in the on-loop mode. Everything else (``meta``, event
+    hooks) is the client's own. A ``get_object`` body is a stream of the
+    I/O loop: read it through the saver, not through this proxy.
+    """
+
+    __slots__ = ("client", "_io")
+
+    def __init__(self, client: Any, io: IOThread) -> None:
+        self.client = client
+        self._io = io
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.client, name)
+        if name not in self.client.meta.method_to_api_mapping:
+            return attr
+        io = self._io
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await io.run(attr(*args, **kwargs))
+
+        call.__name__ = name
+        return call
+
+    def __repr__(self) -> str:
+        return f"<{type(self.client).__name__} on the saver's I/O loop>"
+
+
+class _ClientsView(Mapping[str, Any]):
+    """``saver.clients`` in the I/O thread mode: live, and proxied outside the I/O thread."""
+
+    __slots__ = ("_clients", "_io")
+
+    def __init__(self, clients: dict[str, Any], io: _IOState) -> None:
+        self._clients = clients
+        self._io = io
+
+    def __getitem__(self, name: str) -> Any:
+        client = self._clients[name]
+        io = self._io.thread
+        if client is None or io is None or io.is_current():
+            return client
+        return self._io.proxy(client, io)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._clients)
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+
 class _IOState:
     """The I/O thread of a saver, shared with its copies (tenant views, guarded copies)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.thread: IOThread | None = None
+        self._proxies: dict[int, _IOLoopClient] = {}
+
+    def proxy(self, client: Any, io: IOThread) -> _IOLoopClient:
+        """One proxy per client (so that ``clients["dynamodb"]`` is the same object twice)."""
+        p = self._proxies.get(id(client))
+        if p is None or p.client is not client or p._io is not io:
+            p = self._proxies[id(client)] = _IOLoopClient(client, io)
+        return p
 
     def get(self) -> IOThread:
         """The running I/O thread, started on first use (and again after ``aclose``)."""
@@ -342,6 +407,25 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             "that runs no event loop. From async code, use the async interface, e.g. "
             "`await checkpointer.aget_tuple(...)` or `await graph.ainvoke(...)`."
         )
+
+    @property
+    def clients(self) -> Mapping[str, Any]:
+        """The saver's clients by service, ``"dynamodb"`` and ``"s3"`` (read-only, live view).
+
+        In the I/O thread mode the clients belong to the saver's I/O loop:
+        from any other thread you get a proxy whose API calls run there
+        (``await saver.clients["dynamodb"].describe_table(...)`` works from
+        your loop; ``.meta`` and event hooks are the client's own).
+
+        Example:
+            ```python
+            async with AsyncDynamoDBSaver(table_name="checkpoints") as saver:
+                await saver.clients["dynamodb"].describe_table(TableName=saver.table_name)
+            ```
+        """
+        if not self.io_thread:
+            return super().clients
+        return _ClientsView(self._clients, self._io)
 
     @property
     def _loop(self) -> asyncio.AbstractEventLoop | None:

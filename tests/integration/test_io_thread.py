@@ -82,7 +82,9 @@ def test_requests_and_packing_run_on_the_io_thread_not_the_callers_loop(
             record_senders(saver, sent)
             for size in (200, LARGE):
                 thread = new_thread()
-                stored = await saver.aput(cfg(thread), checkpoint_of({"v": text(size)}), {"step": 1}, {"v": "1"})
+                stored = await saver.aput(
+                    cfg(thread), checkpoint_of({"v": text(size)}), {"step": 1}, {"v": "1"}
+                )
                 await saver.aput_writes(stored, [("w", text(size))], "task-1")
                 got = await saver.aget_tuple(cfg(thread))
                 assert got is not None and got.checkpoint["channel_values"]["v"] == text(size)
@@ -142,7 +144,9 @@ def test_an_abandoned_alist_leaves_nothing_running_on_the_io_loop(store: dict[st
             thread = new_thread()
             parent = cfg(thread)
             for step in range(5):
-                parent = await saver.aput(parent, checkpoint_of({"v": str(step)}), {"step": step}, {"v": str(step)})
+                parent = await saver.aput(
+                    parent, checkpoint_of({"v": str(step)}), {"step": step}, {"v": str(step)}
+                )
             async for _ in saver.alist(cfg(thread)):
                 break
             io = saver._io.thread
@@ -245,7 +249,9 @@ def test_sync_twins_in_io_thread_mode(store: dict[str, str]) -> None:
 
     async def main() -> None:
         async with AsyncDynamoDBSaver(**store, io_thread=True) as saver:
-            await asyncio.to_thread(saver.put, cfg(thread), checkpoint_of({"v": "1"}), {"step": 1}, {"v": "1"})
+            await asyncio.to_thread(
+                saver.put, cfg(thread), checkpoint_of({"v": "1"}), {"step": 1}, {"v": "1"}
+            )
             got = await asyncio.to_thread(saver.get_tuple, cfg(thread))
             assert got is not None and got.checkpoint["channel_values"] == {"v": "1"}
             assert len(await asyncio.to_thread(lambda: list(saver.list(cfg(thread))))) == 1

@@ -23,6 +23,7 @@ clients, :class:`AsyncClientHolder`). A saver is such a holder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 import time
@@ -400,7 +401,7 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
 class _Job:
     """A coroutine running as a task on an :class:`IOThread`'s loop, seen from other threads."""
 
-    __slots__ = ("future", "_loop", "_task", "_cancelled")
+    __slots__ = ("_cancelled", "_loop", "_task", "future")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         #: Settled with the task's result or exception (cancelled if the task was).
@@ -433,10 +434,8 @@ class _Job:
             if self._task is not None:
                 self._task.cancel()
 
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nothing runs there any more
             self._loop.call_soon_threadsafe(cancel_task)
-        except RuntimeError:  # the loop is closed: nothing runs there any more
-            pass
 
 
 #: What an :class:`IOThread` stream hands over: ("value", v), ("error", exc) or ("end", None).
@@ -572,10 +571,8 @@ class IOThread:
 
     def stop_soon(self) -> None:
         """Ask the loop to stop, from any thread (this one too), without waiting for it."""
-        try:
+        with contextlib.suppress(RuntimeError):  # closed already
             self.loop.call_soon_threadsafe(self.loop.stop)
-        except RuntimeError:  # closed already
-            pass
 
     def stop(self, timeout: float | None = 10) -> None:
         """Stop the loop (cancelling what still runs there) and join the thread; idempotent.

@@ -58,7 +58,7 @@ class _IOLoopClient:
     I/O loop: read it through the saver, not through this proxy.
     """
 
-    __slots__ = ("client", "_io")
+    __slots__ = ("_io", "client")
 
     def __init__(self, client: Any, io: IOThread) -> None:
         self.client = client

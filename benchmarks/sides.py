@@ -80,7 +80,9 @@ async def open_async_saver(side: str, table: str, bucket: str, meter: Meter) -> 
         async with AsyncDynamoDBSaver(
             table_name=table, bucket_name=bucket, region_name=REGION, **_async_options(side)
         ) as saver:
-            for client in saver.clients.values():
+            # The clients themselves: with the I/O thread, saver.clients seen from
+            # this loop are proxies to them, and the meter's hooks run where they send.
+            for client in saver._clients.values():
                 if client is not None:
                     meter.attach(client)
             yield saver

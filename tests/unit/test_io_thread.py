@@ -10,6 +10,7 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,27 @@ def test_stop_joins_the_thread_and_later_submissions_fail_clearly() -> None:
     with pytest.raises(RuntimeError, match="stopped"):
         io.run_blocking(coro)
     io.stop()  # idempotent
+
+
+def test_a_burst_of_submissions_wakes_the_io_loop_once_not_once_each(io: IOThread) -> None:
+    """Each wake-up is a pipe write on the caller's thread, which gives up the GIL: they are batched."""
+    wakeups = 0
+    real = io.loop.call_soon_threadsafe
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal wakeups
+        wakeups += 1
+        return real(*args, **kwargs)
+
+    async def nothing(i: int) -> int:
+        return i
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(io.run(nothing(i)) for i in range(200))))
+
+    io.loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    try:
+        assert asyncio.run(main()) == list(range(200))
+    finally:
+        io.loop.call_soon_threadsafe = real  # type: ignore[method-assign]
+    assert 1 <= wakeups < 50, wakeups

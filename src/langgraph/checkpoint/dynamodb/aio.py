@@ -163,8 +163,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             ``aclose`` joins the thread, and ``saver.clients`` belong to the
             I/O loop: from other threads they are proxies that forward API
             calls there. On by default because it wins under load (in
-            docs/benchmarks.md, "Async": several times lower event-loop lag at
-            higher throughput) and costs a lone call about 0.04 ms.
+            docs/benchmarks.md, "Async": 2-3x lower p99 event-loop lag at the
+            same throughput) and costs a lone call about 0.04 ms.
 
     Example:
         ```python

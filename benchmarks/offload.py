@@ -221,7 +221,7 @@ def loop_section(res: dict[str, Any]) -> list[str]:
         "In the `async` workload (small chat messages) packing is a few percent of the saver's CPU: most of it "
         "is aiobotocore's per-request work (serializing, signing, endpoint and user-agent building, response "
         "parsing, the connection). That is why the async saver runs each operation on an event loop of its "
-        "own in a dedicated thread by default (`io_thread`; a hop of about 0.04 ms per call, "
+        "own in a dedicated thread by default (`io_thread`; a hop of under 0.1 ms per call, "
         "`python -m benchmarks.hop`): the caller's loop keeps only LangGraph's own work. The offload keeps "
         "large states from stalling that I/O loop.",
         "",

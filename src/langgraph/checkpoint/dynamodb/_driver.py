@@ -510,7 +510,7 @@ class IOThread:
     The async saver's "I/O thread" mode (``AsyncDynamoDBSaver(io_thread=True)``)
     drives each whole operation here, with clients opened on this loop: the
     caller's loop only pays for the hop (submitting the coroutine and being
-    woken with its result, tens of microseconds), not for aiobotocore's
+    woken with its result, under 0.1 ms), not for aiobotocore's
     per-request work (serializing, signing, parsing responses), which is
     most of a saver's share of a busy loop. Coroutines run in the caller's
     ``contextvars`` context (so an OpenTelemetry span started on the I/O

@@ -152,7 +152,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         io_thread: drive every operation on an event loop of the saver's
             own, in a dedicated thread, on which it opens its clients: the
             caller's loop then only awaits each call's result (a hop of
-            tens of microseconds), while requests (aiobotocore's
+            under 0.1 ms), while requests (aiobotocore's
             serializing, signing and response parsing) and packing run in
             that thread. ``None`` (the default): on when the saver opens its
             own clients, off with injected ones. ``True`` with injected
@@ -164,7 +164,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             I/O loop: from other threads they are proxies that forward API
             calls there. On by default because it wins under load (in
             docs/benchmarks.md, "Async": 2-3x lower p99 event-loop lag at the
-            same throughput) and costs a lone call about 0.04 ms.
+            same throughput) and costs a lone call under 0.1 ms.
 
     Example:
         ```python

@@ -193,8 +193,7 @@ def test_aclose_closes_the_clients_and_joins_the_thread(store: dict[str, str]) -
 
 def test_one_saver_serves_successive_asyncio_runs(store: dict[str, str]) -> None:
     """One ``asyncio.run`` per Lambda invocation, one saver made at module level."""
-    saver = AsyncDynamoDBSaver(**store)  # the default: it opens its own clients, on its I/O loop
-    assert saver.io_thread
+    saver = AsyncDynamoDBSaver(**store, io_thread=True)  # made once, at module level
     thread = new_thread()
 
     async def invocation(step: int) -> int:
@@ -210,7 +209,7 @@ def test_one_saver_serves_successive_asyncio_runs(store: dict[str, str]) -> None
     assert saver._io.thread is not None and not saver._io.thread.thread.is_alive()
 
 
-def test_injected_clients_refuse_the_io_thread_and_default_to_the_callers_loop(store: dict[str, str]) -> None:
+def test_injected_clients_refuse_the_io_thread_and_drive_on_the_callers_loop(store: dict[str, str]) -> None:
     from aiobotocore.session import get_session
 
     async def main() -> None:
@@ -234,8 +233,7 @@ def test_a_session_works_with_the_io_thread(store: dict[str, str]) -> None:
     from aiobotocore.session import get_session
 
     async def main() -> None:
-        async with AsyncDynamoDBSaver(**store, session=get_session()) as saver:
-            assert saver.io_thread
+        async with AsyncDynamoDBSaver(**store, session=get_session(), io_thread=True) as saver:
             thread = new_thread()
             await saver.aput(cfg(thread), checkpoint_of({"v": "1"}), {"step": 1}, {"v": "1"})
             assert await saver.aget_tuple(cfg(thread)) is not None

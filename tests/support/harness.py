@@ -68,6 +68,8 @@ VARIANTS = {
     "async": ("async", {}),
     "sync-s3": ("sync", {"bucket": True, "s3_threshold": 1024}),
     "async-s3-encrypted": ("async", {"bucket": True, "s3_threshold": 1024, "encrypted": True}),
+    # Each operation on the saver's own event loop thread (io_thread=True).
+    "async-io-thread": ("async", {"bucket": True, "s3_threshold": 1024, "io_thread": True}),
 }
 
 
@@ -95,6 +97,8 @@ class Harness:
             kw["s3_threshold"] = self.opts["s3_threshold"]
         if self.opts.get("encrypted"):
             kw["serde"] = EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY)
+        if self.opts.get("io_thread"):
+            kw["io_thread"] = True
         kw.update(overrides)
         return kw
 

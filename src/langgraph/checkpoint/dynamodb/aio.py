@@ -154,17 +154,18 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             caller's loop then only awaits each call's result (a hop of
             under 0.1 ms), while requests (aiobotocore's
             serializing, signing and response parsing) and packing run in
-            that thread. ``None`` (the default): on when the saver opens its
-            own clients, off with injected ones. ``True`` with injected
-            clients raises ``ValueError`` (an aiobotocore client belongs to
-            the loop that made it); ``False`` drives operations on the
-            caller's loop. In this mode one saver also serves successive
-            event loops (``asyncio.run`` per Lambda invocation),
-            ``aclose`` joins the thread, and ``saver.clients`` belong to the
-            I/O loop: from other threads they are proxies that forward API
-            calls there. On by default because it wins under load (in
-            docs/benchmarks.md, "Async": 2-3x lower p99 event-loop lag at the
-            same throughput) and costs a lone call under 0.1 ms.
+            that thread. In this mode one saver also serves successive
+            event loops (``asyncio.run`` per Lambda invocation), ``aclose``
+            joins the thread, and ``saver.clients`` belong to the I/O loop:
+            from other threads they are proxies that forward API calls
+            there. It needs clients the saver opens itself: with injected
+            ones it raises ``ValueError`` (an aiobotocore client belongs to
+            the loop that made it). Off by default: with 100 concurrent
+            threads on one loop it cut the p99 event-loop lag 1.4-2.5x but
+            did not raise throughput (0-13% lower: the two threads share
+            one GIL), see docs/benchmarks.md, "Async"; a lone call pays
+            under 0.1 ms for the hop. Turn it on when your loop's latency
+            matters more than the saver's throughput.
 
     Example:
         ```python
@@ -175,8 +176,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             graph = builder.compile(checkpointer=saver)
             await graph.ainvoke(inputs, {"configurable": {"thread_id": "t-1"}})
 
-        # Requests on your own loop instead (as with injected clients):
-        saver = AsyncDynamoDBSaver(table_name="checkpoints", io_thread=False)
+        # Requests, their signing and parsing on a thread of the saver's own:
+        saver = AsyncDynamoDBSaver(table_name="checkpoints", io_thread=True)
         ```
     """
 
@@ -186,7 +187,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         session: Any = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
-        io_thread: bool | None = None,
+        io_thread: bool = False,
         **settings: Unpack[SaverSettings],
     ) -> None:
         injected = dynamodb_client is not None or s3_client is not None
@@ -194,7 +195,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             raise ValueError(
                 "io_thread=True needs clients the saver opens itself: an aiobotocore client only "
                 "works on the event loop it was created on. Pass session= (or nothing) instead of "
-                "dynamodb_client=/s3_client=, or leave io_thread unset to drive on your loop"
+                "dynamodb_client=/s3_client=, or leave io_thread off to drive on your loop"
             )
         super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
@@ -207,7 +208,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._open_lock: asyncio.Lock | None = None
         self._driver = AsyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
         #: Whether operations run on the saver's I/O thread (see ``io_thread``).
-        self.io_thread: bool = (not injected) if io_thread is None else io_thread
+        self.io_thread = io_thread
         self._io = _IOState()
         self._io_owner = id(self)  # copies (tenant views, guarded copies) share the thread, never stop it
 

@@ -97,15 +97,14 @@ class Harness:
             kw["s3_threshold"] = self.opts["s3_threshold"]
         if self.opts.get("encrypted"):
             kw["serde"] = EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY)
-        if self.opts.get("io_thread"):
-            kw["io_thread"] = True
         kw.update(overrides)
         return kw
 
     def make_saver(self, **overrides: Any) -> Any:
         kw = self.saver_kwargs(**overrides)
         if self.is_async:
-            saver = AsyncDynamoDBSaver(**kw)
+            # io_thread is the async saver's own option: saver_kwargs() stay shared settings.
+            saver = AsyncDynamoDBSaver(**kw, io_thread=bool(self.opts.get("io_thread")))
             self.loop.run(saver.__aenter__())
             return saver
         return DynamoDBSaver(**kw)

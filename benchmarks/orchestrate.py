@@ -77,7 +77,8 @@ SINGLE: tuple[str, ...] = ("codecs", "load", "ui", "offload")
 #: 16 target 1 (bytes are compared with it), run as many times as the other
 #: sides where the codec matters.
 EXTRA_SIDES: dict[str, list[str]] = {"chat": ["ref-gz"], "big": ["ref-gz"]}
-CODEC_SIDES: dict[str, list[str]] = {"chat": ["ours-zlib"], "big": ["ours-zlib"]}
+#: ``ours-iothread``: the async saver with ``io_thread=True`` (issue 16 target 4).
+CODEC_SIDES: dict[str, list[str]] = {"chat": ["ours-zlib"], "big": ["ours-zlib"], "async": ["ours-iothread"]}
 
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -391,7 +392,8 @@ def run_all(
     quick: bool = False,
 ) -> dict[str, Any]:
     """Run the plan against a fresh moto server and return everything measured."""
-    pythons = {"ours": sys.executable, "ours-zlib": sys.executable, "ref": ref_python, "ref-gz": ref_python}
+    ours = sys.executable
+    pythons = {"ours": ours, "ours-zlib": ours, "ours-iothread": ours, "ref": ref_python, "ref-gz": ref_python}
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     cold: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
     single: dict[str, Any] = {}

@@ -49,6 +49,7 @@ GIB = 1024**3
 NAMES = {
     "ours": 'ours (default: `compression="auto"`)',
     "ours-zlib": 'ours, `compression="zlib"` (the former default)',
+    "ours-iothread": "ours, `io_thread=True` (each operation on the saver's own loop thread)",
     "ref": "reference",
     "ref-gz": "reference, compression on",
 }

@@ -122,7 +122,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     """Command line: run one workload and write its JSON result."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.runner", description=__doc__)
-    ap.add_argument("--side", choices=("ours", "ours-zlib", "ref", "ref-gz"), required=True)
+    ap.add_argument("--side", choices=("ours", "ours-zlib", "ours-iothread", "ref", "ref-gz"), required=True)
     ap.add_argument("--workload", choices=sorted(WORKLOADS), required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--bucket", required=True)

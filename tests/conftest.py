@@ -91,7 +91,7 @@ def loop_thread() -> Iterator[Any]:
     lt.close()
 
 
-@pytest.fixture(params=["sync", "async", "sync-s3", "async-s3-encrypted"])
+@pytest.fixture(params=["sync", "async", "sync-s3", "async-s3-encrypted", "async-io-thread"])
 def harness(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Iterator[Any]:
     """A saver variant (sync/async x S3 on/off x encryption) with a fresh table."""
     from tests.support.harness import Harness

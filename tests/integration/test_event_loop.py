@@ -72,14 +72,24 @@ def store(moto_endpoint: str, names: dict[str, str]) -> Iterator[dict[str, str]]
     yield names
 
 
+@pytest.mark.parametrize("io_thread", [False, True], ids=["on-loop", "io-thread"])
 @pytest.mark.parametrize("bucket", [True, False], ids=["s3", "no-bucket"])
-def test_async_saver_packs_and_unpacks_large_payloads_off_the_loop(store: dict[str, str], bucket: bool) -> None:
+def test_async_saver_packs_and_unpacks_large_payloads_off_the_loop(
+    store: dict[str, str], bucket: bool, io_thread: bool
+) -> None:
+    """Small payloads are packed on the loop that drives the operation, large ones off it.
+
+    That loop is the caller's (``io_thread=False``) or the saver's I/O loop,
+    and then nothing is packed on the caller's loop thread at all.
+    """
     names = dict(store) if bucket else {"table_name": store["table_name"]}
     serde = Recording(default_serde())
 
     async def main() -> None:
-        loop_thread = threading.get_ident()
-        async with AsyncDynamoDBSaver(**names, serde=serde) as saver:
+        caller_thread = threading.get_ident()
+        async with AsyncDynamoDBSaver(**names, serde=serde, io_thread=io_thread) as saver:
+            io = saver._io.thread
+            loop_thread = io.thread.ident if io_thread and io is not None else caller_thread
             for size in (SMALL, LARGE):
                 thread = new_thread()
                 serde.reset()
@@ -88,6 +98,7 @@ def test_async_saver_packs_and_unpacks_large_payloads_off_the_loop(store: dict[s
                 assert serde.dumps, "nothing was packed"
                 on_loop = serde.threads() == {loop_thread}
                 assert on_loop is (size == SMALL), (size, serde.dumps)
+                assert (caller_thread in serde.threads()) is (not io_thread and size == SMALL)
                 serde.reset()
                 got = await saver.aget_tuple(cfg(thread))
                 assert got is not None

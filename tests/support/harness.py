@@ -68,6 +68,8 @@ VARIANTS = {
     "async": ("async", {}),
     "sync-s3": ("sync", {"bucket": True, "s3_threshold": 1024}),
     "async-s3-encrypted": ("async", {"bucket": True, "s3_threshold": 1024, "encrypted": True}),
+    # Each operation on the saver's own event loop thread (io_thread=True).
+    "async-io-thread": ("async", {"bucket": True, "s3_threshold": 1024, "io_thread": True}),
 }
 
 
@@ -101,7 +103,8 @@ class Harness:
     def make_saver(self, **overrides: Any) -> Any:
         kw = self.saver_kwargs(**overrides)
         if self.is_async:
-            saver = AsyncDynamoDBSaver(**kw)
+            # io_thread is the async saver's own option: saver_kwargs() stay shared settings.
+            saver = AsyncDynamoDBSaver(**kw, io_thread=bool(self.opts.get("io_thread")))
             self.loop.run(saver.__aenter__())
             return saver
         return DynamoDBSaver(**kw)

@@ -185,12 +185,20 @@ def test_a_burst_of_submissions_wakes_the_io_loop_once_not_once_each(io: IOThrea
     async def nothing(i: int) -> int:
         return i
 
+    # The I/O loop is kept busy while the burst is submitted, so the count
+    # does not depend on how fast that loop drains (a loaded machine).
+    gate = threading.Event()
+    io.post(lambda: gate.wait(10) and None)
+
     async def main() -> list[int]:
-        return list(await asyncio.gather(*(io.run(nothing(i)) for i in range(200))))
+        tasks = [asyncio.ensure_future(io.run(nothing(i))) for i in range(200)]
+        await asyncio.sleep(0)  # every task has submitted its operation
+        gate.set()
+        return list(await asyncio.gather(*tasks))
 
     io.loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
     try:
         assert asyncio.run(main()) == list(range(200))
     finally:
         io.loop.call_soon_threadsafe = real  # type: ignore[method-assign]
-    assert 1 <= wakeups < 50, wakeups
+    assert wakeups <= 1, wakeups

@@ -289,3 +289,51 @@ def test_the_savers_clients_work_from_the_callers_loop_through_the_io_loop(store
     names = [name for name, _ in sent]
     assert "before-send.dynamodb.DescribeTable" in names and "before-send.dynamodb.UpdateItem" in names
     assert {ident for _, ident in sent} == {io_ident}
+
+
+# ------------------------------------------- the default mode across loops
+
+
+def test_a_saver_kept_across_asyncio_runs_says_what_to_do(store: dict[str, str]) -> None:
+    """Default mode, one saver at module level, never closed: the second loop gets a clear error."""
+    saver = AsyncDynamoDBSaver(**store)
+    thread = new_thread()
+    assert asyncio.run(saver.aget_tuple(cfg(thread))) is None
+    with pytest.raises(RuntimeError, match="io_thread=True"):
+        asyncio.run(saver.aget_tuple(cfg(thread)))
+
+    async def listing() -> list[Any]:
+        return [t async for t in saver.alist(cfg(thread))]
+
+    with pytest.raises(RuntimeError, match="async with saver"):
+        asyncio.run(listing())
+
+
+def test_a_saver_entered_in_each_loop_serves_them_all(store: dict[str, str]) -> None:
+    """Default mode, ``async with saver`` inside each ``asyncio.run``: it binds to each loop in turn."""
+    saver = AsyncDynamoDBSaver(**store)
+    thread = new_thread()
+
+    async def invocation(step: int) -> int:
+        async with saver:
+            latest = await saver.aget_tuple(cfg(thread))
+            parent = latest.config if latest is not None else cfg(thread)
+            await saver.aput(parent, checkpoint_of({"v": str(step)}), {"step": step}, {"v": str(step)})
+            return len([t async for t in saver.alist(cfg(thread))])
+
+    assert [asyncio.run(invocation(step)) for step in range(3)] == [1, 2, 3]
+
+
+def test_injected_clients_of_a_closed_loop_are_refused_clearly(store: dict[str, str]) -> None:
+    from aiobotocore.session import get_session
+
+    state: dict[str, Any] = {}
+
+    async def first() -> None:
+        async with get_session().create_client("dynamodb") as client:
+            state["saver"] = AsyncDynamoDBSaver(**store, dynamodb_client=client)
+            assert await state["saver"].aget_tuple(cfg(new_thread())) is None
+
+    asyncio.run(first())
+    with pytest.raises(RuntimeError, match="event loop that has been closed"):
+        asyncio.run(state["saver"].aget_tuple(cfg(new_thread())))

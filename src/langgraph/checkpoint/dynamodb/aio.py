@@ -278,8 +278,12 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         if self.io_thread and self._io.current() is None:
             await self._io.get().run(self.ensure_clients())
             return
-        if self._bound_loop is None:
+        bound = self._bound_loop
+        if bound is None or (bound.is_closed() and self._stack is None and not self._injected()):
+            # First use, or the saver was closed (``aclose``) with the loop it
+            # ran on (``async with`` inside each ``asyncio.run``): bind anew.
             self._bound_loop = asyncio.get_running_loop()
+            self._open_lock = None
         need = [
             name
             for name in ("dynamodb", "s3")
@@ -316,10 +320,35 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     # --------------------------------------------------------------- driver
 
+    def _injected(self) -> bool:
+        """Whether a client was given to the saver (it belongs to the loop it was made on)."""
+        return any(c is not None and name not in self._owned_names for name, c in self._clients.items())
+
+    def _check_loop(self) -> None:
+        """Refuse to drive clients whose event loop has been closed, with what to do instead.
+
+        aiobotocore would fail deep inside with "Event loop is closed": the
+        common cause is one saver kept across ``asyncio.run`` calls (one per
+        Lambda invocation) without closing it in between.
+        """
+        bound = self._bound_loop
+        if bound is None:
+            # Injected clients open nothing (no ``ensure_clients``): the
+            # first operation's loop is theirs.
+            self._bound_loop = asyncio.get_running_loop()
+        elif bound.is_closed() and (self._stack is not None or self._injected()):
+            raise RuntimeError(
+                "AsyncDynamoDBSaver's clients belong to an event loop that has been closed "
+                "(a saver kept across asyncio.run calls?). Use it as `async with saver:` inside "
+                "each loop, or create it with io_thread=True: it then keeps its clients on a "
+                "loop of its own, across the caller's loops."
+            )
+
     def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits."""
         if self.io_thread and self._io.current() is None:
             return self._io.get().stream(self._driver.iter(traced(self, op)))
+        self._check_loop()
         return self._driver.iter(traced(self, op))
 
     async def _run(self, op: Op[R]) -> R:
@@ -328,6 +357,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             # The span starts on the I/O loop, in a copy of the caller's
             # context: its parent is the caller's current span.
             return await self._io.get().run(self._driver.run(traced(self, op)))
+        self._check_loop()
         return await self._driver.run(traced(self, op))
 
     async def setup(self) -> None:

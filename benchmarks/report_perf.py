@@ -232,7 +232,21 @@ def codec_verdict(res: dict[str, Any]) -> tuple[str, str] | None:
         if base is not None
         else f"{ratio:.2f}x; bytes {growth:.2f}x"
     )
+    gets = {side: _s3_gets(_first(res, "big", side)) for side in ("ours", "ref")}
+    if None not in gets.values():
+        measured += (
+            f"; S3 GETs over the run: ours {gets['ours']}, reference {gets['ref']} (ours serves what it "
+            "uploaded or read from its value cache, see docs/architecture.md)"
+        )
     return ("met" if ok else "not met"), measured
+
+
+def _s3_gets(run: dict[str, Any] | None) -> int | None:
+    """S3 GetObject requests of a run's turns (``None``: no per-turn counts)."""
+    turns = (run or {}).get("turns")
+    if not turns:
+        return None
+    return sum(int(t.get("requests", {}).get("s3:GetObject", 0)) for t in turns)
 
 
 def codec_section(res: dict[str, Any]) -> list[str]:

@@ -322,18 +322,3 @@ def test_a_saver_entered_in_each_loop_serves_them_all(store: dict[str, str]) -> 
             return len([t async for t in saver.alist(cfg(thread))])
 
     assert [asyncio.run(invocation(step)) for step in range(3)] == [1, 2, 3]
-
-
-def test_injected_clients_of_a_closed_loop_are_refused_clearly(store: dict[str, str]) -> None:
-    from aiobotocore.session import get_session
-
-    state: dict[str, Any] = {}
-
-    async def first() -> None:
-        async with get_session().create_client("dynamodb") as client:
-            state["saver"] = AsyncDynamoDBSaver(**store, dynamodb_client=client)
-            assert await state["saver"].aget_tuple(cfg(new_thread())) is None
-
-    asyncio.run(first())
-    with pytest.raises(RuntimeError, match="event loop that has been closed"):
-        asyncio.run(state["saver"].aget_tuple(cfg(new_thread())))

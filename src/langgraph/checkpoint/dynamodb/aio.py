@@ -279,7 +279,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             await self._io.get().run(self.ensure_clients())
             return
         bound = self._bound_loop
-        if bound is None or (bound.is_closed() and self._stack is None and not self._injected()):
+        if bound is None or (bound.is_closed() and self._stack is None):
             # First use, or the saver was closed (``aclose``) with the loop it
             # ran on (``async with`` inside each ``asyncio.run``): bind anew.
             self._bound_loop = asyncio.get_running_loop()
@@ -320,23 +320,21 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     # --------------------------------------------------------------- driver
 
-    def _injected(self) -> bool:
-        """Whether a client was given to the saver (it belongs to the loop it was made on)."""
-        return any(c is not None and name not in self._owned_names for name, c in self._clients.items())
-
     def _check_loop(self) -> None:
-        """Refuse to drive clients whose event loop has been closed, with what to do instead.
+        """Bind to the running loop, or refuse clients of the saver's whose loop has been closed.
 
         aiobotocore would fail deep inside with "Event loop is closed": the
         common cause is one saver kept across ``asyncio.run`` calls (one per
-        Lambda invocation) without closing it in between.
+        Lambda invocation) without closing it in between. Injected clients
+        are the caller's to manage: the saver just follows the loop it runs on.
         """
         bound = self._bound_loop
-        if bound is None:
-            # Injected clients open nothing (no ``ensure_clients``): the
-            # first operation's loop is theirs.
+        if bound is None or (bound.is_closed() and self._stack is None):
+            # First use (injected clients open nothing), or the saver was
+            # closed with its loop and is used again on a new one.
             self._bound_loop = asyncio.get_running_loop()
-        elif bound.is_closed() and (self._stack is not None or self._injected()):
+            self._open_lock = None
+        elif bound.is_closed():
             raise RuntimeError(
                 "AsyncDynamoDBSaver's clients belong to an event loop that has been closed "
                 "(a saver kept across asyncio.run calls?). Use it as `async with saver:` inside "

@@ -173,15 +173,8 @@ def test_missing_external_payload_is_a_clear_error(harness: Harness) -> None:
         pattern = "item"
     # Read from another process: the writer itself still holds the S3 value
     # it uploaded (its value cache) and would not need the object.
-    reader = harness.make_saver()
-    try:
-        with pytest.raises(MissingPayloadError, match=pattern):
-            harness.call("get_tuple", stored, saver=reader)
-    finally:
-        if harness.is_async:
-            harness.loop.run(reader.aclose())
-        else:
-            reader.close()
+    with harness.other_saver() as reader, pytest.raises(MissingPayloadError, match=pattern):
+        harness.call("get_tuple", stored, saver=reader)
 
 
 def test_corrupt_and_future_items_are_refused(harness: Harness) -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import base64
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
@@ -20,20 +17,6 @@ def _checkpoint(values: dict, versions: dict | None = None) -> dict:  # type: ig
     cp["channel_values"] = values
     cp["channel_versions"] = versions or {k: "1" for k in values}
     return cp  # type: ignore[return-value]
-
-
-@contextmanager
-def _reader(h: Harness) -> Iterator[Any]:
-    """Another process's saver: it holds none of the values the test's saver uploaded (its value cache)."""
-    saver = h.make_saver()
-    h.attach_counter(saver)
-    try:
-        yield saver
-    finally:
-        if h.is_async:
-            h.loop.run(saver.aclose())
-        else:
-            saver.close()
 
 
 def _chain(h: Harness, thread: str, n: int) -> list[dict]:  # type: ignore[type-arg]
@@ -102,7 +85,7 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
     if harness.bucket_name is not None:
         # Another process: the four GETs, in the same wave.
-        with _reader(harness) as reader:
+        with harness.other_saver() as reader:
             harness.counter.reset()
             assert harness.call("get_tuple", stored, saver=reader).checkpoint["channel_values"] == big
             assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
@@ -114,7 +97,7 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
     assert harness.call("get_tuple", child).checkpoint["channel_values"] == big
     if harness.bucket_name is not None:
         assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}
-        with _reader(harness) as reader:
+        with harness.other_saver() as reader:
             harness.counter.reset()
             assert harness.call("get_tuple", child, saver=reader).checkpoint["channel_values"] == big
             assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "s3.GetObject": 4}
@@ -170,7 +153,7 @@ def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
     for i in range(8):
         value = base64.b64encode(rnd.randbytes(20_000)).decode()
         parent = harness.call("put", parent, _checkpoint({"big": value}, {"big": str(i + 1)}), {"step": i}, {"big": str(i + 1)})
-    with _reader(harness) as reader:  # a process that did not upload the values
+    with harness.other_saver() as reader:  # a process that did not upload the values
         harness.counter.reset()
         got = harness.list(cfg(thread), filter={"step": 3}, saver=reader)
     assert [t.metadata["step"] for t in got] == [3]

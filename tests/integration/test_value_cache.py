@@ -26,19 +26,6 @@ def _value(seed: int, n: int = 20_000) -> str:
     return base64.b64encode(random.Random(seed).randbytes(n)).decode()
 
 
-def _other(harness: Harness, **overrides: Any) -> Any:
-    saver = harness.make_saver(**overrides)
-    harness.attach_counter(saver)
-    return saver
-
-
-def _close(harness: Harness, saver: Any) -> None:
-    if harness.is_async:
-        harness.loop.run(saver.aclose())
-    else:
-        saver.close()
-
-
 def _gets(harness: Harness) -> int:
     return harness.counter.counts["s3.GetObject"]
 
@@ -62,15 +49,12 @@ def test_latest_read_after_put_needs_no_get(harness: Harness) -> None:
     assert _gets(harness) == 0
 
     # Another saver (another process) downloads it once, then serves it too.
-    reader = _other(harness)
-    try:
+    with harness.other_saver() as reader:
         harness.counter.reset()
         for _ in range(2):
             again = harness.call("get_tuple", cfg(thread), saver=reader)
             assert again.checkpoint["channel_values"]["big"] == big
         assert _gets(harness) == 1
-    finally:
-        _close(harness, reader)
 
 
 @S3_ONLY
@@ -107,12 +91,9 @@ def test_recreated_thread_with_the_same_versions_is_read_fresh(harness: Harness)
     harness.call("put", cfg(thread), checkpoint_of({"big": old}), {}, {"big": "1"})
     assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"]["big"] == old
 
-    other = _other(harness)  # another process deletes the thread and starts it again
-    try:
+    with harness.other_saver() as other:  # another process deletes the thread and starts it again
         harness.call("delete_thread", thread, saver=other)
         harness.call("put", cfg(thread), checkpoint_of({"big": new}), {}, {"big": "1"}, saver=other)
-    finally:
-        _close(harness, other)
     harness.counter.reset()
     tup = harness.call("get_tuple", cfg(thread))
     assert tup.checkpoint["channel_values"]["big"] == new
@@ -131,8 +112,7 @@ def test_untagged_reference_is_always_fetched(harness: Harness) -> None:
         UpdateExpression="REMOVE #v.#c.#n",
         ExpressionAttributeNames={"#v": schema.ATTR.VALUES, "#c": "big", "#n": "n"},
     )
-    reader = _other(harness)
-    try:
+    with harness.other_saver() as reader:
         harness.counter.reset()
         for _ in range(2):
             assert (
@@ -140,21 +120,16 @@ def test_untagged_reference_is_always_fetched(harness: Harness) -> None:
                 == big
             )
         assert _gets(harness) == 2
-    finally:
-        _close(harness, reader)
 
 
 @S3_ONLY
 def test_cache_off(harness: Harness) -> None:
-    saver = _other(harness, value_cache_bytes=0)
-    try:
+    with harness.other_saver(value_cache_bytes=0) as saver:
         thread, big = new_thread(), _value(6)
         harness.call("put", cfg(thread), checkpoint_of({"big": big}), {}, {"big": "1"}, saver=saver)
         harness.counter.reset()
         assert harness.call("get_tuple", cfg(thread), saver=saver).checkpoint["channel_values"]["big"] == big
         assert _gets(harness) == 1
-    finally:
-        _close(harness, saver)
 
 
 @pytest.mark.parametrize("cls", [DynamoDBSaver, AsyncDynamoDBSaver])
@@ -188,11 +163,8 @@ def test_a_reused_version_reads_as_without_the_cache(harness: Harness) -> None:
         config = cfg(thread) if parent is None else parent
         parent = harness.call("put", config, checkpoint_of({"big": _value(10 + i)}), {}, {"big": "1"})
         stored.append(parent)
-    reader = _other(harness)
-    try:
+    with harness.other_saver() as reader:
         for config in stored:
             mine = harness.call("get_tuple", config).checkpoint["channel_values"]
             theirs = harness.call("get_tuple", config, saver=reader).checkpoint["channel_values"]
             assert mine == theirs == {"big": _value(12)}
-    finally:
-        _close(harness, reader)

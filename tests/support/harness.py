@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,23 @@ class Harness:
             self.loop.run(saver.__aenter__())
             return saver
         return DynamoDBSaver(**kw)
+
+    @contextmanager
+    def other_saver(self, **overrides: Any) -> Iterator[Any]:
+        """Another process's saver on the same store, counted, closed at the end.
+
+        It holds nothing this harness's saver cached (uploaded values,
+        placements, chains): what it reads, it reads from the store.
+        """
+        saver = self.make_saver(**overrides)
+        self.attach_counter(saver)
+        try:
+            yield saver
+        finally:
+            if self.is_async:
+                self.loop.run(saver.aclose())
+            else:
+                saver.close()
 
     def attach_counter(self, saver: Any) -> None:
         for client in saver.clients.values():

@@ -130,16 +130,12 @@ def stage_value(
     loc: Location,
     uploads: list[Call],
     blob_items: list[Item],
-) -> None:
+) -> str | None:
+    """Stage a value's S3 upload or blob item; returns the S3 key staged (``None``: a blob item)."""
     if loc == "s3":
-        uploads.append(
-            s3(
-                "put_object",
-                Bucket=s.bucket_name,
-                Key=s._value_s3_key(thread_id, ns, channel, version),
-                Body=packed,
-            )
-        )
+        key = s._value_s3_key(thread_id, ns, channel, version)
+        uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
+        return key
     else:
         blob_items.append(
             {
@@ -153,6 +149,7 @@ def stage_value(
                 ATTR.CREATED: {"N": str(int(clock.now()))},
             }
         )
+    return None
 
 
 def doc_payload(s: BaseDynamoDBSaver, packed: bytes, key: str, uploads: list[Call]) -> AttributeValue:

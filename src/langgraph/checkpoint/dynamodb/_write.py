@@ -116,12 +116,12 @@ class _Staging:
         s = self.s
         tag = _placement.new_tag() if dest == "s3" else None
         self.vals[channel] = _placement.value_ref(version, dest, tag=tag)
-        _placement.stage_value(
+        key = _placement.stage_value(
             s, self.thread_id, self.ns, channel, version, packed, dest, self.uploads, self.blob_items
         )
         self.learned.append(((self.thread_id, self.ns, channel, version), (dest, tag)))
-        if tag:
-            self.uploaded.append((s._value_s3_key(self.thread_id, self.ns, channel, version), tag, packed))
+        if tag and key is not None:
+            self.uploaded.append((key, tag, packed))
 
     def holds_refs(self) -> bool:
         return any(av.get("M", {}).get("l", {}).get("S") == "c" for av in self.vals.values())

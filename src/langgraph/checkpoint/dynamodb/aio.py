@@ -278,12 +278,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         if self.io_thread and self._io.current() is None:
             await self._io.get().run(self.ensure_clients())
             return
-        bound = self._bound_loop
-        if bound is None or (bound.is_closed() and self._stack is None):
-            # First use, or the saver was closed (``aclose``) with the loop it
-            # ran on (``async with`` inside each ``asyncio.run``): bind anew.
-            self._bound_loop = asyncio.get_running_loop()
-            self._open_lock = None
+        self._check_loop()  # binds to this loop, or refuses clients of a closed one
         need = [
             name
             for name in ("dynamodb", "s3")

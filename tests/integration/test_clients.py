@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import boto3
+import pytest
+from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
-from tests.support.harness import cfg, new_thread
+from tests.support.harness import Harness, cfg, new_thread
 
 
 def test_sync_saver_with_injected_clients_and_session(moto_endpoint: str, names: dict[str, str]) -> None:
@@ -41,3 +44,68 @@ def test_async_saver_with_injected_clients_and_session(moto_endpoint: str, names
         assert other.clients["dynamodb"] is None  # closed on exit
 
     asyncio.run(run())
+
+
+def _copies(saver: Any) -> list[Any]:
+    def passthrough(call: Any) -> Any:
+        return (yield call)
+
+    return [saver._tenant_view("acme#"), saver.with_write_guard(passthrough)]
+
+
+def test_closing_a_tenant_view_or_guarded_copy_closes_none_of_the_savers_clients(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy borrows its saver's clients: closing it leaves them open and in place."""
+    h = harness
+    stored = h.call("put", cfg(new_thread()), checkpoint(), {}, {"a": "1"})
+    before = dict(h.saver.clients)
+    closed: list[str] = []
+    for name, client in before.items():
+        if client is not None and not h.opts.get("io_thread"):  # io_thread: proxies, closed on the I/O loop
+            monkeypatch.setattr(client, "close", _recording(client.close, closed, name))
+    for copy in _copies(h.saver):
+        if h.is_async:
+            h.loop.run(copy.aclose())
+        else:
+            copy.close()
+    assert closed == []
+    assert {k: v is before[k] for k, v in h.saver.clients.items()} == {k: True for k in before}
+    assert h.call("get_tuple", stored).checkpoint["channel_values"] == {"a": 1}
+
+
+def _recording(close: Any, closed: list[str], name: str) -> Any:
+    if asyncio.iscoroutinefunction(close):
+
+        async def aclose() -> Any:
+            closed.append(name)
+            return await close()
+
+        return aclose
+
+    def sync_close() -> Any:
+        closed.append(name)
+        return close()
+
+    return sync_close
+
+
+def test_a_copy_entered_first_opens_its_savers_clients(moto_endpoint: str, names: dict[str, str]) -> None:
+    """Clients a copy needs are opened by (and closed with) the saver it was made from."""
+
+    async def run() -> None:
+        saver = AsyncDynamoDBSaver(**names)
+        await saver.setup()
+        await saver.aclose()
+        for copy in _copies(saver):
+            async with copy:
+                assert copy.clients["dynamodb"] is saver.clients["dynamodb"] is not None
+            assert saver.clients["dynamodb"] is not None  # leaving the copy closed nothing
+            await saver.aclose()
+            assert saver.clients["dynamodb"] is None and saver.clients["s3"] is None
+
+    asyncio.run(run())
+
+
+def checkpoint() -> Any:
+    return {"v": 1, "id": str(uuid6()), "ts": "", "channel_values": {"a": 1}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}

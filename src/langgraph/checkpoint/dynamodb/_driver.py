@@ -28,9 +28,10 @@ import contextvars
 import functools
 import threading
 import time
+import types
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -307,6 +308,12 @@ class SyncDriver(_Driver[ClientHolder]):
             pool.shutdown(wait=False)
 
 
+@types.coroutine
+def _pass_turn() -> Generator[None, None, None]:
+    """Let the event loop run the other ready callbacks once (as ``asyncio.sleep(0)`` does)."""
+    yield
+
+
 class AsyncDriver(_Driver[AsyncClientHolder]):
     """Runs operations with asyncio (aiobotocore) clients on the running event loop.
 
@@ -335,12 +342,20 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
             client = self.holder.clients.get(call.service)
             if client is None:
                 raise _no_client(call.service)
+        # Hand the loop back between the CPU phases of a request: the
+        # operation's own work before it (packing), botocore's (building,
+        # signing; after the response, parsing), and the operation's after
+        # it (decoding). Each is about a millisecond; run back to back for
+        # many concurrent threads they queue ahead of every other callback
+        # on the loop (p99 loop lag about 20% lower in the `async` benchmark).
+        await _pass_turn()
         resp = await getattr(client, call.method)(**call.kwargs)
         if call.method == "get_object":
             async with resp["Body"] as stream:
                 # Leaving the block releases the connection, read or not.
                 body = await _aread_up_to(stream, body_budget(call, resp))
             resp = {**resp, "Body": checked_body(call, body)}
+        await _pass_turn()
         return resp
 
     async def gather(self, req: Gather) -> list[Any]:
@@ -398,6 +413,7 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         out: list[R] = []
         async for value in self.iter(_capture(op, out)):
             raise _emitted(value)
+        await _pass_turn()  # the caller's continuation runs apart from the operation's last step
         return out[0]
 
 

@@ -275,6 +275,11 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             saver.clients["dynamodb"]  # the client it opened (on the I/O loop: a proxy to it)
             ```
         """
+        origin = self._driver.holder
+        if origin is not self and isinstance(origin, AsyncDynamoDBSaver):
+            # A copy (tenant view, guarded copy): the clients are its origin's.
+            await origin.ensure_clients()
+            return
         if self.io_thread and self._io.current() is None:
             await self._io.get().run(self.ensure_clients())
             return
@@ -323,6 +328,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         Lambda invocation) without closing it in between. Injected clients
         are the caller's to manage: the saver just follows the loop it runs on.
         """
+        origin = self._driver.holder
+        if origin is not self and isinstance(origin, AsyncDynamoDBSaver):
+            origin._check_loop()  # a copy runs on its origin's clients
+            return
         bound = self._bound_loop
         if bound is None or (bound.is_closed() and self._stack is None):
             # First use (injected clients open nothing), or the saver was

@@ -327,7 +327,8 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
     def _tenant_view(self, tenant_prefix: str) -> Self:
         """A shallow copy of this saver under ``tenant_prefix`` (same clients and settings).
 
-        Its caches keyed by thread id are its own: two tenants may both have
+        It borrows the saver's clients (closing it closes none of them). Its
+        caches keyed by thread id are its own: two tenants may both have
         a thread ``"t1"``, and their placements, heads, delta hints and
         lineage roots must never mix.
         """
@@ -335,7 +336,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         view = views.get(tenant_prefix)
         if view is None:
             schema.validate_tenant_prefix(tenant_prefix)
-            view = copy.copy(self)
+            view = self._borrowing_copy()
             view.tenant_prefix = tenant_prefix
             view._head_until = {}
             view._depth_hints = {}
@@ -596,14 +597,24 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             # saver's type can switch to it (a mixin base would change the layout).
             ns: dict[str, Any] = {"__slots__": (), "_write_item": _guarded_write_item, "_unguarded": base}
             cls = _GUARDED_TYPES.setdefault((base, label), type(f"{label}{base.__name__}", (base,), ns))
-        guarded: Any = copy.copy(self)
+        guarded: Any = self._borrowing_copy()
         guarded.__class__ = cls
         guarded._write_guard = guard
-        # The copy borrows the saver's clients: closing it must not close them.
-        for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
-            if hasattr(guarded, name):
-                setattr(guarded, name, empty)
         return cast(Self, guarded)
+
+    def _borrowing_copy(self) -> Self:
+        """A shallow copy that uses this saver's clients and driver, and never closes them.
+
+        The copies a saver hands out (tenant views, guarded copies) share its
+        clients; only the saver that opened them may close them. Closing a
+        copy closes nothing, and a copy opens clients through its origin (the
+        driver's holder), so they are always the origin's to close.
+        """
+        twin: Any = copy.copy(self)
+        for name, empty in (("_owned", []), ("_owned_names", set()), ("_stack", None)):
+            if hasattr(twin, name):
+                setattr(twin, name, empty)
+        return cast(Self, twin)
 
 
 def _guarded_write_item(self: Any, call: Call) -> Op[Any]:

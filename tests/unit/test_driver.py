@@ -521,3 +521,68 @@ def test_size_hint_counts_text_and_parts_and_stops_at_its_limit() -> None:
     cyclic: list[Any] = []
     cyclic.append(cyclic)
     assert size_hint([cyclic]) >= OFFLOAD_MIN_BYTES
+
+
+class _InFlight:
+    """An async client whose calls stay on the wire a few loop turns, counting how many overlap."""
+
+    def __init__(self, tally: dict[str, int], service: str) -> None:
+        self.tally, self.service = tally, service
+
+    async def get_item(self, **kwargs: Any) -> dict[str, Any]:
+        self.tally[self.service] += 1
+        self.tally["now"] += 1
+        self.tally["peak"] = max(self.tally["peak"], self.tally["now"])
+        self.tally[f"peak_{self.service}"] = max(self.tally[f"peak_{self.service}"], self.tally[self.service])
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self.tally[self.service] -= 1
+        self.tally["now"] -= 1
+        return {"Item": kwargs}
+
+
+def _in_flight_peaks(max_in_flight: int | None, per_op: int = 6, ops: int = 4) -> dict[str, int]:
+    """``ops`` concurrent operations, each a Gather of ``per_op`` DynamoDB and ``per_op`` S3 calls."""
+    tally: dict[str, int] = {"dynamodb": 0, "s3": 0, "now": 0, "peak": 0, "peak_dynamodb": 0, "peak_s3": 0}
+    clients = Clients(dynamodb=_InFlight(tally, "dynamodb"), s3=_InFlight(tally, "s3"))
+
+    def op(i: int) -> Op[list[Any]]:
+        calls = [Call(svc, "get_item", {"Key": f"{i}-{j}"}) for svc in ("dynamodb", "s3") for j in range(per_op)]
+        return (yield Gather(calls))
+
+    async def main() -> None:
+        driver = AsyncDriver(clients, max_concurrency=16, max_in_flight=max_in_flight)
+        results = await asyncio.gather(*(driver.run(op(i)) for i in range(ops)))
+        assert [len(r) for r in results] == [2 * per_op] * ops
+
+    asyncio.run(main())
+    return tally
+
+
+def test_max_in_flight_bounds_requests_per_service_across_operations() -> None:
+    bounded = _in_flight_peaks(3)
+    assert (bounded["peak_dynamodb"], bounded["peak_s3"]) == (3, 3)
+    unbounded = _in_flight_peaks(None)
+    assert unbounded["peak_dynamodb"] > 3 and unbounded["peak_s3"] > 3
+
+
+def test_max_in_flight_serves_successive_event_loops() -> None:
+    """One driver, contended in two ``asyncio.run`` calls: each loop gets its own slots."""
+    tally: dict[str, int] = {"dynamodb": 0, "now": 0, "peak": 0, "peak_dynamodb": 0}
+    driver = AsyncDriver(Clients(dynamodb=_InFlight(tally, "dynamodb")), max_in_flight=2)
+
+    def op(i: int) -> Op[Any]:
+        return (yield Call("dynamodb", "get_item", {"Key": i}))
+
+    async def burst() -> list[Any]:
+        return list(await asyncio.gather(*(driver.run(op(i)) for i in range(6))))
+
+    assert [r["Item"]["Key"] for r in asyncio.run(burst())] == list(range(6))
+    assert [r["Item"]["Key"] for r in asyncio.run(burst())] == list(range(6))
+    assert tally["peak_dynamodb"] == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_max_in_flight_must_be_positive(bad: int) -> None:
+    with pytest.raises(ValueError, match="max_in_flight"):
+        AsyncDriver(Clients(), max_in_flight=bad)

@@ -46,8 +46,9 @@ def test_savers_take_only_their_clients_besides_the_shared_settings(cls: type) -
         if p.kind is inspect.Parameter.KEYWORD_ONLY
     ]
     # Besides its clients, the async saver chooses which event loop drives
-    # its requests (io_thread): an option the sync saver has no use for.
-    own_options = {"io_thread"} if cls is AsyncDynamoDBSaver else set()
+    # its requests (io_thread) and how many it keeps in flight on it
+    # (max_in_flight): options the sync saver has no use for.
+    own_options = {"io_thread", "max_in_flight"} if cls is AsyncDynamoDBSaver else set()
     assert set(own) <= {"dynamodb_client", "s3_client", "boto3_session", "session", *own_options}
 
 

@@ -149,6 +149,17 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         dynamodb_client / s3_client: ready-made async clients (not closed by
             the saver).
         max_concurrency: parallel requests within one operation.
+        max_in_flight: the most requests per service (DynamoDB, S3) this
+            saver has on the wire at once, across all the operations that
+            share it; the others wait their turn before they are built and
+            signed. Each answer costs the event loop a millisecond or more
+            (parsing, decoding, the caller's next step), and answers that
+            arrive together run back to back: the bound caps those bursts.
+            Default 4: with 100 concurrent threads on one loop, p99 event-loop
+            lag fell from 12 to 4.5 ms at the same throughput
+            (docs/benchmarks.md, "Async"). Four requests of 5 ms each already make 800 requests a
+            second, more than one process drives through aiobotocore; raise
+            it for a high-latency link, ``None`` removes the bound.
         io_thread: drive every operation on an event loop of the saver's
             own, in a dedicated thread, on which it opens its clients: the
             caller's loop then only awaits each call's result (a hop of
@@ -160,12 +171,11 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             from other threads they are proxies that forward API calls
             there. It needs clients the saver opens itself: with injected
             ones it raises ``ValueError`` (an aiobotocore client belongs to
-            the loop that made it). Off by default: with 100 concurrent
-            threads on one loop it cut the p99 event-loop lag 1.4-2.5x but
-            did not raise throughput (0-13% lower: the two threads share
-            one GIL), see docs/benchmarks.md, "Async"; a lone call pays
-            under 0.1 ms for the hop. Turn it on when your loop's latency
-            matters more than the saver's throughput.
+            the loop that made it). Off by default: with ``max_in_flight``
+            the default mode's p99 event-loop lag is lower than this mode's
+            (the two threads share one GIL; docs/benchmarks.md, "Async"),
+            and a lone call pays under 0.1 ms for the hop. Turn it on for
+            one saver across successive event loops.
 
     Example:
         ```python
@@ -188,8 +198,15 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         dynamodb_client: Any = None,
         s3_client: Any = None,
         io_thread: bool = False,
+        max_in_flight: int | None = 4,
         **settings: Unpack[SaverSettings],
     ) -> None:
+        if max_in_flight is not None and (
+            isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1
+        ):
+            raise ValueError(
+                f"max_in_flight must be an int >= 1, or None for no bound; got {max_in_flight!r}"
+            )
         injected = dynamodb_client is not None or s3_client is not None
         if io_thread and injected:
             raise ValueError(
@@ -206,7 +223,12 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._driver = AsyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
+        self._driver = AsyncDriver(
+            self,
+            max_concurrency=self._max_concurrency,
+            max_in_flight=max_in_flight,
+            translate=translate_errors,
+        )
         #: Whether operations run on the saver's I/O thread (see ``io_thread``).
         self.io_thread = io_thread
         self._io = _IOState()

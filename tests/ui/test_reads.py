@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb.cli._ui import prune_marks, serve, thread_namespaces
+from langgraph.checkpoint.dynamodb.cli._ui import (
+    SUMMARY_ITEMS,
+    prune_marks,
+    serve,
+    thread_namespaces,
+    thread_summary,
+)
 from tests.ui.conftest import Store
 
 
@@ -117,6 +123,45 @@ def test_thread_page_cost_does_not_grow_with_the_thread(
         calls.close()
         server.shutdown()
         server.server_close()
+
+
+def test_a_threads_page_row_reads_a_bounded_page_of_a_long_thread(
+    ui_store: Store, long_thread: tuple[str, str]
+) -> None:
+    """A row's counts come from one eventually consistent Query of at most SUMMARY_ITEMS items."""
+    saver = ui_store.saver
+    _, long = long_thread
+    queries: list[dict[str, Any]] = []
+    client = saver.clients["dynamodb"]
+    uid = f"ui-query-{uuid.uuid4().hex[:6]}"
+    client.meta.events.register(
+        "before-parameter-build.dynamodb.Query",
+        lambda params, **_: queries.append(dict(params)),
+        unique_id=uid,
+    )
+    calls = _Calls(saver)
+    try:
+        summary = thread_summary(saver, long)
+        assert summary["complete"] is False and summary["checkpoints"] <= SUMMARY_ITEMS
+        assert summary["step"] is not None  # the latest checkpoint was read too
+        assert calls.ops["items read"] <= SUMMARY_ITEMS + 10, calls.ops  # the row's page, then get_tuple's
+        counted = queries[0]
+        assert counted["Limit"] == SUMMARY_ITEMS and not counted.get("ConsistentRead"), counted
+        # The page view: a prefix matching only the long thread reads one bounded page for its row.
+        server = serve(saver)
+        try:
+            calls.ops.clear()
+            url = server.url + "?" + urllib.parse.urlencode({"prefix": long})
+            with urllib.request.urlopen(url) as resp:
+                page = resp.read().decode()
+            assert long in page and "≥ " in page
+            assert calls.ops["items read"] < 300, calls.ops
+        finally:
+            server.shutdown()
+            server.server_close()
+    finally:
+        calls.close()
+        client.meta.events.unregister("before-parameter-build.dynamodb.Query", unique_id=uid)
 
 
 def test_connection_options_tenant_and_encryption(

@@ -7,8 +7,10 @@ the graph must continue correctly afterwards.
 
 from __future__ import annotations
 
+import base64
 import collections
 import functools
+import random
 from typing import Any
 
 import pytest
@@ -163,3 +165,37 @@ def test_delta_history_matches_base_walk_in_constant_round_trips(harness: Harnes
     # One round trip: the Query and, in the same wave, the namespace's
     # tombstone (a Query from a given checkpoint does not reach it).
     assert counts[10] == counts[200] == 2, counts
+
+
+@pytest.mark.parametrize("harness", ["sync-s3", "async-s3-encrypted"], indirect=True)
+def test_delta_history_fetches_and_unpacks_only_the_asked_channels_writes(harness: Harness) -> None:
+    """Another channel's large (S3) writes on the chain cost nothing to the history of 'msgs'."""
+    thread = new_thread()
+    big = [base64.b64encode(random.Random(i).randbytes(3000)).decode() for i in range(4)]  # > s3_threshold
+    parent = cfg(thread)
+    for i in range(4):
+        cp = {
+            "v": 1,
+            "id": str(uuid6(clock_seq=-1)),
+            "ts": "2026-11-29T00:00:00+00:00",
+            "channel_values": {"msgs": []} if i == 0 else {},
+            "channel_versions": {"msgs": f"{i + 1:032}.0"},
+            "versions_seen": {},
+            "updated_channels": None,
+        }
+        md = {"step": i, "counters_since_delta_snapshot": {"msgs": [i, i]}}
+        parent = harness.call("put", parent, cp, md, {"msgs": f"{i + 1:032}.0"})
+        harness.call("put_writes", parent, [("msgs", f"m{i}"), ("other", big[i])], f"task-{i}", "~a")
+    with harness.other_saver() as reader:  # nothing cached: what it needs, it reads
+        harness.counter.reset()
+        msgs = harness.call("get_delta_channel_history", config=parent, channels=["msgs"], saver=reader)
+        assert harness.counter.counts["s3.GetObject"] == 0, harness.counter.counts
+        # The target's own writes are pending for its next step, not part of its history.
+        assert [w[2] for w in msgs["msgs"]["writes"]] == [f"m{i}" for i in range(3)]
+        harness.counter.reset()
+        both = harness.call(
+            "get_delta_channel_history", config=parent, channels=["msgs", "other"], saver=reader
+        )
+        assert harness.counter.counts["s3.GetObject"] == 3, harness.counter.counts
+        assert [w[2] for w in both["other"]["writes"]] == big[:3]
+        assert both["msgs"] == msgs["msgs"]

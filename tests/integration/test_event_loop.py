@@ -196,3 +196,31 @@ def test_a_corrupt_large_payload_is_refused_as_corrupt_in_both_savers(store: dic
 
     with pytest.raises(CorruptPayloadError):
         get_sync() if mode == "sync" else asyncio.run(get_async())
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["small", "large"])
+def test_async_delta_history_unpacks_large_payloads_off_the_loop(store: dict[str, str], size: int) -> None:
+    """``aget_delta_channel_history`` decodes in one Compute: a large seed and writes off the loop."""
+    serde = Recording(default_serde())
+
+    async def main() -> None:
+        loop_thread = threading.get_ident()
+        async with AsyncDynamoDBSaver(**store, serde=serde) as saver:
+            thread = new_thread()
+            parent = cfg(thread)
+            for i in range(3):
+                values = {"msgs": [text(size)]} if i == 0 else {}
+                md = {"step": i, "counters_since_delta_snapshot": {"msgs": [i, i]}}
+                parent = await saver.aput(
+                    parent, checkpoint_of(values, {"msgs": f"{i + 1:032}.0"}), md, {"msgs": f"{i + 1:032}.0"}
+                )
+                await saver.aput_writes(parent, [("msgs", text(size, seed=i + 1))], f"task-{i}")
+            async with AsyncDynamoDBSaver(**store, serde=serde) as reader:  # nothing cached
+                serde.reset()
+                got = await reader.aget_delta_channel_history(config=parent, channels=["msgs"])
+        assert got["msgs"]["seed"] == [text(size)]
+        assert [w[2] for w in got["msgs"]["writes"]] == [text(size, seed=1), text(size, seed=2)]
+        assert serde.loads, "nothing was unpacked"
+        assert (loop_thread in {t for t, _ in serde.loads}) is (size == SMALL), serde.loads
+
+    asyncio.run(main())

@@ -21,7 +21,7 @@ from langgraph.checkpoint.dynamodb._items import (
     Item,
     Ref,
 )
-from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, Sleep, compute, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.errors import (
     MissingPayloadError,
@@ -290,31 +290,64 @@ def _assemble(
     seeds: dict[str, CheckpointRecord],
     channels: Sequence[str],
 ) -> Op[dict[str, DeltaChannelHistory]]:
-    """Each channel's seed and writes, decoded: one fetch wave for everything spilled."""
+    """Each channel's seed and writes, decoded: one fetch wave for what is spilled, one Compute.
+
+    Only the writes of the asked channels, on the records where each is
+    still open (back to its seed), are fetched and unpacked; decoding is
+    one ``Compute`` (off the event loop in the async saver when large).
+    """
     thread_id, pk = q.thread_id, q.pk
+    walk = _open_channels(chain, seeds, channels)
     refs: list[Ref] = []
     for ch, rec in seeds.items():
         av = rec.item[ATTR.VALUES]["M"][ch]
         if "M" in av:
             refs.append(_read.value_ref_target(s, rec, pk, ch, av))
-    for rec in chain:
+    for rec, open_channels in walk:
         for w in rec.writes:
             for name, av in w.items():
-                if _items.is_write_attr(name) and "M" in av["L"][1]:
-                    where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
-                    with _items.malformed(where):
+                if not _items.is_write_attr(name):
+                    continue
+                where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
+                with _items.malformed(where):
+                    if "M" in av["L"][1] and av["L"][0]["S"] in open_channels:
                         refs.append(Ref("s3", s._s3_pointer(thread_id, w, name)))
     fetched = yield from _read.fetch(s, refs, local=q.records.values())
+    size = _read.decode_size([rec for rec, _ in walk], fetched)
+    return (yield from compute(_decode, s, pk, walk, seeds, channels, fetched, size=size))
 
-    collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
+
+def _open_channels(
+    chain: list[CheckpointRecord], seeds: Mapping[str, CheckpointRecord], channels: Sequence[str]
+) -> list[tuple[CheckpointRecord, frozenset[str]]]:
+    """The chain's records, newest first, each with the asked channels still open at it.
+
+    A channel is open from the target back to its seed's record (whose
+    writes still count); the walk ends once every channel is closed.
+    """
     open_channels = set(channels)
+    walk = []
     for rec in chain:
         if not open_channels:
             break
-        for write in reversed(_read.decode_writes(s, rec, fetched)):
-            if write[1] in open_channels:
-                collected[write[1]].append(write)
+        walk.append((rec, frozenset(open_channels)))
         open_channels -= {ch for ch, srec in seeds.items() if srec is rec}
+    return walk
+
+
+def _decode(
+    s: BaseDynamoDBSaver,
+    pk: str,
+    walk: list[tuple[CheckpointRecord, frozenset[str]]],
+    seeds: Mapping[str, CheckpointRecord],
+    channels: Sequence[str],
+    fetched: Mapping[Ref, bytes],
+) -> dict[str, DeltaChannelHistory]:
+    """The CPU half of :func:`_assemble`: unpack the open channels' writes and the seeds."""
+    collected: dict[str, list[PendingWrite]] = {ch: [] for ch in channels}
+    for rec, open_channels in walk:
+        for write in reversed(_read.decode_writes(s, rec, fetched, open_channels)):
+            collected[write[1]].append(write)
     result: dict[str, DeltaChannelHistory] = {}
     for ch in channels:
         entry: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}

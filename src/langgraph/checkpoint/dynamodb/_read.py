@@ -8,7 +8,7 @@ fetching them in waves, and decoding items into ``CheckpointTuple``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, cast
 
 from botocore.exceptions import ClientError
@@ -404,11 +404,11 @@ def decode_records(
     fetched = yield from fetch(s, refs, local=[*records, *local])
     # Decoding is the read's CPU work: one Compute, off the event loop in
     # the async saver when the payloads are large.
-    size = _decode_size(records, fetched)
+    size = decode_size(records, fetched)
     return (yield from compute(_to_tuples, s, records, fetched, metadata, size=size))
 
 
-def _decode_size(records: list[CheckpointRecord], fetched: Mapping[Ref, bytes]) -> int:
+def decode_size(records: Iterable[CheckpointRecord], fetched: Mapping[Ref, bytes]) -> int:
     """About how many serialized bytes decoding ``records`` handles (the ``Compute`` size).
 
     Fetched bodies plus the items' own bytes, times ``PACKED_EXPANSION``: a
@@ -495,8 +495,12 @@ def _to_tuple(
 
 
 def decode_writes(
-    s: BaseDynamoDBSaver, record: CheckpointRecord, fetched: Mapping[Ref, bytes]
+    s: BaseDynamoDBSaver,
+    record: CheckpointRecord,
+    fetched: Mapping[Ref, bytes],
+    channels: Container[str] | None = None,
 ) -> list[PendingWrite]:
+    """The record's pending writes, decoded and in LangGraph's order; only ``channels``' if given."""
     rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
     for w in record.writes:
         task_id = w.get(ATTR.TASK_ID, {}).get("S", "")
@@ -506,6 +510,8 @@ def decode_writes(
                 continue
             idx = int(name[len(ATTR.WRITE_PREFIX) :])
             channel = av["L"][0]["S"]
+            if channels is not None and channel not in channels:
+                continue  # not asked for: never unpacked
             where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
             value = s._unpack(payload(s, av["L"][1], fetched, where), where)
             rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))

@@ -157,9 +157,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             arrive together run back to back: the bound caps those bursts.
             Default 4: with 100 concurrent threads on one loop, p99 event-loop
             lag fell from 12 to 4.5 ms at the same throughput
-            (docs/benchmarks.md, "Async"). Four requests of 5 ms each already make 800 requests a
-            second, more than one process drives through aiobotocore; raise
-            it for a high-latency link, ``None`` removes the bound.
+            (docs/benchmarks.md, "Async"). Four requests of 5 ms each
+            already make 800 requests a second, more than one process
+            drives through aiobotocore; raise it for a high-latency link,
+            ``None`` removes the bound.
         io_thread: drive every operation on an event loop of the saver's
             own, in a dedicated thread, on which it opens its clients: the
             caller's loop then only awaits each call's result (a hop of

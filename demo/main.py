@@ -160,9 +160,10 @@ def _serve_inspector(saver: Any) -> None:
     from langgraph.checkpoint.dynamodb.cli._ui import serve
 
     server = serve(saver)
-    print(f"\ninspector on {server.url} (read-only): the demo's threads, forks, interrupts and state")
-    print("Ctrl-C stops it, and the demo's endpoint with it.", flush=True)
     try:
+        # Inside the try: a Ctrl-C that lands while these lines print still stops the server.
+        print(f"\ninspector on {server.url} (read-only): the demo's threads, forks, interrupts and state")
+        print("Ctrl-C stops it, and the demo's endpoint with it.", flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

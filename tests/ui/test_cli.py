@@ -21,6 +21,7 @@ def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT", "LANGGRAPH_"))}
     # The package as this test process imports it (installed, or PYTHONPATH first); ROOT for the demo.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
+    env["PYTHONFAULTHANDLER"] = "1"  # a process that does not stop can be asked where it is (see _stop)
     env.update(extra)
     return env
 
@@ -41,8 +42,15 @@ def _stop(proc: subprocess.Popen[str]) -> int:
     try:
         return proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
+        # SIGABRT makes faulthandler print every thread's stack: the failure says where it hung.
+        proc.send_signal(signal.SIGABRT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        stacks = proc.stderr.read() if proc.stderr else ""
+        raise AssertionError(f"not stopped 20 s after SIGINT; its threads:\n{stacks[-8000:]}") from None
 
 
 @pytest.fixture

@@ -155,16 +155,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve_inspector(saver: Any) -> None:
     """The inspector on the demo's store, until Ctrl-C (the endpoint lives as long)."""
-    import threading
-
-    from langgraph.checkpoint.dynamodb.cli._ui import serve
+    from langgraph.checkpoint.dynamodb.cli._ui import serve, wait_until_interrupted
 
     server = serve(saver)
     try:
         # Inside the try: a Ctrl-C that lands while these lines print still stops the server.
         print(f"\ninspector on {server.url} (read-only): the demo's threads, forks, interrupts and state")
         print("Ctrl-C stops it, and the demo's endpoint with it.", flush=True)
-        threading.Event().wait()
+        wait_until_interrupted()
     except KeyboardInterrupt:
         pass
     finally:

@@ -106,10 +106,23 @@ def test_ui_without_a_table_says_so() -> None:
     assert proc.returncode == 2 and "no table" in proc.stderr
 
 
-def test_demo_ui_serves_what_the_demo_stored() -> None:
-    """``make demo UI=1``: after the story, the inspector on the demo's own endpoint until Ctrl-C."""
+#: ``python -m demo --ui`` in a process whose SIGINT is ignored before the demo starts.
+_DEMO_SIGINT_IGNORED = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "sys.argv = ['demo', '--ui']; runpy.run_module('demo', run_name='__main__')"
+)
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_demo_ui_serves_what_the_demo_stored(sigint: str) -> None:
+    """``make demo UI=1``: after the story, the inspector on the demo's own endpoint until Ctrl-C.
+
+    Also when the demo inherits an ignored SIGINT, as a command started in
+    the background by a non-interactive shell does (CI): it installs its own.
+    """
+    args = ["-m", "demo", "--ui"] if sigint == "default" else ["-c", _DEMO_SIGINT_IGNORED]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "demo", "--ui"],
+        [sys.executable, *args],
         env=_env(),
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -46,7 +46,7 @@ from langgraph.checkpoint.dynamodb.cli._store import (
 from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID, RESUME_CHANNEL, next_tasks
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
-__all__ = ["InspectorServer", "cmd_ui", "register", "serve"]
+__all__ = ["InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
 
 #: Checkpoints per timeline page, threads per threads page.
 TIMELINE_PAGE: Final = 50
@@ -670,6 +670,24 @@ def _signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(restored, handler)
 
 
+def wait_until_interrupted() -> None:
+    """Block until Ctrl-C (SIGINT) or SIGTERM, in the main thread.
+
+    The handlers are installed here, not inherited: a process started in the
+    background may inherit an ignored SIGINT. The wait wakes every half
+    second, so a signal that another thread of the process happened to
+    receive is still seen (a plain ``Event().wait()`` would sleep through
+    it: the main thread only runs signal handlers once it wakes).
+    """
+    stop = threading.Event()
+    with _signals(stop):
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+
+
 def cmd_ui(ctx: Ctx) -> int:
     args = ctx.args
     try:
@@ -687,13 +705,7 @@ def cmd_ui(ctx: Ctx) -> int:
         import webbrowser
 
         webbrowser.open(server.url)
-    stop = threading.Event()
-    with _signals(stop):
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
+    wait_until_interrupted()
     threading.Thread(target=server.shutdown, daemon=True).start()
     EXIT_AT_ONCE.set()  # a browser's keep-alive connection must not hold the exit up
     return EXIT_OK

@@ -60,14 +60,7 @@ class _ChainQuery:
             values[":hi"] = {"S": schema.checkpoint_range_end(ns, start or cid)}
         else:
             cond = "#pk = :pk AND begins_with(#sk, :lo)"
-        self.kwargs: dict[str, Any] = dict(
-            TableName=s.table_name,
-            KeyConditionExpression=cond,
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-            ExpressionAttributeValues=values,
-            ScanIndexForward=False,
-            ConsistentRead=True,
-        )
+        self.kwargs = _requests.newest_first_query(s.table_name, cond, values)
         self.records: dict[str, CheckpointRecord] = {}
         self.pending_writes: dict[str, list[Item]] = {}
         self.lowest: str | None = None  # smallest checkpoint id read so far

@@ -582,14 +582,7 @@ def list_checkpoints(
     else:
         cond = "#pk = :pk AND begins_with(#sk, :lo)"
         values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
-    kwargs: dict[str, Any] = dict(
-        TableName=s.table_name,
-        KeyConditionExpression=cond,
-        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-        ExpressionAttributeValues=values,
-        ScanIndexForward=False,
-        ConsistentRead=True,
-    )
+    kwargs = _requests.newest_first_query(s.table_name, cond, values)
     if limit is not None and not filter:
         kwargs["Limit"] = min(1000, limit * 4 + 8)
     remaining = limit

@@ -39,6 +39,18 @@ def query_all(**kwargs: Any) -> Op[list[Item]]:
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
+def newest_first_query(table_name: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The strongly consistent Query of a key range (``#pk``, ``#sk`` in ``condition``), highest sort key first."""
+    return dict(
+        TableName=table_name,
+        KeyConditionExpression=condition,
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+        ExpressionAttributeValues=values,
+        ScanIndexForward=False,
+        ConsistentRead=True,
+    )
+
+
 def checkpoint_query(table_name: str, pk: str, ns: str, checkpoint_id: str) -> dict[str, Any]:
     """The Query (strongly consistent) of one checkpoint's key range: its item and its writes items."""
     return dict(

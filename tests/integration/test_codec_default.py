@@ -10,8 +10,6 @@ really carry, so it cannot pass by writing the same codec on both sides.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from tests.support.harness import Harness, cfg, checkpoint_of, new_thread, s3_objects, scan_table
@@ -50,18 +48,6 @@ def _text(n: int, seed: int) -> str:
 # Under 3 KiB (zlib under "auto" too), a DynamoDB-sized value, an S3-sized one.
 VALUES = {"small": _text(1500, 1), "mid": _text(20_000, 2), "big": _text(300_000, 3)}
 WRITE = _text(20_000, 4)
-
-
-@contextmanager
-def _saver(h: Harness, **overrides: Any) -> Iterator[Any]:
-    saver = h.make_saver(**overrides)
-    try:
-        yield saver
-    finally:
-        if h.is_async:
-            h.loop.run(saver.aclose())
-        else:
-            saver.close()
 
 
 def _codecs(h: Harness, thread: str) -> set[str]:
@@ -118,7 +104,7 @@ def test_threads_written_with_the_former_default_read_and_continue_under_the_new
     harness: Harness,
 ) -> None:
     thread = new_thread()
-    with _saver(harness, compression="zlib") as old:
+    with harness.other_saver(compression="zlib") as old:
         first, second = _write_thread(harness, old, thread)
     written = _codecs(harness, thread)
     encrypted = harness.opts.get("encrypted")
@@ -135,7 +121,7 @@ def test_threads_written_with_the_former_default_read_and_continue_under_the_new
     if not encrypted:
         assert "s" in _codecs(harness, thread)  # the new default wrote zstd next to the zlib payloads
     for reader in ("zlib", "none"):
-        with _saver(harness, compression=reader) as other:
+        with harness.other_saver(compression=reader) as other:
             got = harness.call("get_tuple", third, saver=other)
             assert got is not None and got.checkpoint["channel_values"] == values
 
@@ -150,5 +136,5 @@ def test_threads_written_by_the_default_read_with_any_setting(harness: Harness) 
         # zstd for the values over 3 KiB; zlib for the small ones ("auto" by size).
         assert {"s", "z"} <= written, written
     for reader in ("zlib", "none", "zstd"):
-        with _saver(harness, compression=reader) as other:
+        with harness.other_saver(compression=reader) as other:
             _assert_reads(harness, other, thread, first, second)

@@ -7,6 +7,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError, ParamValidationError
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
@@ -109,3 +110,29 @@ def test_a_copy_entered_first_opens_its_savers_clients(moto_endpoint: str, names
 
 def checkpoint() -> Any:
     return {"v": 1, "id": str(uuid6()), "ts": "", "channel_values": {"a": 1}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}
+
+
+
+def test_the_clients_a_saver_opens_skip_botocores_parameter_validation(moto_endpoint: str, names: dict[str, str]) -> None:
+    """The savers build every request themselves; botocore's second walk over each only costs CPU.
+
+    An empty table name: botocore's validation refuses it before sending
+    (``ParamValidationError``); without it the request goes out and the
+    service refuses it (``ClientError``).
+    """
+    with DynamoDBSaver(**names) as saver:
+        saver.setup()
+        with pytest.raises(ClientError):
+            saver.clients["dynamodb"].describe_table(TableName="")
+        with pytest.raises(ParamValidationError):  # a client with botocore's defaults
+            boto3.client("dynamodb").describe_table(TableName="")
+
+    async def run() -> Any:
+        async with AsyncDynamoDBSaver(**names) as saver:
+            await saver.ensure_clients()
+            try:
+                await saver.clients["dynamodb"].describe_table(TableName="")
+            except (ClientError, ParamValidationError) as e:
+                return e
+
+    assert isinstance(asyncio.run(run()), ClientError)

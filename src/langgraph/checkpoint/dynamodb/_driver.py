@@ -314,6 +314,45 @@ def _pass_turn() -> Generator[None, None, None]:
     yield
 
 
+async def _pass_turn_hook(**_: Any) -> None:
+    """A botocore event handler that hands the loop back (see :func:`split_request_phases`)."""
+    await _pass_turn()
+
+
+#: The aiobotocore events after which a request's next CPU phase runs as a
+#: callback of its own: ``before-call`` comes after the parameters are
+#: serialized and the endpoint resolved, ``before-send`` after the request is
+#: signed (and its user agent built), just before it goes on the wire.
+_PHASE_EVENTS = ("before-call", "before-send")
+
+
+def split_request_phases(client: Any) -> None:
+    """Make an aiobotocore client hand the loop back between a request's CPU phases.
+
+    aiobotocore builds, serializes, signs and sends a request in one
+    coroutine that does not suspend until the socket does: about a
+    millisecond of CPU in one callback, which every other task on the loop
+    waits behind. A handler that passes the turn at ``before-call`` and at
+    ``before-send`` cuts it into three (botocore awaits coroutine handlers
+    and ignores their ``None``). Registered with a fixed ``unique_id``, so a
+    second call adds nothing. The savers do it only on clients they open: a
+    client the caller passed keeps its own handlers.
+
+    Example:
+        >>> class Events:
+        ...     def __init__(self): self.seen = {}
+        ...     def register(self, event, handler, unique_id=None): self.seen[unique_id] = event
+        >>> class Client:
+        ...     class meta: events = Events()
+        >>> split_request_phases(Client()); split_request_phases(Client())
+        >>> sorted(Client.meta.events.seen.values())
+        ['before-call', 'before-send']
+    """
+    events = client.meta.events
+    for event in _PHASE_EVENTS:
+        events.register(event, _pass_turn_hook, unique_id=f"langgraph-dynamodb-pass-turn-{event}")
+
+
 class AsyncDriver(_Driver[AsyncClientHolder]):
     """Runs operations with asyncio (aiobotocore) clients on the running event loop.
 
@@ -425,6 +464,10 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
     async def iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits (a streaming operation such as ``alist``)."""
         op, resp, exc = self._wrap(op), None, None
+        # The operation's first step (packing a checkpoint, building a
+        # request) runs apart from the caller's: awaited inline, it would
+        # lengthen the caller's callback (LangGraph's step) by its own work.
+        await _pass_turn()
         while (req := _advance(op, resp, exc)) is not _DONE:
             resp, exc = None, None
             if isinstance(req, Emit):

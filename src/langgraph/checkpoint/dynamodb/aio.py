@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._driver import AsyncDriver, IOThread
+from langgraph.checkpoint.dynamodb._driver import AsyncDriver, IOThread, split_request_phases
 from langgraph.checkpoint.dynamodb._methods import async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
@@ -337,7 +337,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                     endpoint_url=self._endpoint_url,
                     config=self._client_config,
                 )
-                self._clients[name] = await self._stack.enter_async_context(cm)
+                client = await self._stack.enter_async_context(cm)
+                split_request_phases(client)
+                self._clients[name] = client
                 fail_fast_on_local_endpoint(self._clients[name])
                 self._owned_names.add(name)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import offload, report_perf
+from langgraph.checkpoint.dynamodb._driver import DEFAULT_MAX_IN_FLIGHT
 
 __all__ = ["PRICES", "write_report"]
 
@@ -812,7 +813,8 @@ def _observations(res: dict[str, Any]) -> list[str]:
             f"- **Higher event-loop lag than the reference in `async`** (p99 {fmt_s(ao['lag_p99_s'])} vs "
             f"{fmt_s(ar['lag_p99_s'])}), at {ao['turns_per_s'] / max(1e-9, ar['turns_per_s']):.1f}x its "
             "throughput: ours does aiobotocore's per-request CPU work (serialising, signing, parsing) and the "
-            "packing of small payloads on the loop, with at most `max_in_flight` (4) requests per service in "
+            f"packing of small payloads on the loop, with at most `max_in_flight` ({DEFAULT_MAX_IN_FLIGHT}) "
+            "requests per service in "
             "flight (large payloads go to the loop's executor, see \"The event loop\"); the reference does "
             "everything in executor threads and is then limited by that pool's size."
         )
@@ -1024,7 +1026,7 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
             "bookkeeping and, for ours, the saver's). A ticker task wakes every "
             f"{p.get('lag_interval_s', 0.005) * 1000:.0f} ms and records how late it wakes (event-loop lag). Ours is "
             "`AsyncDynamoDBSaver` with its defaults (aiobotocore, every request awaited on the loop, at most "
-            "`max_in_flight` = 4 per service on the wire)"
+            f"`max_in_flight` = {DEFAULT_MAX_IN_FLIGHT} per service on the wire)"
             + (
                 "; `ours, io_thread=True` is the same saver running each operation on an event loop of its own in "
                 "a dedicated thread (the caller's loop only awaits each call), run as many times in the same run"

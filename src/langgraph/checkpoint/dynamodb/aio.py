@@ -28,7 +28,12 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
 from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
-from langgraph.checkpoint.dynamodb._driver import AsyncDriver, IOThread, split_request_phases
+from langgraph.checkpoint.dynamodb._driver import (
+    DEFAULT_MAX_IN_FLIGHT,
+    AsyncDriver,
+    IOThread,
+    split_request_phases,
+)
 from langgraph.checkpoint.dynamodb._methods import async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
@@ -155,10 +160,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             signed. Each answer costs the event loop a millisecond or more
             (parsing, decoding, the caller's next step), and answers that
             arrive together run back to back: the bound caps those bursts.
-            Default 4: with 100 concurrent threads on one loop, p99 event-loop
-            lag fell from 12 to 4.5 ms at the same throughput
-            (docs/benchmarks.md, "Async"). Four requests of 5 ms each
-            already make 800 requests a second, more than one process
+            Default 5: with 100 concurrent threads on one loop, p99 event-loop
+            lag fell from 12 ms without a bound to about 4.3 ms at the same
+            throughput (docs/benchmarks.md, "Async"). Five requests of 5 ms
+            each already make 1,000 requests a second, more than one process
             drives through aiobotocore; raise it for a high-latency link,
             ``None`` removes the bound.
         io_thread: drive every operation on an event loop of the saver's
@@ -199,7 +204,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         dynamodb_client: Any = None,
         s3_client: Any = None,
         io_thread: bool = False,
-        max_in_flight: int | None = 4,
+        max_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
         **settings: Unpack[SaverSettings],
     ) -> None:
         if max_in_flight is not None and (

@@ -161,7 +161,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             (parsing, decoding, the caller's next step), and answers that
             arrive together run back to back: the bound caps those bursts.
             Default 5: with 100 concurrent threads on one loop, p99 event-loop
-            lag fell from 12 ms without a bound to about 4.3 ms at the same
+            lag fell from 12 ms without a bound to about 4.6 ms at the same
             throughput (docs/benchmarks.md, "Async"). Five requests of 5 ms
             each already make 1,000 requests a second, more than one process
             drives through aiobotocore; raise it for a high-latency link,

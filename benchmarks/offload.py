@@ -239,8 +239,8 @@ def loop_section(res: dict[str, Any]) -> list[str]:
         "before the request is built: bursts are bounded (moto's CPU bounds the throughput here; "
         f"{DEFAULT_MAX_IN_FLIGHT} requests of 5 ms allow {DEFAULT_MAX_IN_FLIGHT * 200:,} a second on AWS). "
         "With the phases split, a bound of 5 kept the lag of 4 and gave about 8% more throughput (11 paired "
-        "runs of the workload; 6 let the lag grow). `io_thread=True` runs each operation on an event loop of the saver's own in a "
-        "dedicated thread (a hop of under 0.1 ms per call, `python -m benchmarks.hop`); with the bound its lag "
+        "runs of the workload; 6 let the lag grow). `io_thread=True` runs each operation on an event loop of "
+        "the saver's own in a dedicated thread (a hop of under 0.1 ms per call, `python -m benchmarks.hop`); with the bound its lag "
         "is higher than the default's, since the two threads share the GIL (the `async` table above has both). "
         "The offload keeps large states from stalling either loop.",
         "",

@@ -74,6 +74,6 @@ def test_max_in_flight_must_be_a_positive_int_or_none(bad: Any) -> None:
         AsyncDynamoDBSaver(table_name="t", max_in_flight=bad)
 
 
-def test_max_in_flight_defaults_to_five() -> None:
-    assert AsyncDynamoDBSaver(table_name="t")._driver.max_in_flight == 5
+def test_max_in_flight_defaults_to_eight() -> None:
+    assert AsyncDynamoDBSaver(table_name="t")._driver.max_in_flight == 8
     assert AsyncDynamoDBSaver(table_name="t", max_in_flight=None)._driver.max_in_flight is None

@@ -524,7 +524,7 @@ def test_size_hint_counts_text_and_parts_and_stops_at_its_limit() -> None:
 
 
 class _InFlight:
-    """An async client whose calls stay on the wire a few loop turns, counting how many overlap."""
+    """An async client whose calls stay on the wire a few milliseconds, counting how many overlap."""
 
     def __init__(self, tally: dict[str, int], service: str) -> None:
         self.tally, self.service = tally, service
@@ -534,8 +534,7 @@ class _InFlight:
         self.tally["now"] += 1
         self.tally["peak"] = max(self.tally["peak"], self.tally["now"])
         self.tally[f"peak_{self.service}"] = max(self.tally[f"peak_{self.service}"], self.tally[self.service])
-        for _ in range(3):
-            await asyncio.sleep(0)
+        await asyncio.sleep(0.002)  # the driver admits one phase per loop turn: wire time, not turns
         self.tally[self.service] -= 1
         self.tally["now"] -= 1
         return {"Item": kwargs}
@@ -586,3 +585,74 @@ def test_max_in_flight_serves_successive_event_loops() -> None:
 def test_max_in_flight_must_be_positive(bad: int) -> None:
     with pytest.raises(ValueError, match="max_in_flight"):
         AsyncDriver(Clients(), max_in_flight=bad)
+
+
+# --------------------------------------------------------------- the turnstile
+
+
+def _runs_between_ticks(tasks: int, passes: int) -> list[list[int]]:
+    """``tasks`` tasks each pass the driver's turn ``passes`` times; the phases that ran in each loop iteration.
+
+    A ticker task (a plain ``sleep(0)``) marks every iteration; each phase
+    marks its task's number. The lists are what ran between two ticks.
+    """
+    from langgraph.checkpoint.dynamodb._driver import _pass_turn
+
+    marks: list[Any] = []
+
+    async def task(i: int) -> None:
+        for _ in range(passes):
+            await _pass_turn()
+            marks.append(i)
+
+    async def main() -> None:
+        stop = False
+
+        async def tick() -> None:
+            while not stop:
+                marks.append("tick")
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        await asyncio.gather(*(task(i) for i in range(tasks)))
+        stop = True
+        await ticker
+
+    asyncio.run(main())
+    groups: list[list[int]] = [[]]
+    for m in marks:
+        if m == "tick":
+            groups.append([])
+        else:
+            groups[-1].append(m)
+    return [g for g in groups if g]
+
+
+def test_tasks_that_pass_the_turn_go_on_one_per_loop_iteration_in_order() -> None:
+    """Many answers at once must not run their next phases back to back: timers wait for each batch."""
+    groups = _runs_between_ticks(tasks=20, passes=3)
+    assert all(len(g) == 1 for g in groups), groups
+    order = [g[0] for g in groups]
+    assert sorted(order) == sorted(list(range(20)) * 3)
+    assert order[:20] == list(range(20))  # first come, first served
+
+
+def test_a_cancelled_task_waiting_for_its_turn_does_not_hold_up_the_others() -> None:
+    from langgraph.checkpoint.dynamodb._driver import _pass_turn
+
+    async def main() -> list[str]:
+        done: list[str] = []
+
+        async def task(name: str) -> None:
+            await _pass_turn()
+            done.append(name)
+
+        first, second, third = (asyncio.create_task(task(n)) for n in ("first", "second", "third"))
+        await asyncio.sleep(0)  # all three wait at the turnstile
+        second.cancel()
+        await asyncio.gather(first, third)
+        assert second.cancelled()
+        return done
+
+    assert asyncio.run(main()) == ["first", "third"]

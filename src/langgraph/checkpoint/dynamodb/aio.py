@@ -160,10 +160,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             signed. Each answer costs the event loop a millisecond or more
             (parsing, decoding, the caller's next step), and answers that
             arrive together run back to back: the bound caps those bursts.
-            Default 5: with 100 concurrent threads on one loop, p99 event-loop
-            lag fell from 12 ms without a bound to about 4.6 ms at the same
-            throughput (docs/benchmarks.md, "Async"). Five requests of 5 ms
-            each already make 1,000 requests a second, more than one process
+            Default 8, chosen by measurement (docs/benchmarks.md, "Async":
+            100 concurrent threads on one loop). Eight requests of 5 ms each
+            already make 1,600 requests a second, more than one process
             drives through aiobotocore; raise it for a high-latency link,
             ``None`` removes the bound.
         io_thread: drive every operation on an event loop of the saver's

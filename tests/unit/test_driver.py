@@ -656,3 +656,25 @@ def test_a_cancelled_task_waiting_for_its_turn_does_not_hold_up_the_others() -> 
         return done
 
     assert asyncio.run(main()) == ["first", "third"]
+
+
+def test_the_turnstile_of_a_finished_loop_is_not_kept() -> None:
+    """One turnstile per loop, held weakly: an ``asyncio.run`` per call (a Lambda invocation) must not pile up loops."""
+    import gc
+    import weakref
+
+    from langgraph.checkpoint.dynamodb._driver import _pass_turn, _turnstiles
+
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        waiting = [asyncio.create_task(_pass_turn()) for _ in range(5)]
+        await asyncio.gather(*waiting[:2])
+        # three still wait when asyncio.run cancels them at shutdown
+
+    for _ in range(3):
+        asyncio.run(main())
+    gc.collect()
+    assert [r() for r in loops] == [None, None, None]
+    assert not any(r() in _turnstiles for r in loops)

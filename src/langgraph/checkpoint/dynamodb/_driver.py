@@ -332,20 +332,24 @@ class _Turnstile:
     matters much less (without one, 5.3 ms instead of 10).
     """
 
-    __slots__ = ("_loop", "_pending", "_waiting")
+    # No reference to its loop: the registry below holds turnstiles weakly
+    # keyed by loop, and a value that referred to its key would keep every
+    # loop alive. Waiting futures do refer to it, but asyncio.run's shutdown
+    # cancels their tasks and the pending _admit drains them.
+    __slots__ = ("_pending", "_waiting")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._pending = False
 
     def wait(self) -> asyncio.Future[None]:
         """A future set when this waiter's turn comes (at least one iteration from now)."""
-        fut: asyncio.Future[None] = self._loop.create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
         self._waiting.append(fut)
         if not self._pending:
             self._pending = True
-            self._loop.call_soon(self._admit)
+            loop.call_soon(self._admit)
         return fut
 
     def _admit(self) -> None:
@@ -356,7 +360,7 @@ class _Turnstile:
                 fut.set_result(None)
                 break
         if self._waiting:
-            self._loop.call_soon(self._admit)
+            asyncio.get_running_loop().call_soon(self._admit)
         else:
             self._pending = False
 
@@ -370,7 +374,7 @@ async def _pass_turn() -> None:
     loop = asyncio.get_running_loop()
     gate = _turnstiles.get(loop)
     if gate is None:
-        gate = _turnstiles[loop] = _Turnstile(loop)
+        gate = _turnstiles[loop] = _Turnstile()
     await gate.wait()
 
 

@@ -678,3 +678,53 @@ def test_the_turnstile_of_a_finished_loop_is_not_kept() -> None:
     gc.collect()
     assert [r() for r in loops] == [None, None, None]
     assert not any(r() in _turnstiles for r in loops)
+
+
+def test_the_in_flight_slots_of_a_finished_loop_are_not_kept() -> None:
+    """A driver contended on several loops (one saver, an ``asyncio.run`` each) must not keep them alive."""
+    import gc
+    import weakref
+
+    tally: dict[str, int] = {"dynamodb": 0, "s3": 0, "now": 0, "peak": 0, "peak_dynamodb": 0, "peak_s3": 0}
+    driver = AsyncDriver(Clients(dynamodb=_InFlight(tally, "dynamodb")), max_in_flight=1)
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    def op() -> Op[list[Any]]:
+        return (yield Gather([Call("dynamodb", "get_item", {"Key": str(i)}) for i in range(4)]))
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        assert len(await driver.run(op())) == 4
+
+    for _ in range(3):
+        asyncio.run(main())
+    gc.collect()
+    assert tally["peak_dynamodb"] == 1  # they did wait for one another
+    assert [r() for r in loops] == [None, None, None]
+
+
+def test_an_in_flight_slot_handed_to_a_cancelled_waiter_goes_to_the_next() -> None:
+    from langgraph.checkpoint.dynamodb._driver import _Slots
+
+    async def main() -> list[str]:
+        slots = _Slots(1)
+        order: list[str] = []
+        waiters: dict[str, asyncio.Task[None]] = {}
+
+        async def user(name: str) -> None:
+            async with slots:
+                order.append(name)
+                await asyncio.sleep(0)
+            if name == "first":
+                # Leaving handed the slot to "second", which has not run yet.
+                waiters["second"].cancel()
+
+        first = asyncio.create_task(user("first"))
+        await asyncio.sleep(0)  # "first" holds the slot
+        waiters["second"] = asyncio.create_task(user("second"))
+        waiters["third"] = asyncio.create_task(user("third"))
+        await asyncio.wait_for(asyncio.gather(first, waiters["third"]), timeout=5)
+        assert waiters["second"].cancelled()
+        return order
+
+    assert asyncio.run(main()) == ["first", "third"]

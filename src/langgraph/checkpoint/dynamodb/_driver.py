@@ -365,6 +365,47 @@ class _Turnstile:
             self._pending = False
 
 
+class _Slots:
+    """A semaphore for :meth:`AsyncDriver._slot` that, unlike ``asyncio.Semaphore``, never refers to its loop.
+
+    ``asyncio.Semaphore`` binds the loop it first waits on, and the driver
+    keeps its semaphores weakly keyed by loop: a value that referred to its
+    key would keep every loop the driver was contended on alive. A freed
+    slot goes straight to the longest waiter (first come, first served); a
+    waiter cancelled after it was handed one passes it on.
+    """
+
+    __slots__ = ("_free", "_waiting")
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self._release()  # handed a slot, then cancelled before using it
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        while self._waiting:
+            fut = self._waiting.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free += 1
+
+
 #: One turnstile per event loop, shared by every saver and driver on it.
 _turnstiles: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turnstile] = weakref.WeakKeyDictionary()
 
@@ -453,9 +494,11 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
             raise ValueError("max_in_flight must be >= 1 (or None: no bound)")
         #: Most requests per service on the wire at once (``None``: no bound).
         self.max_in_flight = max_in_flight
-        # One semaphore per loop and service: an asyncio primitive belongs to
-        # the loop it first waited on, and a saver may serve several in turn.
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
+        # One set of slots per loop and service: a saver may serve several
+        # loops in turn, and a waiter's future may only be settled from its
+        # own loop. Weakly keyed, and _Slots never refers to its loop, so a
+        # finished loop is not kept.
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Slots]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -466,7 +509,7 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         by_service = self._slots.setdefault(asyncio.get_running_loop(), {})
         slot = by_service.get(service)
         if slot is None:
-            slot = by_service[service] = asyncio.Semaphore(self.max_in_flight)
+            slot = by_service[service] = _Slots(self.max_in_flight)
         return slot
 
     async def call(self, call: Call) -> Any:

@@ -317,6 +317,16 @@ class SyncDriver(_Driver[ClientHolder]):
 DEFAULT_MAX_IN_FLIGHT = 8
 
 
+def _wake_first(waiting: deque[asyncio.Future[None]]) -> bool:
+    """Settle the longest waiter still waiting (cancelled ones are dropped); whether there was one."""
+    while waiting:
+        fut = waiting.popleft()
+        if not fut.done():
+            fut.set_result(None)
+            return True
+    return False
+
+
 class _Turnstile:
     """Admits the tasks waiting on it one per event-loop iteration, first come first served.
 
@@ -353,12 +363,7 @@ class _Turnstile:
         return fut
 
     def _admit(self) -> None:
-        # One waiter per call; a cancelled one (its task was cancelled) is skipped.
-        while self._waiting:
-            fut = self._waiting.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                break
+        _wake_first(self._waiting)  # one waiter per call
         if self._waiting:
             asyncio.get_running_loop().call_soon(self._admit)
         else:
@@ -398,12 +403,8 @@ class _Slots:
         self._release()
 
     def _release(self) -> None:
-        while self._waiting:
-            fut = self._waiting.popleft()
-            if not fut.done():
-                fut.set_result(None)
-                return
-        self._free += 1
+        if not _wake_first(self._waiting):
+            self._free += 1
 
 
 #: One turnstile per event loop, shared by every saver and driver on it.

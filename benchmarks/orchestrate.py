@@ -445,7 +445,7 @@ def run_all(
     from importlib.metadata import version
 
     return {
-        "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "total_s": time.perf_counter() - started,
         "machine": {
             "platform": platform.platform(),

@@ -712,7 +712,7 @@ def _headline(res: dict[str, Any]) -> str:
 def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[Path]:
     """Write ``doc`` (``docs/benchmarks.md``) and the plots in ``img``; return the paths written."""
     written = _plots(res, img) + report_perf.load_plots(res, img)
-    generated = res.get("generated", dt.datetime.now(dt.timezone.utc).isoformat())
+    generated = res.get("generated", dt.datetime.now(dt.UTC).isoformat())
     params = res.get("params", {})
     targets, verdicts = _targets(res)
     met = sum(1 for _, v in verdicts if v == "met")

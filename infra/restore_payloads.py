@@ -29,7 +29,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = ["RestoreReport", "main", "restore_payloads", "versions_at"]
@@ -136,7 +136,7 @@ def restore_payloads(
     """
     if at.tzinfo is None:
         raise ValueError("at must be timezone-aware (the table's restore time, e.g. 2026-11-29T12:00:00Z)")
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     if now - at > retention:
         raise ValueError(
             f"{at.isoformat()} is older than the noncurrent-version retention ({retention.days} days): "

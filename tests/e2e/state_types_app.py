@@ -21,7 +21,7 @@ import dataclasses
 import enum
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -133,7 +133,7 @@ def describe(values: dict[str, Any]) -> dict[str, Any]:
 
 PROFILE = Profile(
     name="Ada", tier=Tier.GOLD, address=Address(city="Paris", zip="75001"),
-    since=datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc),
+    since=datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
 )
 ORDER = Order(id=7, lines=[Line("a-1", 2), Line("b-2", 1)], tier=Tier.SILVER)
 BAG = Bag(items=[Item(label="a", weight=1.5)], by_label={"a": Item(label="a", weight=1.5)})

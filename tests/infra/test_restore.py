@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 from contextlib import redirect_stdout
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -81,7 +81,7 @@ def test_restored_table_reads_its_payloads_after_the_bucket_is_lined_up(versione
     at_t = _keys(bucket, thread)
     assert len(at_t) == 2  # the value and the write live in S3
     time.sleep(1.1)
-    t = datetime.now(timezone.utc)
+    t = datetime.now(UTC)
     snapshot = _scan(table)  # the table as PITR would restore it to T
     time.sleep(1.1)
 
@@ -121,7 +121,7 @@ def test_restored_table_reads_its_payloads_after_the_bucket_is_lined_up(versione
 
 def test_restore_refuses_what_it_cannot_line_up(versioned: dict[str, str], names: dict[str, str]) -> None:
     s3 = boto3.client("s3")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with pytest.raises(ValueError, match="older than the noncurrent-version retention"):
         restore_payloads(s3, names["bucket_name"], "checkpoints/", now - timedelta(days=36))
     with pytest.raises(ValueError, match="timezone-aware"):

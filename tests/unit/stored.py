@@ -146,7 +146,7 @@ class Writer:
 
 def listing(keys: list[str], modified: float, sizes: int = 10) -> dict[str, Any]:
     """A ``list_objects_v2`` page of ``keys``, all last modified at epoch ``modified``."""
-    at = datetime.datetime.fromtimestamp(modified, tz=datetime.timezone.utc)
+    at = datetime.datetime.fromtimestamp(modified, tz=datetime.UTC)
     return {"Contents": [{"Key": k, "LastModified": at, "Size": sizes} for k in keys]}
 
 

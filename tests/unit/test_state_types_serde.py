@@ -6,7 +6,7 @@ import copy
 import dataclasses
 import enum
 import typing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,7 @@ VALUES: dict[str, Any] = {
     "int enum": Level.HIGH,
     "flag": Perm.R | Perm.W,
     "dataclass": Leaf(2, Color.RED),
-    "frozen dataclass": Frozen([Leaf(1, Color.RED)], datetime(2024, 1, 1, tzinfo=timezone.utc)),
+    "frozen dataclass": Frozen([Leaf(1, Color.RED)], datetime(2024, 1, 1, tzinfo=UTC)),
     "named tuple": Pair(1, Leaf(3, Color.RED)),
     "pydantic v2": MODEL,
     "pydantic v1": V1(a=1),

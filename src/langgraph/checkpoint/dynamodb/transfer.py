@@ -287,7 +287,7 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
             "kind": "header",
             "format": FORMAT,
             "thread_id": thread_id,
-            "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "source": {
                 "table": saver.table_name,
                 "tenant_prefix": getattr(saver, "tenant_prefix", "") or None,

@@ -90,7 +90,7 @@ def parse_when(text: str, now: float | None = None) -> int:
             f"not a duration (30m, 2h, 7d, 1h30m) or an ISO time (2026-11-29T10:00:00Z): {text!r}"
         ) from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
+        when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
 
 

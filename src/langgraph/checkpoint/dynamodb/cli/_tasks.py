@@ -56,11 +56,7 @@ def uuid6_ms(checkpoint_id: str) -> int | None:
 
 
 def iso_time(epoch_s: float) -> str:
-    return (
-        dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc)
-        .isoformat(timespec="seconds")
-        .replace("+00:00", "Z")
-    )
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _task_id(

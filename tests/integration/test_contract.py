@@ -18,7 +18,7 @@ from langgraph.checkpoint.dynamodb import (
     UnsupportedFormatError,
     schema,
 )
-from tests.support.harness import Harness, cfg, new_thread, scan_table
+from tests.support.harness import Harness, cfg, new_thread, s3_objects, scan_table
 
 
 def ckpt(values: dict | None = None, versions: dict | None = None) -> dict:  # type: ignore[type-arg]
@@ -88,6 +88,31 @@ def test_oversize_without_bucket_writes_nothing(harness: Harness) -> None:
     after = scan_table(harness.table_name)
     new = [it for it in after if it not in before]
     assert len(new) == 1 and new[0][schema.ATTR.KIND]["S"] == "c"  # only the small checkpoint
+
+
+def test_over_max_payload_size_is_refused_before_writing(harness: Harness) -> None:
+    """A payload a reader would refuse is not stored: the thread stays readable at its last checkpoint."""
+    with harness.other_saver(max_payload_size=50_000) as saver:
+        thread = new_thread()
+        stored = harness.call("put", cfg(thread), ckpt({"small": "x" * 100}), {}, {"small": "1"}, saver=saver)
+        big = "y" * 60_000  # compresses to almost nothing: the limit is on the serialized size
+        before_items = scan_table(harness.table_name)
+        before_objects = s3_objects(harness.bucket_name) if harness.bucket_name else {}
+        with pytest.raises(PayloadTooLargeError, match=r"channel 'big'.*max_payload_size \(50,000 bytes\).*nothing"):
+            harness.call("put", stored, ckpt({"big": big}), {}, {"big": "1"}, saver=saver)
+        with pytest.raises(PayloadTooLargeError, match=r"write 'big' of task 'task-1'.*max_payload_size"):
+            harness.call("put_writes", stored, [("ok", 1), ("big", big)], "task-1", saver=saver)
+        with pytest.raises(PayloadTooLargeError, match="metadata"):
+            harness.call("put", stored, ckpt(), {"note": big}, {}, saver=saver)
+        assert scan_table(harness.table_name) == before_items
+        assert (s3_objects(harness.bucket_name) if harness.bucket_name else {}) == before_objects
+        latest = harness.call("get_tuple", cfg(thread), saver=saver)
+        assert latest.config["configurable"]["checkpoint_id"] == stored["configurable"]["checkpoint_id"]
+        assert latest.pending_writes == []
+        # Just under the limit is stored and read back (by a saver with the same limit).
+        fits = "z" * 49_000
+        harness.call("put", stored, ckpt({"fits": fits}), {}, {"fits": "1"}, saver=saver)
+        assert harness.call("get_tuple", cfg(thread), saver=saver).checkpoint["channel_values"] == {"fits": fits}
 
 
 def test_absent_is_not_none(harness: Harness) -> None:

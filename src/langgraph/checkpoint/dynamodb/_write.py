@@ -34,9 +34,9 @@ from langgraph.checkpoint.dynamodb.errors import (
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 
-def _pack_all(s: BaseDynamoDBSaver, values: list[Any]) -> list[bytes]:
-    """Each value packed; what a write's ``Compute`` runs (maybe on another thread)."""
-    return [s._pack(v) for v in values]
+def _pack_all(s: BaseDynamoDBSaver, values: list[Any], labels: list[str]) -> list[bytes]:
+    """Each value packed (``labels`` name them in errors); what a write's ``Compute`` runs (maybe on another thread)."""
+    return [s._pack(v, label) for v, label in zip(values, labels, strict=True)]
 
 
 def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
@@ -175,8 +175,13 @@ def put(
             reused[channel] = ref
     md = get_checkpoint_metadata(config, metadata)
     to_pack = [*(values[ch] for ch in fresh), body, md]
+    labels = [
+        *(f"checkpoint {cid!r}: channel {ch!r}" for ch in fresh),
+        f"checkpoint {cid!r}",
+        f"checkpoint {cid!r}: metadata",
+    ]
     *packed_values, body_packed, md_packed = yield from compute(
-        _pack_all, s, to_pack, size=size_hint(to_pack)
+        _pack_all, s, to_pack, labels, size=size_hint(to_pack)
     )
     fresh_packed = dict(zip(fresh, packed_values, strict=True))
     staging = _Staging(s, thread_id, ns, cid)
@@ -308,7 +313,8 @@ def put_writes(
             continue
         chosen[idx] = (channel, value)
     to_pack = [value for _, value in chosen.values()]
-    packed_all = yield from compute(_pack_all, s, to_pack, size=size_hint(to_pack))
+    labels = [f"write {channel!r} of task {task_id!r}" for channel, _ in chosen.values()]
+    packed_all = yield from compute(_pack_all, s, to_pack, labels, size=size_hint(to_pack))
     by_idx: dict[int, tuple[str, bytes]] = {
         idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)
     }

@@ -41,6 +41,7 @@ from langgraph.checkpoint.dynamodb.codec import (
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
     KeyTooLongError,
+    PayloadTooLargeError,
 )
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: it was public here
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -429,8 +430,19 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             f"({'none' if own is None else own[0] + ('' if own[1] else '*')}); refused"
         )
 
-    def _pack(self, value: Any) -> bytes:
-        return self.codec.pack(self.serde.dumps_typed(value))
+    def _pack(self, value: Any, where: str = "a value") -> bytes:
+        typed = self.serde.dumps_typed(value)
+        if len(typed[1]) > self.max_payload_size:
+            # Readers refuse a payload over the limit (``_unpack``): stored, it
+            # would leave the thread's latest checkpoint unreadable, so a
+            # resume fails long after the write that caused it. Refused here,
+            # the previous checkpoint stays the thread's latest.
+            raise PayloadTooLargeError(
+                f"{where} serializes to {len(typed[1]):,} bytes, more than max_payload_size "
+                f"({self.max_payload_size:,} bytes), the most a reader accepts; nothing was written. "
+                "If it is legitimate, raise max_payload_size on every saver that reads this thread"
+            )
+        return self.codec.pack(typed)
 
     def _unpack(self, packed: bytes, where: str) -> Any:
         typed = self.codec.unpack(packed, where=where, max_size=self.max_payload_size)

@@ -12,7 +12,7 @@ and ``AsyncDynamoDBSaver.from_env``, the CLI, the Lambda helpers
 ``LANGGRAPH_DYNAMODB_TENANT_PREFIX``      tenant prefix of thread ids (optional)
 ``LANGGRAPH_DYNAMODB_TTL_SECONDS``        idle seconds before a thread expires
 ``LANGGRAPH_DYNAMODB_TRACK_THREADS``      ``1``: keep thread heads without a TTL
-``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE``   largest payload a read accepts (bytes)
+``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE``   largest payload read or written (bytes)
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION``   region, in this order of precedence
 ``AWS_ENDPOINT_URL``                      endpoint (read by botocore itself)
 ========================================  =====================================

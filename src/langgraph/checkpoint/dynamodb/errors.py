@@ -24,9 +24,12 @@ class CheckpointStoreError(Exception):
 
 
 class PayloadTooLargeError(CheckpointStoreError, ValueError):
-    """A payload does not fit in a DynamoDB item and no S3 bucket is configured.
+    """A payload is too large to store: it does not fit in a DynamoDB item and
+    no S3 bucket is configured, or it serializes to more than the saver's
+    ``max_payload_size`` (which a reader would refuse).
 
-    Raised before anything is written, so the table is unchanged.
+    Raised before anything is written, so the table, the bucket and the
+    thread's latest checkpoint are unchanged.
     """
 
 

@@ -78,6 +78,8 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             decompressed (and the largest S3 body it downloads); default
             64 MiB. A larger one raises ``PayloadLimitError`` before memory
             grows past the limit (a decompression bomb, an oversized object).
+            Writes keep to it: a value, write or metadata that serializes to
+            more raises ``PayloadTooLargeError`` before anything is stored.
         value_cache_bytes: memory for the packed channel values this saver
             stored in S3 or read from it, so that the next read of a large
             state needs no GET (default 32 MiB; ``0``: off). An entry is only

@@ -214,6 +214,17 @@ def test_pruner_resumes_across_invocations_without_missing_or_repeating(
         assert g.get_state(cfg(t)).values == expected
 
 
+def test_every_pruner_cycle_visits_every_thread(store: dict[str, Any]) -> None:
+    """The thread that ended one cycle's last page is on the next cycle's first page: pruned again, not skipped."""
+    saver = store["saver"]
+    thread = new_thread()  # alone in the table: the last thread of every cycle
+    for cycle in range(3):
+        chat(saver, thread, range(3 * cycle, 3 * cycle + 3))
+        report = saver.run_pruner(PrunePolicy(keep_last=1))
+        assert report.complete and report.threads_scanned == 1, f"cycle {cycle}: {report}"
+        assert len(list(saver.list(cfg(thread)))) == 1
+
+
 def test_pruner_deletes_idle_threads(store: dict[str, Any], fake_clock: FakeClock) -> None:
     saver, table = store["saver"], store["table_name"]
     old, recent = new_thread(), new_thread()

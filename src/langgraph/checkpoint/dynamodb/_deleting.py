@@ -288,7 +288,7 @@ def _delete_unkept(
     res.writes_deleted = sum(1 for it in doomed if it.get(ATTR.KIND, {}).get("S") == schema.WRITES_ITEM)
     now = clock.now()
     for sk, blob in thread.blobs.items():
-        age = now - int(blob.get(ATTR.CREATED, {}).get("N", "0"))
+        age = now - (_items.int_attr(blob, ATTR.CREATED) or 0)
         if sk not in kept_blobs and age > BLOB_GRACE_SECONDS:
             doomed.append(blob)
             res.blobs_deleted += 1
@@ -353,6 +353,14 @@ def _rehome_held_values(
 
 def item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
     """``(S3 keys, blob sort keys)`` an item points to."""
+    # Whoever can write the thread's items shapes them: a wrong shape is a
+    # CorruptPayloadError naming the item (which table-wide jobs record
+    # per thread), never a KeyError that stops a job for everyone.
+    with _items.malformed(_items.item_name(item)):
+        return _item_refs(s, thread_id, item)
+
+
+def _item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
     s3_keys: set[str] = set()
     blob_sks: set[str] = set()
     ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
@@ -392,15 +400,17 @@ def reap_thread(s: BaseDynamoDBSaver, thread_id: str, *, expired_before: float) 
     res = PruneResult(threads=1)
 
     def old(it: Item) -> bool:
-        exp = it.get(ATTR.EXPIRES)
-        return exp is None or int(exp["N"]) <= cutoff
+        exp = _items.int_attr(it, ATTR.EXPIRES)
+        return exp is None or exp <= cutoff
 
     keep = {key for key, it in thread.checkpoints.items() if not old(it)}
     drop_writes = [
         w for key, ws in thread.writes.items() if key not in thread.checkpoints for w in ws if old(w)
     ]
     stale_meta = [
-        m for m in thread.meta if ATTR.TTL in m and int(m[ATTR.TTL]["N"]) <= max(cutoff, int(clock.now()))
+        m
+        for m in thread.meta
+        if (ttl := _items.int_attr(m, ATTR.TTL)) is not None and ttl <= max(cutoff, int(clock.now()))
     ]
     # Reaping is a delete: lineages it removes entirely are buried first,
     # so a run still in flight on one cannot bring it back. A lineage with

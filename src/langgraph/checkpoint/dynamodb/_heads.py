@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import _deleting, clock, schema
+from langgraph.checkpoint.dynamodb import _deleting, _items, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._ops import Op, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
@@ -37,9 +37,8 @@ def thread_alive(s: BaseDynamoDBSaver, thread_id: str) -> Op[bool]:
         ConsistentRead=True,
     )
     head = resp.get("Item")
-    if head is None or ATTR.TTL not in head:
-        return False
-    return int(head[ATTR.TTL]["N"]) >= int(clock.now())
+    ttl = None if head is None else _items.int_attr(head, ATTR.TTL)
+    return ttl is not None and ttl >= int(clock.now())
 
 
 def _refresh_window(s: BaseDynamoDBSaver) -> int:
@@ -114,8 +113,8 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
         s._head_until[thread_id] = need
         return
     s._head_until[thread_id] = until
-    old = resp.get("Attributes", {}).get(ATTR.TTL)
-    if old is not None and int(old["N"]) < now:
+    old = _items.int_attr(resp.get("Attributes", {}), ATTR.TTL)
+    if old is not None and old < now:
         # The thread had expired and nobody reaped it yet. Readers already
         # treat its old items as gone: remove them before they reappear.
         yield from _deleting.reap_thread(s, thread_id, expired_before=now - 1)

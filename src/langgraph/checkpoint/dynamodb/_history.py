@@ -447,9 +447,11 @@ def _depth_from_counters(counters: Mapping[str, Any], channels: Sequence[str]) -
     """Supersteps back to the oldest snapshot of ``channels``, or None if unknown."""
     depth = 0
     for ch in channels:
-        if ch not in counters:
-            return None
-        depth = max(depth, int(counters[ch][1]))
+        try:
+            steps = int(counters[ch][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None  # absent, or not as LangGraph writes it: unknown, read the chain instead
+        depth = max(depth, steps)
     return depth
 
 

@@ -11,12 +11,17 @@ No requests, no saver state.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, UnsupportedFormatError
+from langgraph.checkpoint.dynamodb.errors import (
+    CheckpointStoreError,
+    CorruptPayloadError,
+    UnsupportedFormatError,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 AttributeValue = dict[str, Any]
@@ -65,16 +70,59 @@ def value_tag(ref: AttributeValue) -> str:
     return value if isinstance(value, str) else ""
 
 
+#: A whole number as this library writes one (ASCII digits: ``str.isdigit``
+#: is also true of ``"²"``, which ``int`` refuses). DynamoDB keeps 38 digits.
+_WHOLE = re.compile(r"-?[0-9]{1,38}")
+
+
 def is_write_attr(name: str) -> bool:
-    return name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit()
+    return name.startswith(ATTR.WRITE_PREFIX) and _WHOLE.fullmatch(name[1:]) is not None
+
+
+def whole_number(av: Any) -> int | None:
+    """The value of a Number attribute written as a whole number; ``None`` for anything else.
+
+    For what a job only sorts or filters by (a thread head's activity time):
+    a forged value must not stop the job for everyone.
+
+    Example:
+        >>> whole_number({"N": "17"}), whole_number({"N": "1.5"}), whole_number({"S": "1"})
+        (17, None, None)
+    """
+    n = av.get("N") if isinstance(av, dict) else None
+    return int(n) if isinstance(n, str) and _WHOLE.fullmatch(n) else None
+
+
+def item_name(item: Item) -> str:
+    """``item 'pk'/'sk'``, for errors, whatever the item's shape."""
+    pk, sk = item.get(ATTR.PK), item.get(ATTR.SK)
+    return f"item {pk.get('S') if isinstance(pk, dict) else pk!r}/{sk.get('S') if isinstance(sk, dict) else sk!r}"
+
+
+def int_attr(item: Item, attr: str) -> int | None:
+    """A whole-number attribute of an item (``None`` if absent); ``CorruptPayloadError`` for any other value.
+
+    The library writes these (format versions, expiry stamps, TTLs) as
+    whole numbers: anything else was not written by it, and is reported
+    as such rather than as a ``ValueError`` from ``int``.
+    """
+    av = item.get(attr)
+    if av is None:
+        return None
+    n = whole_number(av)
+    if n is None:
+        raise CorruptPayloadError(f"{item_name(item)}: attribute {attr!r} is not a whole number: {av!r:.80}")
+    return n
 
 
 @contextlib.contextmanager
 def malformed(where: str) -> Iterator[None]:
-    """Report an item of the wrong shape as corrupt, naming it, not as a KeyError."""
+    """Report an item of the wrong shape as corrupt, naming it, not as a KeyError or ValueError."""
     try:
         yield
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+    except CheckpointStoreError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         raise CorruptPayloadError(f"{where}: malformed item ({type(exc).__name__}: {exc})") from exc
 
 
@@ -136,7 +184,7 @@ def dead_entries(tomb: Item | None) -> list[str]:
 
 def entry_time(entry: str) -> int:
     head, _, _ = entry.partition(":")
-    return int(head) if head.isdigit() else 0
+    return int(head) if head.isascii() and head.isdigit() and len(head) <= 38 else 0
 
 
 def entry_root(entry: str) -> str:
@@ -171,21 +219,18 @@ def is_dead(item: Item, dead: set[str] | None) -> bool:
 
 
 def expired_stamp(item: Item) -> bool:
-    exp = item.get(ATTR.EXPIRES)
-    return exp is not None and int(exp["N"]) < int(clock.now())
+    exp = int_attr(item, ATTR.EXPIRES)
+    return exp is not None and exp < int(clock.now())
 
 
 def check_format(item: Item) -> None:
-    fmt = item.get(ATTR.FORMAT)
+    fmt = int_attr(item, ATTR.FORMAT)
     if fmt is None:
-        raise CorruptPayloadError(
-            f"item {item.get(ATTR.PK, {}).get('S')!r}/{item.get(ATTR.SK, {}).get('S')!r} "
-            "has no format version: not written by this library"
-        )
-    if int(fmt["N"]) > schema.FORMAT_VERSION:
+        raise CorruptPayloadError(f"{item_name(item)} has no format version: not written by this library")
+    if fmt > schema.FORMAT_VERSION:
         raise UnsupportedFormatError(
-            f"item {item[ATTR.PK]['S']!r}/{item[ATTR.SK]['S']!r} has format version "
-            f"{fmt['N']}; this library reads up to {schema.FORMAT_VERSION}: upgrade it"
+            f"{item_name(item)} has format version {fmt}; this library reads up to "
+            f"{schema.FORMAT_VERSION}: upgrade it"
         )
 
 

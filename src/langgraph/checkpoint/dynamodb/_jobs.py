@@ -11,20 +11,17 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from langgraph.checkpoint.dynamodb import _deleting, _requests, clock, schema
+from langgraph.checkpoint.dynamodb import _deleting, _items, _requests, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._items import (
     ThreadItems,
 )
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
-from langgraph.checkpoint.dynamodb.errors import (
-    CheckpointStoreError,
-)
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
@@ -34,6 +31,40 @@ from langgraph.checkpoint.dynamodb.lifecycle import (
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 _UUID_EPOCH_100NS = 0x01B21DD213814000
+
+R = TypeVar("R")
+
+
+def _service_error(exc: Exception) -> bool:
+    """Whether a job stops on ``exc`` (and its run is retried) rather than recording it for one thread.
+
+    The service's own errors (throttling, an outage, a missing table, a
+    denied action) stop the run: the next run retries, and they are never
+    one thread's fault. A ``ValidationException`` is deterministic: a
+    request that an item's content makes invalid fails again at every run.
+    """
+    if isinstance(exc, ClientError):
+        return error_code(exc) != "ValidationException"
+    return isinstance(exc, BotoCoreError)
+
+
+def _isolated(report: SweepReport, thread_id: str, op: Op[R]) -> Op[R | None]:
+    """Run one thread's share of a table-wide job: its result, or ``None`` if it failed and was recorded.
+
+    Whoever can write a thread's items (a tenant, with its own grant) shapes
+    what the job reads there. A failure caused by that thread's items is
+    recorded in the report (the Lambda logs it and counts it in the
+    ``Errors`` metric) and the job goes on with the next thread: raised, it
+    would stop the page, and every later run would stop at the same thread,
+    so nobody's threads past it would ever be maintained again.
+    """
+    try:
+        return (yield from op)
+    except Exception as exc:
+        if _service_error(exc):
+            raise
+        report.errors.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
+        return None
 
 
 def reap_expired_stream(s: BaseDynamoDBSaver, event: Mapping[str, Any]) -> Op[SweepReport]:
@@ -51,10 +82,12 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
             continue
         saver, thread_id = owner
         report.threads_scanned += 1
-        res = yield from _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now())
-        report.add_prune(res)
-        if res.checkpoints_deleted:
-            report.threads_deleted += 1
+        reap = _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now())
+        res = yield from _isolated(report, thread_id, reap)
+        if res is not None:
+            report.add_prune(res)
+            if res.checkpoints_deleted:
+                report.threads_deleted += 1
     report.complete = True
     return report
 
@@ -83,9 +116,20 @@ def purge_expired(s: BaseDynamoDBSaver, *, deadline: float | None = None) -> Op[
                 continue
             saver, thread_id = owner
             report.threads_scanned += 1
-            res = yield from _deleting.reap_thread(saver, thread_id, expired_before=int(head[ATTR.TTL]["N"]))
-            report.add_prune(res)
-            report.threads_deleted += 1
+            ttl = _items.whole_number(head.get(ATTR.TTL))
+            if ttl is None:
+                # The filter matched a Number this library never writes (1.5):
+                # DynamoDB's own TTL may never expire it either. Recorded, skipped.
+                report.errors.append(
+                    f"thread {thread_id!r}: head TTL is not a whole number: {head.get(ATTR.TTL)!r:.80}"
+                )
+                continue
+            res = yield from _isolated(
+                report, thread_id, _deleting.reap_thread(saver, thread_id, expired_before=ttl)
+            )
+            if res is not None:
+                report.add_prune(res)
+                report.threads_deleted += 1
         if "LastEvaluatedKey" not in resp:
             report.complete = True
             break
@@ -175,26 +219,26 @@ def run_pruner(
         for it in resp.get("Items", []):
             pk = it[ATTR.PK]["S"]
             owner = s._owner_of_pk(pk)
-            # A thread whose items straddle two pages was done with the first.
-            if owner is None or pk == state["last"] or pk in threads:
+            # A thread whose items straddle two pages was done with the first
+            # (within a cycle: a new cycle starts over, every thread included).
+            if owner is None or (state["cursor"] and pk == state["last"]) or pk in threads:
                 continue
-            ua = it.get(ATTR.UPDATED_AT)
-            threads[pk] = (*owner, int(ua["N"]) / 1000 if ua else None)
-        last_pk = resp["Items"][-1][ATTR.PK]["S"] if resp.get("Items") else ""
+            # Read leniently: a forged activity time (1.5) raised here, before
+            # the page is claimed, would stop every later run at this page.
+            ua = _items.whole_number(it.get(ATTR.UPDATED_AT))
+            threads[pk] = (*owner, ua / 1000 if ua is not None else None)
+        # The end of a cycle keeps no last thread: the next cycle's first
+        # page must not skip the thread that ended this one.
+        last_pk = resp["Items"][-1][ATTR.PK]["S"] if resp.get("Items") and new_cursor else ""
         claimed = yield from _claim_cursor(s, "pruner", state["cursor"], new_cursor, last_pk, state["cycle"])
         if not claimed:
             continue  # another run took this page: take the next one
         report.pages += 1
         for saver, thread_id, last_active in threads.values():
             report.threads_scanned += 1
-            try:
-                yield from _prune_one(saver, thread_id, last_active, policy, report)
-            except CheckpointStoreError as exc:
-                # One poisoned thread (a parent cycle, a corrupt item)
-                # must not stop the page, or every later run would stop
-                # at it again: record it (the Lambda logs the report)
-                # and go on. Service errors still propagate.
-                report.errors.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
+            # One poisoned thread (a parent cycle, a malformed item) must
+            # not stop the page: recorded, and the page goes on.
+            yield from _isolated(report, thread_id, _prune_one(saver, thread_id, last_active, policy, report))
         if not new_cursor:
             report.complete = True
             break
@@ -278,17 +322,27 @@ def sweep_orphans(
             if saver._s3_thread(thread_id) != f"{s.s3_key_prefix}{segment}/":
                 continue  # a segment this library never writes (e.g. not quoted as it quotes)
             report.threads_scanned += 1
-            thread = yield from _deleting.load_thread(saver, thread_id)
-            referenced = _referenced_s3_keys(saver, thread)
-            doomed = [o["Key"] for o in old if o["Key"] not in referenced]
-            if doomed:
-                yield from _requests.delete_s3_keys(s.bucket_name, doomed)
-                report.s3_objects_deleted += len(doomed)
-                report.bytes_freed += sum(o.get("Size", 0) for o in old if o["Key"] in set(doomed))
+            # A thread whose items cannot be read is skipped (its objects
+            # stay: what it references is unknown) and recorded.
+            yield from _isolated(report, thread_id, _sweep_one(s.bucket_name, saver, thread_id, old, report))
         if not new_cursor:
             report.complete = True
             break
     return report
+
+
+def _sweep_one(
+    bucket: str, s: BaseDynamoDBSaver, thread_id: str, old: list[dict[str, Any]], report: SweepReport
+) -> Op[None]:
+    """Delete the objects of ``old`` (one thread's, past the grace period) that none of its items references."""
+    thread = yield from _deleting.load_thread(s, thread_id)
+    referenced = _referenced_s3_keys(s, thread)
+    doomed = [o["Key"] for o in old if o["Key"] not in referenced]
+    if doomed:
+        yield from _requests.delete_s3_keys(bucket, doomed)
+        report.s3_objects_deleted += len(doomed)
+        gone = set(doomed)
+        report.bytes_freed += sum(o.get("Size", 0) for o in old if o["Key"] in gone)
 
 
 def _referenced_s3_keys(s: BaseDynamoDBSaver, thread: ThreadItems) -> set[str]:

@@ -274,11 +274,11 @@ def plan_copy(
         for it in items:
             # Only the source's own objects are copied: a forged pointer to
             # another thread's or tenant's object makes the copy refuse.
-            for name, av in it.items():
-                if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
-                    _items.is_write_attr(name) and "M" in av["L"][1]
-                ):
-                    with _items.malformed(f"item {it[ATTR.PK]['S']!r}/{it[ATTR.SK]['S']!r}"):
+            with _items.malformed(_items.item_name(it)):
+                for name, av in it.items():
+                    if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
+                        _items.is_write_attr(name) and "M" in av["L"][1]
+                    ):
                         s._s3_pointer(source_id, it, name)
             copy = retarget_item(it, src_prefix, dst_prefix, s3_keys)
             copy[ATTR.PK] = dst_pk

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb import _items, schema
 from langgraph.checkpoint.dynamodb._inspection import (
     ddb_client,
     s3_in_scope,
@@ -32,6 +32,7 @@ from langgraph.checkpoint.dynamodb.cli._tasks import (
     produced_by,
     uuid6_ms,
 )
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 
@@ -461,9 +462,18 @@ def _shard_query(
         "ScanIndexForward": False,
         "Limit": limit,
     }
-    if flt.prefix:
+    # A tenant's listing reads only its own heads: the index holds every
+    # tenant's, and another tenant's (whatever it wrote in them) must not
+    # shape this page.
+    tenant = getattr(saver, "tenant_prefix", None)
+    pre = (
+        saver.partition_key(flt.prefix)
+        if flt.prefix
+        else (schema.tenant_partition_prefix(tenant) if tenant else None)
+    )
+    if pre is not None:
         names["#pk"] = ATTR.PK
-        values[":pre"] = {"S": saver.partition_key(flt.prefix)}
+        values[":pre"] = {"S": pre}
         kwargs["FilterExpression"] = "begins_with(#pk, :pre)"
         kwargs["Limit"] = max(limit, 200)  # heads dropped by the filter still count against Limit
     if cursor:
@@ -478,6 +488,14 @@ def _shard_query(
         if len(items) >= limit:
             return items, False
         kwargs["ExclusiveStartKey"] = last
+
+
+def _iso_or_none(epoch_s: float) -> str | None:
+    """``iso_time``, or ``None`` for a time no calendar holds (a forged head's)."""
+    try:
+        return iso_time(epoch_s)
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def _threads_from_index(
@@ -495,7 +513,9 @@ def _threads_from_index(
         items, exhausted[shard] = _shard_query(saver, shard, cursor, limit, flt)
         fetched.extend((shard, it) for it in items)
     # Merge the shards newest first; each shard's cursor moves past what we show.
-    fetched.sort(key=lambda p: int(p[1].get(ATTR.UPDATED_AT, {"N": "0"})["N"]), reverse=True)
+    # Read leniently: a head's time is whatever its thread's writer put
+    # there, and one forged value must not break everyone's listing.
+    fetched.sort(key=lambda p: _items.whole_number(p[1].get(ATTR.UPDATED_AT)) or 0, reverse=True)
     page = fetched[:limit]
     shown = {shard: 0 for shard in shards}
     for shard, it in page:
@@ -513,13 +533,13 @@ def _threads_from_index(
         thread_id = saver.thread_id_of(it[ATTR.PK]["S"])
         if thread_id is None:  # another tenant's head
             continue
-        ua = int(it.get(ATTR.UPDATED_AT, {"N": "0"})["N"])
-        ttl = it.get(schema.TTL_ATTRIBUTE, {}).get("N")
+        ua = _items.whole_number(it.get(ATTR.UPDATED_AT)) or 0
+        ttl = _items.whole_number(it.get(schema.TTL_ATTRIBUTE))
         threads.append(
             {
                 "thread_id": thread_id,
-                "updated_at": iso_time(ua / 1000),
-                "expires_at": iso_time(int(ttl)) if ttl else None,
+                "updated_at": _iso_or_none(ua / 1000),
+                "expires_at": _iso_or_none(ttl) if ttl else None,
             }
         )
     return {
@@ -546,11 +566,14 @@ def _threads_from_scan(
         ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
         ConsistentRead=True,
     ):
-        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
-        if kind != schema.CHECKPOINT_ITEM:
-            continue
         pk = it[ATTR.PK]["S"]
-        if saver.thread_id_of(pk) is None:  # another tenant's thread
+        if saver.thread_id_of(pk) is None:  # another tenant's thread, or the lifecycle state
+            continue
+        try:
+            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        except CorruptPayloadError:
+            continue  # not an item this library writes in a thread: not a checkpoint to count
+        if kind != schema.CHECKPOINT_ITEM:
             continue
         info = by_thread.setdefault(pk, {"checkpoints": 0, "namespaces": set(), "latest": ""})
         info["checkpoints"] += 1

@@ -298,16 +298,22 @@ def _ddb_keys(params: dict[str, Any]) -> Iterator[str]:
             yield op["Key"]["PK"]["S"]
 
 
-def _deny(client: Any, *operations: str) -> None:
+#: The IAM action a denial of these operations names (IAM authorizes a
+#: transaction's elements one by one; the doctor's has a ConditionCheck).
+_DENIED_AS = {"TransactWriteItems": "ConditionCheckItem", "DeleteObjects": "DeleteObject"}
+
+
+def _deny(client: Any, *operations: str, message: str | None = None) -> None:
     """Answer these operations with IAM's AccessDeniedException, before they leave the client."""
     service = client.meta.service_model.service_name
     code = "AccessDenied" if service == "s3" else "AccessDeniedException"
 
     def deny(model: Any, **_: Any) -> Any:
         if model.name in operations:
-            message = f"User is not authorized to perform: {service}:{model.name}"
+            action = _DENIED_AS.get(model.name, model.name)
+            text = message or f"User: u is not authorized to perform: {service}:{action} on resource: x"
             return types.SimpleNamespace(status_code=403, headers={}), {
-                "Error": {"Code": code, "Message": message},
+                "Error": {"Code": code, "Message": text},
                 "ResponseMetadata": {"HTTPStatusCode": 403},
             }
         return None
@@ -324,14 +330,35 @@ def test_denied_actions_are_named_with_the_fix(healthy: dict[str, str]) -> None:
     by_name = {c.name: c for c in report.checks}
     write = by_name["dynamodb write"]
     assert write.status == "FAIL"
-    assert write.message == "denied: dynamodb:PutItem, dynamodb:TransactWriteItems"
-    assert "grant dynamodb:PutItem, dynamodb:TransactWriteItems on table" in write.fix
+    assert write.message == "denied: dynamodb:PutItem, dynamodb:ConditionCheckItem"
+    assert "grant dynamodb:PutItem, dynamodb:ConditionCheckItem on table" in write.fix
     assert by_name["dynamodb read"].status == "OK"
     s3 = by_name["s3 read/write"]
     assert s3.status == "FAIL" and s3.message == "denied: s3:DeleteObject"
     # The object it could not delete is the only thing left, under the reserved name.
     left = [o["Key"] for o in everything(healthy["table_name"], healthy["bucket_name"])]
     assert len(left) == 1 and left[0].startswith("checkpoints/|doctor/")
+
+
+def test_a_grant_without_condition_check_is_named(healthy: dict[str, str]) -> None:
+    """A lease-bound saver's writes are transactions with a ConditionCheck: the doctor probes one.
+
+    Without an action in the denial's message, the probe's own name stands in;
+    a transaction denied for its Update names UpdateItem once, with the UpdateItem probe.
+    """
+    with DynamoDBSaver(**healthy) as saver:
+        _deny(saver._clients["dynamodb"], "TransactWriteItems", message="Access denied")
+        write = {c.name: c for c in diagnose(saver).checks}["dynamodb write"]
+    assert write.status == "FAIL" and write.message == "denied: dynamodb:ConditionCheckItem"
+    with DynamoDBSaver(**healthy) as saver:
+        _deny(
+            saver._clients["dynamodb"],
+            "UpdateItem",
+            "TransactWriteItems",
+            message="User: u is not authorized to perform: dynamodb:UpdateItem on resource: t",
+        )
+        write = {c.name: c for c in diagnose(saver).checks}["dynamodb write"]
+    assert write.message == "denied: dynamodb:UpdateItem"
 
 
 def test_denied_describe_is_a_warning_and_the_dry_run_still_runs(healthy: dict[str, str]) -> None:

@@ -106,7 +106,7 @@ def test_one_pinned_dashboard_in_four_groups(reference: Synth) -> None:
     assert [h.split()[1] for h in headers] == ["Checkpoint", "Payload", "Maintenance", "Maintenance"]
     assert "jobs" in headers[3] and "LangGraph/Checkpoints" in headers[3]
     # docs/infrastructure.md prices it by this count (over 50: never a free dashboard).
-    assert len(_metrics(body)) == 101
+    assert len(_metrics(body)) == 104
     # Groups are rows: every widget after a header starts below it.
     tops = [w["y"] for w in body["widgets"] if w["type"] == "text"]
     assert tops == sorted(tops) and len(set(tops)) == 4
@@ -121,8 +121,11 @@ def test_table_widgets_watch_this_table(reference: Synth) -> None:
     for _, name, dims, opts, _ in metrics:
         by_name.setdefault(name, []).append((dims, opts))
     # Requests (sample count) and latency (average) for every operation the
-    # savers and the maintenance functions are granted.
-    operations = {a.split(":")[1] for a in (*DYNAMODB_READ_WRITE_ACTIONS, *DYNAMODB_MAINTENANCE_ACTIONS)}
+    # savers and the maintenance functions are granted (ConditionCheckItem is
+    # granted for the ConditionCheck inside a TransactWriteItems).
+    actions = {a.split(":")[1] for a in (*DYNAMODB_READ_WRITE_ACTIONS, *DYNAMODB_MAINTENANCE_ACTIONS)}
+    operations = {"TransactWriteItems" if a == "ConditionCheckItem" else a for a in actions}
+    assert "TransactWriteItems" in operations and "ConditionCheckItem" not in operations
     for stat in ("SampleCount", "Average"):
         # The template leaves CloudWatch's default statistic (Average) out.
         latency = by_name["SuccessfulRequestLatency"]

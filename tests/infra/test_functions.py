@@ -318,10 +318,20 @@ def test_alarms(reference) -> None:
         for d in m["MetricStat"]["Metric"]["Dimensions"]
         if d["Name"] == "Operation"
     )
+    # A lease-bound saver writes with TransactWriteItems (ConditionCheckItem in its grant).
     assert operations == sorted(
-        ["BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"]
+        [
+            "BatchGetItem",
+            "BatchWriteItem",
+            "DeleteItem",
+            "GetItem",
+            "PutItem",
+            "Query",
+            "TransactWriteItems",
+            "UpdateItem",
+        ]
     )
-    assert expr["Expression"] == "+".join(f"FILL(e{i},0)" for i in range(7))
+    assert expr["Expression"] == "+".join(f"FILL(e{i},0)" for i in range(8))
 
 
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:

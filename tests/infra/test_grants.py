@@ -11,9 +11,12 @@ from cdk_helpers import flatten
 from langgraph.checkpoint.dynamodb import schema
 
 REF = "LangGraphCheckpointStack"
+#: ``ConditionCheckItem``: the lease check of a lease-bound saver's writes
+#: (one ``TransactWriteItems``: IAM authorizes each of its elements).
 RW_DDB = [
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",

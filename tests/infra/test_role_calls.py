@@ -1,14 +1,19 @@
-"""Each maintenance role, checked against what its handler really calls.
+"""Each role, checked against what its code really calls.
 
 The role statements in ``test_grants.py`` are derived by reading the code
-paths. Here the real handlers (``lambdas/<name>/handler.py``) run against the
-moto server on a versioned bucket, as deployed, with every DynamoDB and S3
-request recorded at the botocore level; each request is then evaluated
-against the synthesized role policy of the reference stack (actions,
-resources, ``dynamodb:LeadingKeys`` and ``s3:prefix`` conditions), and every
-granted action must have been used by some request. So a code change that
-needs a new permission fails here (moto enforces no IAM), and so does a grant
-that the code no longer needs.
+paths. Here the real handlers (``lambdas/<name>/handler.py``, and the
+reference stack's agent) run against the moto server on a versioned bucket,
+as deployed, with every DynamoDB and S3 request recorded at the botocore
+level (each element of a ``TransactWriteItems`` as the action IAM authorizes
+it as: ``ConditionCheck`` -> ``dynamodb:ConditionCheckItem``, ``Put`` ->
+``PutItem``, ...); each request is then evaluated against the synthesized
+role policy (actions, resources, ``dynamodb:LeadingKeys`` and ``s3:prefix``
+conditions), and every granted action must have been used by some request.
+So a code change that needs a new permission fails here (moto enforces no
+IAM), and so does a grant that the code no longer needs. The agent role
+(``grant_read_write``) and a tenant role (``grant_tenant_read_write``) are
+checked the same way, with a lease-bound saver (``lock.run_once``,
+``ThreadLease.bind``) among their callers.
 """
 
 from __future__ import annotations
@@ -39,6 +44,15 @@ STATE_PK = "|lifecycle"
 _UUID_EPOCH_100NS = 0x01B21DD213814000
 
 
+#: A TransactWriteItems element -> the IAM action that authorizes it.
+_TRANSACT_ACTIONS = {
+    "ConditionCheck": "ConditionCheckItem",
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+}
+
+
 @dataclass(frozen=True)
 class Request:
     """One authorization check a request makes: IAM action, resource, condition keys."""
@@ -55,6 +69,9 @@ class Recorder:
 
     table: str
     bucket: str
+    #: How the synthesized template names the table's and the bucket's ARNs.
+    table_arn: str = TABLE
+    bucket_arn: str = BUCKET
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -72,8 +89,20 @@ class Recorder:
             assert p.get("TableName", self.table) == self.table and set(
                 p.get("RequestItems", {self.table: 0})
             ) == {self.table}
-            resource = TABLE + (f"/index/{p['IndexName']}" if "IndexName" in p else "")
+            resource = self.table_arn + (f"/index/{p['IndexName']}" if "IndexName" in p else "")
             keys: set[str] = set()
+            if op == "TransactWriteItems":
+                # IAM authorizes each element on its own, as the action it stands for
+                # (docs: "Using IAM with DynamoDB transactions"); there is no
+                # dynamodb:TransactWriteItems action.
+                for element in p["TransactItems"]:
+                    ((kind, body),) = element.items()
+                    assert body["TableName"] == self.table, body
+                    key = body["Item"] if kind == "Put" else body["Key"]
+                    yield Request(
+                        f"dynamodb:{_TRANSACT_ACTIONS[kind]}", resource, frozenset({key["PK"]["S"]})
+                    )
+                return
             if op in ("GetItem", "DeleteItem", "UpdateItem"):
                 keys.add(p["Key"]["PK"]["S"])
             elif op == "PutItem":
@@ -82,6 +111,9 @@ class Recorder:
                 assert "IndexName" in p or p["KeyConditionExpression"].startswith("#pk = :pk"), p
                 if "IndexName" not in p:
                     keys.add(p["ExpressionAttributeValues"][":pk"]["S"])
+            elif op == "BatchGetItem":
+                for key in p["RequestItems"][self.table]["Keys"]:
+                    keys.add(key["PK"]["S"])
             elif op == "BatchWriteItem":
                 for req in p["RequestItems"][self.table]:
                     item = req["PutRequest"]["Item"] if "PutRequest" in req else req["DeleteRequest"]["Key"]
@@ -91,19 +123,20 @@ class Recorder:
             yield Request(f"dynamodb:{op}", resource, frozenset(keys))
             return
         assert service == "s3" and p["Bucket"] == self.bucket, (service, p)
+        bucket = self.bucket_arn
         if op == "ListObjectsV2":
-            yield Request("s3:ListBucket", BUCKET, s3_prefix=p.get("Prefix", ""))
+            yield Request("s3:ListBucket", bucket, s3_prefix=p.get("Prefix", ""))
         elif op == "DeleteObjects":
             for obj in p["Delete"]["Objects"]:
-                yield Request("s3:DeleteObject", f"{BUCKET}/{obj['Key']}")
+                yield Request("s3:DeleteObject", f"{bucket}/{obj['Key']}")
         elif op in ("PutObject", "GetObject", "DeleteObject"):
-            yield Request(f"s3:{op}", f"{BUCKET}/{p['Key']}")
+            yield Request(f"s3:{op}", f"{bucket}/{p['Key']}")
         elif op == "CopyObject":
             # Authorized as a read of the source and a write of the target.
             source = p["CopySource"]
             assert source["Bucket"] == self.bucket, source
-            yield Request("s3:GetObject", f"{BUCKET}/{source['Key']}")
-            yield Request("s3:PutObject", f"{BUCKET}/{p['Key']}")
+            yield Request("s3:GetObject", f"{bucket}/{source['Key']}")
+            yield Request("s3:PutObject", f"{bucket}/{p['Key']}")
         else:
             raise AssertionError(f"unexpected S3 operation {op}: add it to the recorder")
 
@@ -140,11 +173,17 @@ def _matching(statements: list[dict[str, Any]], req: Request) -> list[int]:
     return out
 
 
-def _data_statements(synth: Any, role: str) -> list[dict[str, Any]]:
-    """The role's table and bucket statements (logs, DLQ and stream access are the Lambda service's)."""
+def _data_statements(
+    synth: Any, role: str, *, stack: str = REF, role_prefix: str | None = None
+) -> list[dict[str, Any]]:
+    """The role's table and bucket statements (logs, DLQ and stream access are the Lambda service's).
+
+    ``role`` names a maintenance function's role (``CheckpointStore<role>Role``);
+    ``role_prefix`` any other role's logical id prefix in ``stack``.
+    """
     return [
         s
-        for s in synth.role_statements(REF, f"CheckpointStore{role}Role")
+        for s in synth.role_statements(stack, role_prefix or f"CheckpointStore{role}Role")
         if s["Action"][0].split(":")[0] in ("dynamodb", "s3")
         and not [r for r in _resources(s) if r == "*" or "StreamArn" in flatten(r)]
     ]
@@ -155,8 +194,10 @@ def _resources(statement: dict[str, Any]) -> list[Any]:
     return res if isinstance(res, list) else [res]
 
 
-def _check_role(synth: Any, role: str, requests: list[Request]) -> None:
-    statements = _data_statements(synth, role)
+def _check_role(
+    synth: Any, role: str, requests: list[Request], *, stack: str = REF, role_prefix: str | None = None
+) -> None:
+    statements = _data_statements(synth, role, stack=stack, role_prefix=role_prefix)
     used: set[tuple[int, str]] = set()
     denied = []
     for req in requests:
@@ -228,7 +269,9 @@ def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
         _, fn = reference.one(REF, "AWS::Lambda::Function", fn_prefix)
         env = dict(fn["Properties"]["Environment"]["Variables"])
         env.update(
-            LANGGRAPH_DYNAMODB_TABLE=names["table_name"], LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"], **overrides
+            LANGGRAPH_DYNAMODB_TABLE=names["table_name"],
+            LANGGRAPH_DYNAMODB_BUCKET=names["bucket_name"],
+            **overrides,
         )
         for key, value in env.items():
             assert isinstance(value, str), (key, value)
@@ -415,7 +458,132 @@ def test_maintenance_role_is_exactly_what_the_maintenance_function_calls(
     assert spill.get_tuple(_cfg(copy)) is None and writer.get_tuple(_cfg(runs)) is None
 
 
-def test_the_evaluator_refuses_what_a_role_lacks(reference: Any) -> None:
+def _lease_checks(requests: list[Request]) -> list[Request]:
+    """The ConditionCheck elements of the lease-fenced writes (TransactWriteItems)."""
+    return [r for r in requests if r.action == "dynamodb:ConditionCheckItem"]
+
+
+def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
+    store: dict[str, Any], reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``grant_read_write`` (the reference agent's role) against the agent handler and the saver API.
+
+    The agent runs each request through ``lock.run_once``: its checkpoints and
+    writes are fenced by the lease, each one ``TransactWriteItems`` whose
+    ``ConditionCheck`` IAM authorizes as ``dynamodb:ConditionCheckItem``.
+    Then the rest of what the savers do (a lease-bound ``put``/``put_writes``
+    of a held value and an S3 write, ``prune`` re-homing the value into a
+    blob item, reads, ``list``, ``delete_for_runs``, ``delete_thread``), so
+    that every granted action is used. On the grant without
+    ``ConditionCheckItem`` this fails: the fenced writes are denied.
+    """
+    from lambdas.agent import handler as agent
+
+    from langgraph.checkpoint.dynamodb.lock import ThreadLease
+
+    agent.reset()
+    monkeypatch.setattr(agent, "_graph", None)  # rebuilt on the recorded saver, dropped afterwards
+    store["use"]("AgentFunction")
+    thread = f"t-{uuid.uuid4().hex[:12]}"
+    base = {"thread_id": thread, "caller": "alice"}
+    first = agent.handler({**base, "action": "start", "request_id": "r-1", "input": "Add an export feature"})
+    assert first["statusCode"] == 200 and first["status"] == "waiting", first
+    done = agent.handler(
+        {
+            **base,
+            "action": "resume",
+            "request_id": "r-2",
+            "answer": "CSV",
+            "checkpoint_id": first["checkpoint_id"],
+        }
+    )
+    assert done["statusCode"] == 200 and done["status"] == "done", done
+    requests = store["recorder"].requests
+    pk = schema.partition_key(agent.thread_key("direct:alice", thread))
+    assert _lease_checks(requests) and all(r.leading_keys == {pk} for r in _lease_checks(requests))
+
+    saver = handlers._saver
+    assert saver is not None
+    other = f"t-{uuid.uuid4().hex[:12]}"
+    with ThreadLease(saver, other, lease_seconds=30) as lease:
+        # Lease-bound puts and writes: a 10 KB value held by the first
+        # checkpoint, a 100 KB write in S3.
+        bound = lease.bind()
+        configs = _chain(bound, other, [_uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000))
+        bound.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
+    assert {r.leading_keys for r in _lease_checks(requests)} == {
+        frozenset({pk}),
+        frozenset({saver.partition_key(other)}),
+    }
+    # Pruning the first checkpoint re-homes its value into a blob item, which reads fetch with BatchGetItem.
+    assert saver.prune([other], keep_last=1).checkpoints_deleted == 1
+    got = saver.get_tuple(configs[-1])
+    assert got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000
+    assert len(list(saver.list(_cfg(other)))) == 1
+    run, runs = str(uuid.uuid4()), f"t-{uuid.uuid4().hex[:12]}"
+    saver.put(
+        _cfg(runs),
+        _checkpoint(_uuid6_at(time.time()), {"step": 1}, {"step": "1"}),
+        {"run_id": run},
+        {"step": "1"},
+    )
+    saver.delete_for_runs([run])  # the run index
+    assert saver.get_tuple(_cfg(runs)) is None
+    saver.delete_thread(other)
+
+    _check_role(reference, "Agent", requests, role_prefix="AgentRole")
+    assert not [r for r in requests if r.action == "dynamodb:Scan"]
+
+
+def test_tenant_role_covers_a_lease_bound_tenant_saver(
+    moto_endpoint: str, names: dict[str, str], custom: Any
+) -> None:
+    """``grant_tenant_read_write``: the lock item lives in the thread's partition, inside LeadingKeys."""
+    from langgraph.checkpoint.dynamodb.lock import RunContext, run_once
+
+    DynamoDBSaver(**names).setup()
+    recorder = Recorder(
+        names["table_name"],
+        names["bucket_name"],
+        table_arn="<StoreTable.Arn>",
+        bucket_arn="<StoreBucket.Arn>",
+    )
+    # The Custom stack's store (prefix ckpt/) and its TenantRole (tenant "acme-").
+    saver = DynamoDBSaver(
+        **names,
+        s3_key_prefix="ckpt/",
+        tenant_prefix="acme-",
+        dynamodb_client=recorder.attach(boto3.client("dynamodb")),
+        s3_client=recorder.attach(boto3.client("s3")),
+    )
+    thread = f"t-{uuid.uuid4().hex[:12]}"
+
+    def work(ctx: RunContext) -> list[dict[str, Any]]:
+        # As in the agent's test: a held 10 KB value, a 100 KB write in S3.
+        configs = _chain(
+            ctx.saver, thread, [_uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000)
+        )
+        ctx.saver.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
+        return configs
+
+    with saver:
+        configs = run_once(saver, thread, "r-1", None, work).value
+        assert saver.prune([thread], keep_last=1).checkpoints_deleted == 1
+        got = saver.get_tuple(configs[-1])
+        assert (
+            got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000
+        )
+        assert len(list(saver.list(_cfg(thread)))) == 1
+        saver.delete_thread(thread)
+
+    requests = recorder.requests
+    checks = _lease_checks(requests)
+    assert checks and all(r.leading_keys == {saver.partition_key(thread)} for r in checks)
+    assert saver.partition_key(thread).startswith("acme-|")
+    _check_role(custom, "Tenant", requests, stack="Custom", role_prefix="TenantRole")
+
+
+def test_the_evaluator_refuses_what_a_role_lacks(reference: Any, custom: Any) -> None:
     """Negative control: the evaluator is not a rubber stamp."""
     thread_key = frozenset({schema.partition_key("t-victim")})
     sweeper = _data_statements(reference, "OrphanSweeper")
@@ -425,6 +593,17 @@ def test_the_evaluator_refuses_what_a_role_lacks(reference: Any) -> None:
     assert not _matching(sweeper, Request("s3:ListBucket", BUCKET, s3_prefix="other/"))
     reaper = _data_statements(reference, "Reaper")
     assert not _matching(reaper, Request("dynamodb:Scan", TABLE))
+    # No maintenance function writes under a lease: none may check a lock item.
+    for role in ("Pruner", "Reaper", "OrphanSweeper", "Maintenance"):
+        statements = _data_statements(reference, role)
+        assert not _matching(statements, Request("dynamodb:ConditionCheckItem", TABLE, thread_key)), role
+    # The agent may, in any partition; the tenant only in its own.
+    agent = _data_statements(reference, "Agent", role_prefix="AgentRole")
+    assert _matching(agent, Request("dynamodb:ConditionCheckItem", TABLE, thread_key))
+    tenant = _data_statements(custom, "Tenant", stack="Custom", role_prefix="TenantRole")
+    store_table = "<StoreTable.Arn>"
+    assert _matching(tenant, Request("dynamodb:ConditionCheckItem", store_table, frozenset({"acme-|t"})))
+    assert not _matching(tenant, Request("dynamodb:ConditionCheckItem", store_table, thread_key))
     assert not _matching(reaper, Request("dynamodb:Query", TABLE + "/index/threads-index"))
     with pytest.raises(AssertionError, match="granted but never called"):
         _check_role(reference, "Reaper", [Request("dynamodb:Query", TABLE, thread_key)])

@@ -23,7 +23,24 @@ from langgraph.checkpoint.dynamodb import schema
 ATTR = schema.ATTR
 
 #: DynamoDB and S3 operations the tenant grant allows (cdk/_store.py).
-DDB_ACTIONS = {"BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem"}
+DDB_ACTIONS = {
+    "BatchGetItem",
+    "BatchWriteItem",
+    "ConditionCheckItem",
+    "DeleteItem",
+    "GetItem",
+    "PutItem",
+    "Query",
+    "UpdateItem",
+}
+#: IAM authorizes each element of a TransactWriteItems as its own action
+#: (a lease-bound saver's writes: a ConditionCheck of the lock item + the write).
+TRANSACT_ACTIONS = {
+    "ConditionCheck": "ConditionCheckItem",
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+}
 S3_OBJECT_ACTIONS = {"GetObject", "PutObject", "DeleteObject", "HeadObject"}
 
 
@@ -85,6 +102,11 @@ class TenantGrant:
         raise AccessDenied(f"tenant {self.tenant!r} may not {what}")
 
     def _check_ddb(self, op: str, req: dict[str, Any]) -> None:
+        if op == "TransactWriteItems":
+            for element in req["TransactItems"]:
+                ((kind, body),) = element.items()
+                self._check_ddb(TRANSACT_ACTIONS[kind], body)
+            return
         if op not in DDB_ACTIONS:
             self._deny(f"call dynamodb:{op}")
         if req.get("IndexName"):
@@ -103,7 +125,7 @@ class TenantGrant:
     def _ddb_pks(op: str, req: dict[str, Any], tables: set[str]) -> Iterator[str]:
         if "TableName" in req:
             tables.add(req["TableName"])
-        if op in ("GetItem", "DeleteItem", "UpdateItem"):
+        if op in ("GetItem", "DeleteItem", "UpdateItem", "ConditionCheckItem"):
             yield req["Key"][ATTR.PK]["S"]
         elif op == "PutItem":
             yield req["Item"][ATTR.PK]["S"]

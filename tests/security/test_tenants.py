@@ -153,6 +153,35 @@ def test_tenant_a_grant_does_not_reach_tenant_ab(tenants: Tenants) -> None:
     s3.list_objects_v2(Bucket=t.h.bucket_name, Prefix=t.a.s3_thread_prefix(t.thread))
 
 
+@pytest.mark.parametrize("tenants", ["sync-s3"], indirect=True)  # run_once with the sync saver
+def test_lease_bound_writes_stay_in_the_tenants_scope(tenants: Tenants) -> None:
+    """A fenced write checks the lock item in the thread's own partition: inside the tenant's grant."""
+    from langgraph.checkpoint.dynamodb.lock import run_once
+
+    t = tenants
+    thread = new_thread()
+    outcome = run_once(t.a, thread, "r-1", None, lambda ctx: t.put(ctx.saver, thread, "fenced"))
+    assert t.get(t.a, thread).checkpoint["id"] == outcome.value
+    # A transaction's ConditionCheck is authorized like any item action: not on ab's lock.
+    ddb = t.grant.attach(boto3.client("dynamodb"))
+    check = {
+        "ConditionCheck": {
+            "TableName": t.h.table_name,
+            "Key": {ATTR.PK: {"S": t.ab.partition_key(t.thread)}, ATTR.SK: {"S": schema.LOCK_SK}},
+            "ConditionExpression": "attribute_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": ATTR.PK},
+        }
+    }
+    own = {
+        "Put": {
+            "TableName": t.h.table_name,
+            "Item": {ATTR.PK: {"S": t.a.partition_key(thread)}, ATTR.SK: {"S": "x"}},
+        }
+    }
+    with pytest.raises(AccessDenied, match="touch partition"):
+        ddb.transact_write_items(TransactItems=[check, own])
+
+
 @pytest.mark.parametrize("tenants", ["sync-s3"], indirect=True)  # the CLI runs the sync saver
 def test_cli_thread_listing_is_scoped(tenants: Tenants) -> None:
     from tests.cli.test_cli import run_json

@@ -147,7 +147,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     Args:
         table_name, bucket_name, region_name, endpoint_url, serde,
         s3_key_prefix, inline_threshold, s3_threshold, compression,
-        retry_mode, max_attempts, max_payload_size: as for ``DynamoDBSaver``.
+        tenant_prefix, ttl, track_threads, touch_on_read, retry_mode,
+        max_attempts, max_payload_size, value_cache_bytes: as for
+            ``DynamoDBSaver`` (with ``max_concurrency`` below, every
+            ``base.SaverSettings`` keyword).
         session: an aiobotocore ``AioSession``, or an aioboto3 ``Session``
             (anything whose ``create_client``/``client`` returns an async
             context manager).

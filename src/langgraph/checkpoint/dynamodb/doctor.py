@@ -18,7 +18,9 @@ it), TTL when no ``ttl`` is configured (idempotency records and locks then
 never expire), no bucket (values over a DynamoDB item's 400 KB are refused).
 
 The read/write dry run leaves nothing behind. DynamoDB: conditional
-``PutItem``, ``UpdateItem``, ``DeleteItem`` and ``TransactWriteItems`` whose
+``PutItem``, ``UpdateItem``, ``DeleteItem``, and a ``TransactWriteItems`` of a
+``ConditionCheck`` and an ``Update`` (what a lease-bound saver sends; IAM
+authorizes its ``ConditionCheck`` as ``dynamodb:ConditionCheckItem``), whose
 condition (the item exists) always fails on a fresh random key, a
 ``BatchWriteItem`` deleting that absent key, and ``GetItem``, ``Query`` and
 ``BatchGetItem`` of it. IAM is checked before a condition is evaluated, so
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -71,6 +74,8 @@ __all__ = ["Check", "DoctorReport", "Status", "diagnose"]
 Status = Literal["OK", "WARN", "FAIL", "SKIP"]
 
 _DENIED: Final = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+#: The action an IAM denial names ("... is not authorized to perform: dynamodb:PutItem on ...").
+_DENIED_ACTION: Final = re.compile(r"perform: ([a-z0-9-]+:[A-Za-z]+)")
 _BAD_CREDENTIALS: Final = frozenset(
     {
         "UnrecognizedClientException",
@@ -507,10 +512,22 @@ class _Doctor:
                 ),
             ),
             ("DeleteItem", lambda: self.ddb.delete_item(TableName=self.table, Key=key, **absent)),
+            # What a lease-bound saver sends (lock.run_once, ThreadLease.bind): a
+            # ConditionCheck of the partition's lock item plus the write. IAM
+            # authorizes each element as its own action; the ConditionCheck is
+            # dynamodb:ConditionCheckItem (the Update's UpdateItem is probed above).
             (
-                "TransactWriteItems",
+                "ConditionCheckItem",
                 lambda: self.ddb.transact_write_items(
                     TransactItems=[
+                        {
+                            "ConditionCheck": {
+                                "TableName": self.table,
+                                "Key": {ATTR.PK: key[ATTR.PK], ATTR.SK: {"S": schema.LOCK_SK}},
+                                "ConditionExpression": "attribute_exists(#pk)",
+                                "ExpressionAttributeNames": {"#pk": ATTR.PK},
+                            }
+                        },
                         {
                             "Update": {
                                 "TableName": self.table,
@@ -520,7 +537,7 @@ class _Doctor:
                                 "ExpressionAttributeValues": {":d": {"S": "dry-run"}},
                                 "ConditionExpression": "attribute_exists(#pk)",
                             }
-                        }
+                        },
                     ]
                 ),
             ),
@@ -554,7 +571,13 @@ class _Doctor:
                 if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
                     continue  # allowed; the condition failed as intended
                 if code in _DENIED:
-                    denied.append(f"{service}:{action}")
+                    # The action DynamoDB's denial names, when it does (a
+                    # transaction is denied for any of its elements' actions).
+                    message = str(exc.response.get("Error", {}).get("Message", ""))
+                    named = _DENIED_ACTION.search(message) if service == "dynamodb" else None
+                    label = named.group(1) if named else f"{service}:{action}"
+                    if label not in denied:
+                        denied.append(label)
                     continue
                 self.fatal(name, exc)
                 other.append(f"{action}: {code}: {exc}")

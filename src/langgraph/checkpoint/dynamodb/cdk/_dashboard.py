@@ -39,7 +39,8 @@ __all__ = ["BUCKET_METRICS_ID", "TABLE_OPERATIONS", "create_dashboard"]
 #: dimension of its ``AWS/S3`` request metrics).
 BUCKET_METRICS_ID = "CheckpointPrefix"
 #: DynamoDB operations the savers and maintenance functions issue (the grants'
-#: read/write actions, and the pruner's ``Scan``): one line each.
+#: read/write actions, and the pruner's ``Scan``): one line each. A lease-bound
+#: saver's writes (``ConditionCheckItem`` in the grants) are ``TransactWriteItems``.
 TABLE_OPERATIONS: tuple[str, ...] = (
     "GetItem",
     "BatchGetItem",
@@ -49,6 +50,7 @@ TABLE_OPERATIONS: tuple[str, ...] = (
     "UpdateItem",
     "DeleteItem",
     "BatchWriteItem",
+    "TransactWriteItems",
 )
 _PERIOD = Duration.minutes(5)
 #: The jobs run hourly (pruner) or daily (sweeper): an hour per point.

@@ -74,9 +74,16 @@ __all__ = [
 #: scans the table: a tool's operation, deliberately not granted here).
 #: ``DescribeTable``/``CreateTable``/``UpdateTimeToLive`` are used only by
 #: ``setup()``, which is for development: a deployed table exists already.
+#: ``ConditionCheckItem``: IAM authorizes each element of a
+#: ``TransactWriteItems`` as its own action (``Put`` as ``PutItem``, ``Update``
+#: as ``UpdateItem``, ``ConditionCheck`` as ``ConditionCheckItem``), and a
+#: saver bound to a lease (``lock.ThreadLease.bind``, ``lock.run_once``)
+#: writes through ``lock._operations.fenced_write``: a ``ConditionCheck`` of
+#: the thread's lock item (in the thread's own partition) plus the write.
 DYNAMODB_READ_WRITE_ACTIONS: tuple[str, ...] = (
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
     "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
@@ -84,6 +91,18 @@ DYNAMODB_READ_WRITE_ACTIONS: tuple[str, ...] = (
     "dynamodb:UpdateItem",
 )
 DYNAMODB_READ_ACTIONS: tuple[str, ...] = ("dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query")
+#: IAM action -> the DynamoDB API operation (CloudWatch's ``Operation``
+#: dimension) that issues it, where the two differ: a ``ConditionCheck`` only
+#: exists inside a ``TransactWriteItems``.
+_OPERATION_OF_ACTION: Mapping[str, str] = {"ConditionCheckItem": "TransactWriteItems"}
+
+
+def _saver_operations() -> list[str]:
+    """The DynamoDB API operations behind ``DYNAMODB_READ_WRITE_ACTIONS``, sorted (the alarms' metrics)."""
+    actions = (a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS)
+    return sorted({_OPERATION_OF_ACTION.get(a, a) for a in actions})
+
+
 #: ``DeleteObjects`` (batch delete) is authorized as ``s3:DeleteObject``.
 S3_READ_WRITE_ACTIONS: tuple[str, ...] = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
@@ -375,7 +394,7 @@ class CheckpointStore(Construct):
             alarms exist with no action: they show in the CloudWatch console,
             and ``store.alarms`` lets an app add actions later.
         dashboard: Create the store's CloudWatch dashboard (:attr:`dashboard`).
-            On by default. It costs $3 a month: it graphs 101 metrics, more
+            On by default. It costs $3 a month: it graphs 104 metrics, more
             than the 50 of CloudWatch's free dashboards (docs/infrastructure.md
             lists every cost, and the dashboard's widgets).
         dashboard_name: Its physical name (default: generated).
@@ -1046,7 +1065,7 @@ class CheckpointStore(Construct):
                 threshold=1,
                 description=f"The checkpoint table or one of its indexes throttled {kind.lower()}s.",
             )
-        operations = [a.split(":", 1)[1] for a in DYNAMODB_READ_WRITE_ACTIONS]
+        operations = _saver_operations()
         system_errors = {
             f"e{i}": cloudwatch.Metric(
                 namespace="AWS/DynamoDB",
@@ -1247,9 +1266,11 @@ class CheckpointStore(Construct):
     def grant_read_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """Everything ``DynamoDBSaver``/``AsyncDynamoDBSaver`` need, nothing more.
 
-        * DynamoDB ``BatchGetItem``, ``BatchWriteItem``,
+        * DynamoDB ``BatchGetItem``, ``BatchWriteItem``, ``ConditionCheckItem``,
           ``DeleteItem``, ``GetItem``, ``PutItem``, ``Query``, ``UpdateItem`` on
-          the table; ``Query`` on ``table/index/*``. No ``DescribeTable``: only
+          the table; ``Query`` on ``table/index/*``. ``ConditionCheckItem`` is
+          the lease check in the ``TransactWriteItems`` of a lease-bound saver
+          (``lock.run_once``, ``ThreadLease.bind``). No ``DescribeTable``: only
           ``setup()`` needs it, and a deployed table needs no setup.
         * S3 ``GetObject``, ``PutObject``, ``DeleteObject`` on
           ``bucket/<s3_key_prefix>*``; ``ListBucket`` on the bucket with

@@ -10,6 +10,7 @@ must not report success to it; with the same request id the work runs once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -25,10 +26,16 @@ import pytest
 from botocore.exceptions import ClientError
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb._ops import ddb
-from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
+from langgraph.checkpoint.dynamodb.lock import (
+    ANY_CHECKPOINT,
+    AsyncThreadLease,
+    LeaseLostError,
+    ThreadLease,
+    run_once,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security import _workers
 from tests.security._workers import FENCED, cfg, checkpoint
@@ -290,3 +297,140 @@ def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> Non
         f"plain 1 request {_wcu(plain['writes_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['writes_item']) + check} WCU"
     )
+
+
+# ------------------------------------------------ the fencing token only grows
+
+
+def _lock_item(saver: DynamoDBSaver, thread_id: str) -> dict[str, Any] | None:
+    return _get(saver, saver.partition_key(thread_id), schema.LOCK_SK)
+
+
+def _token_scenario_sync(saver: DynamoDBSaver, t: str) -> dict[str, Any]:
+    """Acquire, release, re-acquire, take over and acquire again; what each holder got."""
+    a = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    first = a.acquire().token
+    bound_then = a.bind()  # bound to a's first acquisition
+    assert a.release() is True
+    released = _lock_item(saver, t)
+    second = a.acquire().token  # the same owner token, after a release
+    stale: str
+    try:
+        bound_then.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        stale = "landed"
+    except LeaseLostError:
+        stale = "lost"
+    assert a.release() is True
+    paused = ThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+    third = paused.acquire().token  # then "paused": never renewed, never released
+    taker = ThreadLease(saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False)
+    fourth = taker.acquire().token  # takes the paused holder's lease over
+    assert taker.release() is True
+    fresh = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    fifth = fresh.acquire().token  # the released lock is free at once
+    assert fresh.release() is True
+    return {
+        "tokens": [first, second, third, fourth, fifth],
+        "stale bound put": stale,
+        "released": released,
+        "paused": paused.info.token if paused.info else None,
+    }
+
+
+async def _token_scenario_async(table: str, t: str) -> dict[str, Any]:
+    async with AsyncDynamoDBSaver(table_name=table) as saver:
+        sync_view = DynamoDBSaver(table_name=table)
+        a = AsyncThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+        first = (await a.acquire()).token
+        bound_then = a.bind()
+        assert await a.release() is True
+        released = _lock_item(sync_view, t)
+        second = (await a.acquire()).token
+        stale: str
+        try:
+            await bound_then.aput(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+            stale = "landed"
+        except LeaseLostError:
+            stale = "lost"
+        assert await a.release() is True
+        paused = AsyncThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+        third = (await paused.acquire()).token
+        taker = AsyncThreadLease(
+            saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False
+        )
+        fourth = (await taker.acquire()).token
+        assert await taker.release() is True
+        fresh = AsyncThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+        fifth = (await fresh.acquire()).token
+        assert await fresh.release() is True
+        sync_view.close()
+        return {
+            "tokens": [first, second, third, fourth, fifth],
+            "stale bound put": stale,
+            "released": released,
+            "paused": paused.info.token if paused.info else None,
+        }
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_fencing_token_grows_with_every_acquisition_releases_included(
+    saver: DynamoDBSaver, mode: str
+) -> None:
+    """Finding F6: a release must not reset the token (it deleted the lock item, and the next
+    acquisition counted from 1 again), or a downstream system that rejects older tokens
+    accepts a paused holder's and rejects the current holder's."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    if mode == "sync":
+        got = _token_scenario_sync(saver, t)
+    else:
+        got = asyncio.run(_token_scenario_async(saver.table_name, t))
+    tokens = got["tokens"]
+    assert tokens == sorted(set(tokens)) and tokens[0] >= 1, tokens  # strictly increasing
+    assert tokens == [1, 2, 3, 4, 5], tokens
+    # The paused holder's token is older than every later holder's.
+    assert got["paused"] == 3 and all(tok > got["paused"] for tok in tokens[3:])
+    # A saver bound before the release does not pass for the re-acquisition of the same owner.
+    assert got["stale bound put"] == "lost"
+    # Released: the item stays (it holds the count), without an owner, and no TTL removes it.
+    released = got["released"]
+    assert released is not None and released[ATTR.FENCE] == {"N": "1"}
+    assert ATTR.OWNER not in released and schema.TTL_ATTRIBUTE not in released
+    final = _lock_item(saver, t)
+    assert final is not None and final[ATTR.FENCE] == {"N": "5"} and ATTR.OWNER not in final
+
+
+def test_run_once_leaves_the_lock_released_with_its_count(saver: DynamoDBSaver) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    assert run_once(saver, t, "r1", ANY_CHECKPOINT, lambda: "one").value == "one"
+    assert run_once(saver, t, "r2", ANY_CHECKPOINT, lambda: "two").value == "two"
+    again = run_once(saver, t, "r1", ANY_CHECKPOINT, lambda: "must not run")
+    assert (again.value, again.replayed) == ("one", True)  # a replay takes no lease
+    item = _lock_item(saver, t)
+    assert item is not None and item[ATTR.FENCE] == {"N": "2"} and ATTR.OWNER not in item
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        assert lease.info is not None and lease.info.token == 3
+
+
+def test_an_expired_thread_reaped_keeps_its_count_and_a_deleted_one_starts_over(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
+    """The documented limits: the lock item has no TTL and the reaper leaves it; deleting
+    the thread deletes it (fencing out its holder), and the next acquisition counts from 1."""
+    from langgraph.checkpoint.dynamodb import clock
+
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    with DynamoDBSaver(table_name=names["table_name"], ttl=60) as s:
+        s.setup()
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            lease.bind().put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        s.reap_thread(t, expired_before=clock.now() + 3600)  # as after the thread expired
+        assert s.get_tuple(cfg(t)) is None
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            assert lease.info is not None and lease.info.token == 2
+            bound = lease.bind()
+            s.delete_thread(t)  # while held: the holder is fenced out
+            assert _lock_item(s, t) is None
+            with pytest.raises(LeaseLostError):
+                bound.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            assert lease.info is not None and lease.info.token == 1  # a deleted thread starts over

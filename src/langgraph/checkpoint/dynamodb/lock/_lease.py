@@ -297,7 +297,11 @@ class ThreadLease(_LeaseBase):
             raise
 
     def release(self) -> bool:
-        """Release the lease. Returns ``False`` if it was no longer ours."""
+        """Release the lease. Returns ``False`` if it was no longer ours.
+
+        The lock item stays, without an owner: it keeps the fencing count, so
+        the next acquisition's token is one more than this one's.
+        """
         self._stop_heartbeat()
         if self.info is None:
             return False
@@ -385,7 +389,7 @@ class AsyncThreadLease(_LeaseBase):
             raise
 
     async def release(self) -> bool:
-        """Release the lease. Returns ``False`` if it was no longer ours."""
+        """Release the lease (see :meth:`ThreadLease.release`). Returns ``False`` if it was no longer ours."""
         await self._stop_heartbeat()
         if self.info is None:
             return False

@@ -434,3 +434,140 @@ def test_an_expired_thread_reaped_keeps_its_count_and_a_deleted_one_starts_over(
                 bound.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
         with ThreadLease(s, t, heartbeat=False) as lease:
             assert lease.info is not None and lease.info.token == 1  # a deleted thread starts over
+
+
+# ------------------------------ a bound saver refuses what its lease cannot fence
+
+#: Public saver methods that delete, copy or rewrite items outside ``put`` and
+#: ``put_writes`` (batches, S3 objects, other threads): no single request can
+#: carry the lease's condition, so a lease-bound saver refuses them.
+REFUSED = (
+    "prune",
+    "delete_thread",
+    "copy_thread",
+    "delete_for_runs",
+    "migrate_tenant_thread",
+    "reap_thread",
+    "reap_expired_stream",
+    "purge_expired",
+    "run_pruner",
+    "sweep_orphans",
+    "copy_thread_step",
+    "prune_step",
+    "delete_for_runs_step",
+)
+
+
+def _destructive_calls(bound: Any, t: str, prefix: str = "") -> dict[str, Any]:
+    """One call per refused method of ``bound`` (``prefix`` "a": the coroutine methods)."""
+    from langgraph.checkpoint.dynamodb import clock
+    from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
+
+    args: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+        "prune": (([t],), {"keep_last": 1}),
+        "delete_thread": ((t,), {}),
+        "copy_thread": ((t, t + "-copy"), {}),
+        "delete_for_runs": ((["run-1"],), {}),
+        "migrate_tenant_thread": (("acme", t), {}),
+        "reap_thread": ((t,), {"expired_before": clock.now() + 3600}),
+        "reap_expired_stream": (({"Records": []},), {}),
+        "purge_expired": ((), {}),
+        "run_pruner": ((PrunePolicy(keep_last=1),), {}),
+        "sweep_orphans": ((), {}),
+        "copy_thread_step": ((t, t + "-copy"), {}),
+        "prune_step": (([t],), {"keep_last": 1}),
+        "delete_for_runs_step": ((["run-1"],), {}),
+    }
+    assert set(args) == set(REFUSED)
+    return {name: (getattr(bound, prefix + name), *args[name]) for name in REFUSED}
+
+
+def _outcome(err: BaseException | None, name: str) -> str:
+    """``"refused"`` for the refusal a lease-bound saver must raise, else what happened."""
+    if err is None:
+        return "ran"
+    if isinstance(err, NotImplementedError) and "unbound saver" in str(err) and name in str(err):
+        return "refused"
+    return f"raised {err!r}"
+
+
+def _chain(writer: Any, t: str, n: int) -> list[str]:
+    ids: list[str] = []
+    parent = None
+    for step in range(n):
+        cp = checkpoint()
+        writer.put(cfg(t, parent=parent), cp, {"source": "loop", "step": step, "run_id": "run-1"}, {})
+        writer.put_writes(cfg(t, parent=cp["id"]), [("x", step)], "task-1")
+        parent = cp["id"]
+        ids.append(cp["id"])
+    return ids
+
+
+def test_a_stale_bound_saver_cannot_prune_or_delete_the_new_holders_work(saver: DynamoDBSaver) -> None:
+    """Finding R10: fencing only put and put_writes let a holder that lost its lease delete
+    the thread (or prune it) under the new holder through its bound saver."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    old = ThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+    old.acquire()
+    stale = old.bind()  # what run_once hands the work as ctx.saver
+    new = ThreadLease(saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False)
+    new.acquire()
+    current = new.bind()
+    _chain(current, t, 3)
+    outcomes = {}
+    for name, (method, args, kwargs) in _destructive_calls(stale, t).items():
+        err: BaseException | None = None
+        try:
+            method(*args, **kwargs)
+        except Exception as exc:
+            err = exc
+        outcomes[name] = _outcome(err, name)
+    assert outcomes == dict.fromkeys(REFUSED, "refused")
+    assert len(list(saver.list(cfg(t)))) == 3  # the new holder's work is whole
+    assert saver.get_tuple(cfg(t + "-copy")) is None
+    # A property of the bound saver, not of a lost lease: the holder's own refuses too.
+    with pytest.raises(NotImplementedError, match="unbound saver"):
+        current.delete_thread(t)
+    assert len(list(saver.list(cfg(t)))) == 3
+    # Reads and fenced writes still work; maintenance goes through the unbound saver.
+    assert current.get_tuple(cfg(t)) is not None
+    assert saver.prune([t], keep_last=1).checkpoints_deleted == 2
+    new.release()
+
+
+def test_a_stale_async_bound_saver_cannot_prune_or_delete_the_new_holders_work(saver: DynamoDBSaver) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> tuple[dict[str, str], list[str]]:
+        async with AsyncDynamoDBSaver(table_name=saver.table_name) as asaver:
+            old = AsyncThreadLease(asaver, t, lease_seconds=0.4, heartbeat=False)
+            await old.acquire()
+            stale = old.bind()
+            new = AsyncThreadLease(
+                asaver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False
+            )
+            await new.acquire()
+            current = new.bind()
+            await asyncio.to_thread(_chain, current, t, 3)
+            outcomes: dict[str, str] = {}
+            for name, (method, args, kwargs) in _destructive_calls(stale, t, "a").items():
+                err: BaseException | None = None
+                try:
+                    await method(*args, **kwargs)
+                except Exception as exc:
+                    err = exc
+                outcomes["a" + name] = _outcome(err, "a" + name)
+            # The sync twins, from another thread as they must be called.
+            for name, (method, args, kwargs) in _destructive_calls(stale, t).items():
+                err = None
+                try:
+                    await asyncio.to_thread(method, *args, **kwargs)
+                except Exception as exc:
+                    err = exc
+                outcomes[name] = _outcome(err, name)
+            await new.release()
+            return outcomes, [c.checkpoint["id"] async for c in asaver.alist(cfg(t))]
+
+    outcomes, left = asyncio.run(main())
+    assert outcomes == {n: "refused" for n in (*("a" + r for r in REFUSED), *REFUSED)}
+    assert len(left) == 3

@@ -721,3 +721,47 @@ def test_load_payload_applies_the_savers_payload_policy() -> None:
     # A forger without the key writes plaintext: refused, never deserialized.
     with pytest.raises(CorruptPayloadError, match="not encrypted"):
         sealed.load_payload(plain.serde.dumps_typed("forged"), where="r")
+
+
+#: Every public member of the savers, by what a lease-bound copy does with it.
+#: A method added to a saver fails the test below until it is placed here:
+#: one that writes past ``_write_item`` belongs in ``base.UNGUARDED_WRITERS``.
+BOUND_READS = {
+    "get", "aget", "get_tuple", "aget_tuple", "list", "alist",
+    "get_delta_channel_history", "aget_delta_channel_history",
+}  # fmt: skip
+BOUND_FENCED = {"put", "aput", "put_writes", "aput_writes"}
+BOUND_NEUTRAL = {
+    "check_ids", "clients", "close", "aclose", "config_specs", "ensure_clients", "from_env",
+    "get_next_version", "load_payload", "partition_key", "s3_thread_prefix", "serde", "setup",
+    "thread_id_of", "value_s3_key", "with_allowlist", "with_write_guard",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_lease_bound_saver_refuses_every_writer_its_lease_cannot_fence(mode: str) -> None:
+    from langgraph.checkpoint.dynamodb.base import UNGUARDED_WRITERS
+    from langgraph.checkpoint.dynamodb.lock._lease import bound_copy
+
+    client = AnyDynamoDB()
+    kind = DynamoDBSaver if mode == "sync" else AsyncDynamoDBSaver
+    saver: Any = kind(table_name="tbl", dynamodb_client=client)
+    bound = bound_copy(saver, Fence(Where("tbl", saver.partition_key("t")), "t", "me", 1))
+    public = {n for n in dir(kind) if not n.startswith("_")}
+    refused = public & UNGUARDED_WRITERS
+    unplaced = public - BOUND_READS - BOUND_FENCED - BOUND_NEUTRAL - refused
+    assert not unplaced, f"place these saver methods: {sorted(unplaced)}"
+    assert {"delete_thread", "prune", "copy_thread", "delete_for_runs"} <= refused
+    for name in sorted(refused):
+        method = getattr(bound, name)
+        with pytest.raises(NotImplementedError, match=f"{name}\\(\\) is refused.*unbound saver"):
+            if inspect.iscoroutinefunction(method):
+                asyncio.run(method("t"))
+            else:
+                method("t")
+        assert inspect.iscoroutinefunction(method) == inspect.iscoroutinefunction(getattr(saver, name))
+    assert client.calls == []  # refused before any request
+    # The unbound saver and a plain guarded copy keep them.
+    for other in (saver, saver.with_write_guard(_recording_guard("x", []))):
+        kept = {name for name in refused if getattr(type(other), name) is getattr(kind, name)}
+        assert kept == refused, type(other).__name__

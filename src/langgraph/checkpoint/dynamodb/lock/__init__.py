@@ -16,7 +16,8 @@ that, all stored in the checkpoint table next to the thread's own items:
   the item, so that the fencing token (``LeaseInfo.token``, one more on
   every acquisition) never goes back while the thread exists.
   :meth:`ThreadLease.bind` gives a saver whose writes land only while the
-  lease is held (fencing).
+  lease is held (fencing), and which refuses the maintenance methods no
+  lease condition can cover (``delete_thread``, ``prune``...).
 * :func:`run_once` / :func:`arun_once`: run a function at most once per
   ``(thread_id, request_id)`` under the lease, recording its result (small
   results only, see :data:`DEFAULT_MAX_RESULT_BYTES`) so that a repeated

@@ -75,14 +75,16 @@ def test_lease_excludes_other_owners_until_released(saver: DynamoDBSaver) -> Non
     assert err.value.expires_at == pytest.approx(info.expires_at, abs=0.01)
     assert b.release() is False  # never held
     assert a.release() is True
-    assert _item(saver, t, schema.LOCK_SK) is None
+    released = _item(saver, t, schema.LOCK_SK)
+    # Released, not deleted: no owner, and the fencing count stays.
+    assert released is not None and ATTR.OWNER not in released and released[ATTR.FENCE] == {"N": "1"}
     with b:
         assert b.held
-        assert b.info is not None and b.info.token == 1  # the item was deleted: a fresh count
+        assert b.info is not None and b.info.token == 2  # the count goes on
     assert not b.held
 
 
-def test_lock_item_carries_format_ttl_and_thread(saver: DynamoDBSaver) -> None:
+def test_lock_item_carries_format_and_thread_and_no_ttl(saver: DynamoDBSaver) -> None:
     t = _thread()
     with ThreadLease(saver, t, lease_seconds=20, heartbeat=False) as lease:
         item = _item(saver, t, schema.LOCK_SK)
@@ -91,8 +93,8 @@ def test_lock_item_carries_format_ttl_and_thread(saver: DynamoDBSaver) -> None:
         assert item[ATTR.KIND] == {"S": schema.META_ITEM}
         assert item[ATTR.THREAD_ID] == {"S": t}
         assert lease.info is not None
-        ttl = int(item[schema.TTL_ATTRIBUTE]["N"])
-        assert lease.info.expires_at < ttl < lease.info.expires_at + 2 * 3600
+        # No TTL: DynamoDB removing the item would restart the fencing count.
+        assert schema.TTL_ATTRIBUTE not in item
         # Not a thread head: it must stay out of the threads index.
         assert ATTR.THREAD_SHARD not in item and ATTR.UPDATED_AT not in item
 
@@ -183,7 +185,8 @@ def test_run_once_replays_the_first_result(saver: DynamoDBSaver) -> None:
     item = _item(saver, t, schema.request_sk("req"))
     assert item is not None and item[ATTR.FORMAT] == {"N": str(schema.BASE_FORMAT_VERSION)}
     assert schema.TTL_ATTRIBUTE in item
-    assert _item(saver, t, schema.LOCK_SK) is None  # released
+    lock_item = _item(saver, t, schema.LOCK_SK)
+    assert lock_item is not None and ATTR.OWNER not in lock_item  # released
 
 
 def test_run_once_rejects_stale_and_new_thread_expectations(saver: DynamoDBSaver) -> None:

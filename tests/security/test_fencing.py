@@ -10,6 +10,7 @@ must not report success to it; with the same request id the work runs once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -25,10 +26,16 @@ import pytest
 from botocore.exceptions import ClientError
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, lock, schema
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb._ops import ddb
-from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, LeaseLostError, ThreadLease, run_once
+from langgraph.checkpoint.dynamodb.lock import (
+    ANY_CHECKPOINT,
+    AsyncThreadLease,
+    LeaseLostError,
+    ThreadLease,
+    run_once,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.security import _workers
 from tests.security._workers import FENCED, cfg, checkpoint
@@ -290,3 +297,277 @@ def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> Non
         f"plain 1 request {_wcu(plain['writes_item'])} WCU, "
         f"fenced 1 request {2 * _wcu(fenced['writes_item']) + check} WCU"
     )
+
+
+# ------------------------------------------------ the fencing token only grows
+
+
+def _lock_item(saver: DynamoDBSaver, thread_id: str) -> dict[str, Any] | None:
+    return _get(saver, saver.partition_key(thread_id), schema.LOCK_SK)
+
+
+def _token_scenario_sync(saver: DynamoDBSaver, t: str) -> dict[str, Any]:
+    """Acquire, release, re-acquire, take over and acquire again; what each holder got."""
+    a = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    first = a.acquire().token
+    bound_then = a.bind()  # bound to a's first acquisition
+    assert a.release() is True
+    released = _lock_item(saver, t)
+    second = a.acquire().token  # the same owner token, after a release
+    stale: str
+    try:
+        bound_then.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        stale = "landed"
+    except LeaseLostError:
+        stale = "lost"
+    assert a.release() is True
+    paused = ThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+    third = paused.acquire().token  # then "paused": never renewed, never released
+    taker = ThreadLease(saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False)
+    fourth = taker.acquire().token  # takes the paused holder's lease over
+    assert taker.release() is True
+    fresh = ThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+    fifth = fresh.acquire().token  # the released lock is free at once
+    assert fresh.release() is True
+    return {
+        "tokens": [first, second, third, fourth, fifth],
+        "stale bound put": stale,
+        "released": released,
+        "paused": paused.info.token if paused.info else None,
+    }
+
+
+async def _token_scenario_async(table: str, t: str) -> dict[str, Any]:
+    async with AsyncDynamoDBSaver(table_name=table) as saver:
+        sync_view = DynamoDBSaver(table_name=table)
+        a = AsyncThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+        first = (await a.acquire()).token
+        bound_then = a.bind()
+        assert await a.release() is True
+        released = _lock_item(sync_view, t)
+        second = (await a.acquire()).token
+        stale: str
+        try:
+            await bound_then.aput(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+            stale = "landed"
+        except LeaseLostError:
+            stale = "lost"
+        assert await a.release() is True
+        paused = AsyncThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+        third = (await paused.acquire()).token
+        taker = AsyncThreadLease(
+            saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False
+        )
+        fourth = (await taker.acquire()).token
+        assert await taker.release() is True
+        fresh = AsyncThreadLease(saver, t, lease_seconds=30, heartbeat=False)
+        fifth = (await fresh.acquire()).token
+        assert await fresh.release() is True
+        sync_view.close()
+        return {
+            "tokens": [first, second, third, fourth, fifth],
+            "stale bound put": stale,
+            "released": released,
+            "paused": paused.info.token if paused.info else None,
+        }
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_fencing_token_grows_with_every_acquisition_releases_included(
+    saver: DynamoDBSaver, mode: str
+) -> None:
+    """Finding F6: a release must not reset the token (it deleted the lock item, and the next
+    acquisition counted from 1 again), or a downstream system that rejects older tokens
+    accepts a paused holder's and rejects the current holder's."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    if mode == "sync":
+        got = _token_scenario_sync(saver, t)
+    else:
+        got = asyncio.run(_token_scenario_async(saver.table_name, t))
+    tokens = got["tokens"]
+    assert tokens == sorted(set(tokens)) and tokens[0] >= 1, tokens  # strictly increasing
+    assert tokens == [1, 2, 3, 4, 5], tokens
+    # The paused holder's token is older than every later holder's.
+    assert got["paused"] == 3 and all(tok > got["paused"] for tok in tokens[3:])
+    # A saver bound before the release does not pass for the re-acquisition of the same owner.
+    assert got["stale bound put"] == "lost"
+    # Released: the item stays (it holds the count), without an owner, and no TTL removes it.
+    released = got["released"]
+    assert released is not None and released[ATTR.FENCE] == {"N": "1"}
+    assert ATTR.OWNER not in released and schema.TTL_ATTRIBUTE not in released
+    final = _lock_item(saver, t)
+    assert final is not None and final[ATTR.FENCE] == {"N": "5"} and ATTR.OWNER not in final
+
+
+def test_run_once_leaves_the_lock_released_with_its_count(saver: DynamoDBSaver) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    assert run_once(saver, t, "r1", ANY_CHECKPOINT, lambda: "one").value == "one"
+    assert run_once(saver, t, "r2", ANY_CHECKPOINT, lambda: "two").value == "two"
+    again = run_once(saver, t, "r1", ANY_CHECKPOINT, lambda: "must not run")
+    assert (again.value, again.replayed) == ("one", True)  # a replay takes no lease
+    item = _lock_item(saver, t)
+    assert item is not None and item[ATTR.FENCE] == {"N": "2"} and ATTR.OWNER not in item
+    with ThreadLease(saver, t, heartbeat=False) as lease:
+        assert lease.info is not None and lease.info.token == 3
+
+
+def test_an_expired_thread_reaped_keeps_its_count_and_a_deleted_one_starts_over(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
+    """The documented limits: the lock item has no TTL and the reaper leaves it; deleting
+    the thread deletes it (fencing out its holder), and the next acquisition counts from 1."""
+    from langgraph.checkpoint.dynamodb import clock
+
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    with DynamoDBSaver(table_name=names["table_name"], ttl=60) as s:
+        s.setup()
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            lease.bind().put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        s.reap_thread(t, expired_before=clock.now() + 3600)  # as after the thread expired
+        assert s.get_tuple(cfg(t)) is None
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            assert lease.info is not None and lease.info.token == 2
+            bound = lease.bind()
+            s.delete_thread(t)  # while held: the holder is fenced out
+            assert _lock_item(s, t) is None
+            with pytest.raises(LeaseLostError):
+                bound.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            assert lease.info is not None and lease.info.token == 1  # a deleted thread starts over
+
+
+# ------------------------------ a bound saver refuses what its lease cannot fence
+
+#: Public saver methods that delete, copy or rewrite items outside ``put`` and
+#: ``put_writes`` (batches, S3 objects, other threads): no single request can
+#: carry the lease's condition, so a lease-bound saver refuses them.
+REFUSED = (
+    "prune",
+    "delete_thread",
+    "copy_thread",
+    "delete_for_runs",
+    "migrate_tenant_thread",
+    "reap_thread",
+    "reap_expired_stream",
+    "purge_expired",
+    "run_pruner",
+    "sweep_orphans",
+    "copy_thread_step",
+    "prune_step",
+    "delete_for_runs_step",
+)
+
+
+def _destructive_calls(bound: Any, t: str, prefix: str = "") -> dict[str, Any]:
+    """One call per refused method of ``bound`` (``prefix`` "a": the coroutine methods)."""
+    from langgraph.checkpoint.dynamodb import clock
+    from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
+
+    args: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+        "prune": (([t],), {"keep_last": 1}),
+        "delete_thread": ((t,), {}),
+        "copy_thread": ((t, t + "-copy"), {}),
+        "delete_for_runs": ((["run-1"],), {}),
+        "migrate_tenant_thread": (("acme", t), {}),
+        "reap_thread": ((t,), {"expired_before": clock.now() + 3600}),
+        "reap_expired_stream": (({"Records": []},), {}),
+        "purge_expired": ((), {}),
+        "run_pruner": ((PrunePolicy(keep_last=1),), {}),
+        "sweep_orphans": ((), {}),
+        "copy_thread_step": ((t, t + "-copy"), {}),
+        "prune_step": (([t],), {"keep_last": 1}),
+        "delete_for_runs_step": ((["run-1"],), {}),
+    }
+    assert set(args) == set(REFUSED)
+    return {name: (getattr(bound, prefix + name), *args[name]) for name in REFUSED}
+
+
+def _outcome(err: BaseException | None, name: str) -> str:
+    """``"refused"`` for the refusal a lease-bound saver must raise, else what happened."""
+    if err is None:
+        return "ran"
+    if isinstance(err, NotImplementedError) and "unbound saver" in str(err) and name in str(err):
+        return "refused"
+    return f"raised {err!r}"
+
+
+def _chain(writer: Any, t: str, n: int) -> list[str]:
+    ids: list[str] = []
+    parent = None
+    for step in range(n):
+        cp = checkpoint()
+        writer.put(cfg(t, parent=parent), cp, {"source": "loop", "step": step, "run_id": "run-1"}, {})
+        writer.put_writes(cfg(t, parent=cp["id"]), [("x", step)], "task-1")
+        parent = cp["id"]
+        ids.append(cp["id"])
+    return ids
+
+
+def test_a_stale_bound_saver_cannot_prune_or_delete_the_new_holders_work(saver: DynamoDBSaver) -> None:
+    """Finding R10: fencing only put and put_writes let a holder that lost its lease delete
+    the thread (or prune it) under the new holder through its bound saver."""
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    old = ThreadLease(saver, t, lease_seconds=0.4, heartbeat=False)
+    old.acquire()
+    stale = old.bind()  # what run_once hands the work as ctx.saver
+    new = ThreadLease(saver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False)
+    new.acquire()
+    current = new.bind()
+    _chain(current, t, 3)
+    outcomes = {}
+    for name, (method, args, kwargs) in _destructive_calls(stale, t).items():
+        err: BaseException | None = None
+        try:
+            method(*args, **kwargs)
+        except Exception as exc:
+            err = exc
+        outcomes[name] = _outcome(err, name)
+    assert outcomes == dict.fromkeys(REFUSED, "refused")
+    assert len(list(saver.list(cfg(t)))) == 3  # the new holder's work is whole
+    assert saver.get_tuple(cfg(t + "-copy")) is None
+    # A property of the bound saver, not of a lost lease: the holder's own refuses too.
+    with pytest.raises(NotImplementedError, match="unbound saver"):
+        current.delete_thread(t)
+    assert len(list(saver.list(cfg(t)))) == 3
+    # Reads and fenced writes still work; maintenance goes through the unbound saver.
+    assert current.get_tuple(cfg(t)) is not None
+    assert saver.prune([t], keep_last=1).checkpoints_deleted == 2
+    new.release()
+
+
+def test_a_stale_async_bound_saver_cannot_prune_or_delete_the_new_holders_work(saver: DynamoDBSaver) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> tuple[dict[str, str], list[str]]:
+        async with AsyncDynamoDBSaver(table_name=saver.table_name) as asaver:
+            old = AsyncThreadLease(asaver, t, lease_seconds=0.4, heartbeat=False)
+            await old.acquire()
+            stale = old.bind()
+            new = AsyncThreadLease(
+                asaver, t, lease_seconds=30, wait_seconds=10, poll_seconds=0.05, heartbeat=False
+            )
+            await new.acquire()
+            current = new.bind()
+            await asyncio.to_thread(_chain, current, t, 3)
+            outcomes: dict[str, str] = {}
+            for name, (method, args, kwargs) in _destructive_calls(stale, t, "a").items():
+                err: BaseException | None = None
+                try:
+                    await method(*args, **kwargs)
+                except Exception as exc:
+                    err = exc
+                outcomes["a" + name] = _outcome(err, "a" + name)
+            # The sync twins, from another thread as they must be called.
+            for name, (method, args, kwargs) in _destructive_calls(stale, t).items():
+                err = None
+                try:
+                    await asyncio.to_thread(method, *args, **kwargs)
+                except Exception as exc:
+                    err = exc
+                outcomes[name] = _outcome(err, name)
+            await new.release()
+            return outcomes, [c.checkpoint["id"] async for c in asaver.alist(cfg(t))]
+
+    outcomes, left = asyncio.run(main())
+    assert outcomes == {n: "refused" for n in (*("a" + r for r in REFUSED), *REFUSED)}
+    assert len(left) == 3

@@ -12,11 +12,12 @@ functions in modules by concern (``_write``, ``_read``, ``_history``,
 from __future__ import annotations
 
 import copy
+import inspect
 import random
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, Required, Self, TypedDict, cast
+from typing import Any, Final, Literal, Required, Self, TypedDict, cast
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
@@ -47,7 +48,39 @@ from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: 
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from langgraph.checkpoint.dynamodb.serde import default_serde
 
-__all__ = ["BaseDynamoDBSaver", "Location", "Placement", "PruneResult", "SaverSettings"]
+__all__ = [
+    "UNGUARDED_WRITERS",
+    "BaseDynamoDBSaver",
+    "Location",
+    "Placement",
+    "PruneResult",
+    "SaverSettings",
+]
+
+#: Public saver methods (sync and async forms) whose writes do not go through
+#: ``_write_item``: they delete, copy or rewrite with many requests
+#: (``BatchWriteItem``, S3 objects, other threads' items), so a write guard
+#: (:meth:`BaseDynamoDBSaver.with_write_guard`) never sees them. A copy made
+#: with ``refuse_unguarded=True`` (a lease-bound saver) refuses them.
+UNGUARDED_WRITERS: Final = frozenset(
+    prefix + name
+    for prefix in ("", "a")
+    for name in (
+        "delete_thread",
+        "prune",
+        "copy_thread",
+        "delete_for_runs",
+        "migrate_tenant_thread",
+        "reap_thread",
+        "reap_expired_stream",
+        "purge_expired",
+        "run_pruner",
+        "sweep_orphans",
+        "copy_thread_step",
+        "prune_step",
+        "delete_for_runs_step",
+    )
+)
 
 #: Where a channel version lives: copied into every checkpoint item that has
 #: it (``inline``), in the item of the checkpoint that introduced it (``c``),
@@ -581,7 +614,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """
         return self._unpack(self.codec.pack(typed), where)
 
-    def with_write_guard(self, guard: Callable[[Call], Op[Any]], *, label: str = "Guarded") -> Self:
+    def with_write_guard(
+        self,
+        guard: Callable[[Call], Op[Any]],
+        *,
+        label: str = "Guarded",
+        refuse_unguarded: bool = False,
+    ) -> Self:
         """A copy of this saver whose checkpoint and pending-writes writes go through ``guard``.
 
         ``put`` and ``put_writes`` each land with one DynamoDB write;
@@ -593,6 +632,15 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         subclass of the saver's, named ``<label><saver type>`` so that a
         repr says what guards it.
 
+        The methods in :data:`UNGUARDED_WRITERS` (``delete_thread``,
+        ``prune``, ``copy_thread``, ``delete_for_runs``, the lifecycle jobs
+        and their async forms) write with many requests (batches, S3
+        objects, other threads) that never pass through ``guard``. By
+        default the copy runs them as the saver does; with
+        ``refuse_unguarded=True`` it raises ``NotImplementedError`` instead,
+        naming the saver to call them on (a lease-bound saver does this:
+        its guard is a promise about every write).
+
         Example:
             ```python
             def audited(call):
@@ -603,12 +651,17 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             ```
         """
         base: type = getattr(type(self), "_unguarded", type(self))
-        cls = _GUARDED_TYPES.get((base, label))
+        key = (base, label, refuse_unguarded)
+        cls = _GUARDED_TYPES.get(key)
         if cls is None:
             # A direct subclass with no slots of its own: an instance of the
             # saver's type can switch to it (a mixin base would change the layout).
             ns: dict[str, Any] = {"__slots__": (), "_write_item": _guarded_write_item, "_unguarded": base}
-            cls = _GUARDED_TYPES.setdefault((base, label), type(f"{label}{base.__name__}", (base,), ns))
+            if refuse_unguarded:
+                ns.update(
+                    {name: _refusal(base, name) for name in sorted(UNGUARDED_WRITERS) if hasattr(base, name)}
+                )
+            cls = _GUARDED_TYPES.setdefault(key, type(f"{label}{base.__name__}", (base,), ns))
         guarded: Any = self._borrowing_copy()
         guarded.__class__ = cls
         guarded._write_guard = guard
@@ -634,4 +687,35 @@ def _guarded_write_item(self: Any, call: Call) -> Op[Any]:
     return (yield from self._write_guard(call))
 
 
-_GUARDED_TYPES: dict[tuple[type, str], type] = {}
+def _refusal(base: type, name: str) -> Callable[..., Any]:
+    """A method of a guarded copy that refuses ``name`` (see ``with_write_guard(refuse_unguarded=True)``)."""
+
+    def message(self: Any) -> str:
+        return (
+            f"{type(self).__name__}.{name}() is refused: every write of this copy must pass its write "
+            f"guard, and {name} writes or deletes with many requests (batches, S3 objects, other "
+            "threads) that the guard cannot check; a lease-bound saver whose lease was lost could "
+            "delete the new holder's work. Call it on the unbound saver (the one the copy was made "
+            "from: ThreadLease.bind(saver) or with_write_guard), holding the lease if it must not "
+            "overlap a run"
+        )
+
+    method: Callable[..., Any]
+    if inspect.iscoroutinefunction(getattr(base, name)):
+
+        async def refuse_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message(self))
+
+        method = refuse_async
+    else:
+
+        def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message(self))
+
+        method = refuse
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Refused on this guarded copy: call ``{name}`` on the saver it was made from."
+    return method
+
+
+_GUARDED_TYPES: dict[tuple[type, str, bool], type] = {}

@@ -472,7 +472,7 @@ class _Doctor:
             self.add(
                 "ttl",
                 "WARN",
-                f"TTL is {status}: idempotency records and stale locks never expire, and a saver ttl would not work",
+                f"TTL is {status}: idempotency records never expire, and a saver ttl would not work",
                 fix_enable,
             )
 

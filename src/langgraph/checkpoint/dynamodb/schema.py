@@ -157,15 +157,16 @@ class ATTR:
     ROOT: Final = "rt"  # lineage root of a checkpoint (id of its parentless ancestor)
     DEAD: Final = "dr"  # SS of deleted lineage roots (tombstones: "<epoch>:<root>"; head: "<root>")
     # Lock items (``LOCK_SK``) and request records (``request_sk``), see ``lock``.
-    # Both also carry KIND, FORMAT, THREAD_ID and TTL. A value may repeat one
+    # Both also carry KIND, FORMAT and THREAD_ID; request records a TTL too (lock
+    # items none: they keep the fencing count, see ``lock``). A value may repeat one
     # used on other item kinds (``rt``: ROOT on checkpoints, RESULT_TYPE on
     # requests), never one used on the same kind.
     OWNER: Final = "own"  # owner token of the lock / of the request's running attempt
     LEASE_EXPIRES: Final = "lx"  # lease expiry by the holder's clock, epoch ms (for people only)
     LEASE_ACQUIRED: Final = "la"  # when the current owner took the lock, epoch ms
     LEASE_MS: Final = "ld"  # the holder's lease duration, ms (how long waiters watch)
-    FENCE: Final = "fen"  # fencing token: +1 on every acquisition
-    LOCK_VERSION: Final = "rvn"  # record version: a fresh random value on every acquisition and heartbeat
+    FENCE: Final = "fen"  # fencing token: +1 on every acquisition, never reset by a release
+    LOCK_VERSION: Final = "rvn"  # record version: fresh on every acquisition, heartbeat and release
     REQUEST_STATUS: Final = "st"  # "running" | "done" | "failed"
     REQUEST_START: Final = "cp0"  # checkpoint id the request was accepted against
     REQUEST_ATTEMPTS: Final = "att"  # attempts started

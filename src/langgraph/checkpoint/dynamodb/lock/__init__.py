@@ -11,9 +11,13 @@ that, all stored in the checkpoint table next to the thread's own items:
   conditional ``UpdateItem`` that succeeds only if the lock is absent or the
   caller already owns it, or (takeover) if its record version is still the
   one the caller watched for a whole lease; renewed while held (a heartbeat
-  that writes a new record version); released with a ``DeleteItem``
-  conditional on the owner and version. :meth:`ThreadLease.bind` gives a
-  saver whose writes land only while the lease is held (fencing).
+  that writes a new record version); released with an ``UpdateItem``
+  conditional on the owner and version that clears the owner but keeps
+  the item, so that the fencing token (``LeaseInfo.token``, one more on
+  every acquisition) never goes back while the thread exists.
+  :meth:`ThreadLease.bind` gives a saver whose writes land only while the
+  lease is held (fencing), and which refuses the maintenance methods no
+  lease condition can cover (``delete_thread``, ``prune``...).
 * :func:`run_once` / :func:`arun_once`: run a function at most once per
   ``(thread_id, request_id)`` under the lease, recording its result (small
   results only, see :data:`DEFAULT_MAX_RESULT_BYTES`) so that a repeated
@@ -46,8 +50,11 @@ process has watched is remembered process-wide, so a retry in the same
 holder's clock) is kept for people and the CLI only.
 
 Every item written here carries ``schema.ATTR.FORMAT`` (the savers' readers
-check it on every item of a thread) and the ``schema.TTL_ATTRIBUTE``, so
-DynamoDB eventually removes abandoned locks and old request records.
+check it on every item of a thread). Request records carry the
+``schema.TTL_ATTRIBUTE``, so DynamoDB eventually removes old ones; the lock
+item carries none: it holds the thread's fencing count, and lives as long as
+the thread (``delete_thread`` deletes it, and a thread created again under
+the same id counts from 1).
 
 Example:
     ```python

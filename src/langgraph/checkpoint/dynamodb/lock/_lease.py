@@ -86,7 +86,24 @@ def _resolve_target(target: Any, table_name: str | None) -> tuple[Any, str, Any]
 
 
 def bound_copy(saver: Any, fence: Fence) -> Any:
-    """A copy of ``saver`` whose checkpoint and pending-writes writes are fenced (see ``ThreadLease.bind``)."""
+    """A copy of ``saver`` whose checkpoint and pending-writes writes are fenced (see ``ThreadLease.bind``).
+
+    Its other writers (``delete_thread``, ``prune``, ``copy_thread``,
+    ``delete_for_runs``, the lifecycle jobs: ``base.UNGUARDED_WRITERS``)
+    raise ``NotImplementedError``. Fencing them was the alternative, and it
+    cannot be done right: they delete in ``BatchWriteItem`` batches (no
+    conditions) and delete S3 objects (no condition can name a DynamoDB
+    item), and ``delete_thread`` removes the whole S3 prefix after the
+    items, so a lease lost between the last fenced batch and the S3
+    deletes would still destroy payloads the new holder just uploaded.
+    A check before each batch leaves the same window. Most of them also
+    reach beyond the lease's thread (``prune`` takes many threads,
+    ``delete_for_runs`` follows a run index, the jobs scan the table,
+    ``copy_thread`` writes another thread). A bound saver promises that
+    its writes land only while the lease is held; refusing is the only
+    way to keep that promise for them. Maintenance belongs on the unbound
+    saver (under the lease, if it must not overlap a run).
+    """
     if not isinstance(saver, BaseDynamoDBSaver):
         raise TypeError(f"only this package's savers can be bound to a lease, not {type(saver).__name__}")
     if saver.partition_key(fence.thread_id) != fence.where.pk or saver.table_name != fence.where.table:
@@ -97,7 +114,9 @@ def bound_copy(saver: Any, fence: Fence) -> Any:
         raise RuntimeError("open the saver before binding it (async with saver: ..., or await saver.setup())")
     # The copy shares the saver's driver, hence its thread pool: a copy per
     # request leaves no threads behind (nothing closes a copy).
-    return saver.with_write_guard(functools.partial(ops.fenced_write, fence), label="LeaseBound")
+    return saver.with_write_guard(
+        functools.partial(ops.fenced_write, fence), label="LeaseBound", refuse_unguarded=True
+    )
 
 
 # -------------------------------------------------------------------- lease
@@ -187,6 +206,14 @@ class _LeaseBase:
         The copy shares the saver's clients and caches; do not close it, and
         use it only for this lease's thread (other threads raise
         ``ValueError``). Reads are unchanged.
+
+        Methods whose writes no single request can fence (``delete_thread``,
+        ``prune``, ``copy_thread``, ``delete_for_runs``, the lifecycle jobs,
+        sync and async: ``base.UNGUARDED_WRITERS``) raise
+        ``NotImplementedError`` on the copy, whether or not the lease is
+        still held: they delete in batches and S3 objects that no lease
+        condition can cover, so a holder that lost its lease could delete
+        the new holder's work. Call them on the unbound saver.
 
         Args:
             saver: the saver to bind (default: the lease's own saver, when the
@@ -297,7 +324,11 @@ class ThreadLease(_LeaseBase):
             raise
 
     def release(self) -> bool:
-        """Release the lease. Returns ``False`` if it was no longer ours."""
+        """Release the lease. Returns ``False`` if it was no longer ours.
+
+        The lock item stays, without an owner: it keeps the fencing count, so
+        the next acquisition's token is one more than this one's.
+        """
         self._stop_heartbeat()
         if self.info is None:
             return False
@@ -385,7 +416,7 @@ class AsyncThreadLease(_LeaseBase):
             raise
 
     async def release(self) -> bool:
-        """Release the lease. Returns ``False`` if it was no longer ours."""
+        """Release the lease (see :meth:`ThreadLease.release`). Returns ``False`` if it was no longer ours."""
         await self._stop_heartbeat()
         if self.info is None:
             return False

@@ -3,8 +3,8 @@
 Rule: every request the lock package sends is built here, as an operation
 (a generator yielding ``_ops`` requests, see ``_ops``), and run by the shared
 drivers (``_driver``) of the lease or of ``run_once``: acquire, renew and
-release the lock item; a write fenced by the lease; read, begin and finish a
-request record. Item shapes come from ``_records``; the objects that hold a
+release the lock item (kept, with its fencing count: see :func:`release`); a
+write fenced by the lease; read, begin and finish a request record. Item shapes come from ``_records``; the objects that hold a
 lease (heartbeat, binding a saver) are in ``_lease``.
 """
 
@@ -23,7 +23,6 @@ from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError, LeaseUnavailableError
 from langgraph.checkpoint.dynamodb.lock._records import (
-    LOCK_TTL_GRACE_S,
     STATUS_DONE,
     STATUS_RUNNING,
     Fence,
@@ -93,14 +92,15 @@ def acquire(
     clock: Callable[[], float],
     monotonic: Callable[[], float] = time.monotonic,
 ) -> Op[Taken]:
-    """Take the lock: free, already ours, or (takeover) unchanged for a whole lease; else wait up to ``wait_ms``.
+    """Take the lock: free (absent or released), already ours, or (takeover) unchanged for a whole lease; else wait up to ``wait_ms``.
 
     Raises:
         LeaseUnavailableError: another owner still held it at the deadline.
     """
     deadline = monotonic() + wait_ms / 1000
     while True:
-        # One conditional write: free or already ours. Whether a lease held by
+        # One conditional write: free (no item, or a released one) or already
+        # ours. Whether a lease held by
         # someone else has run out is never judged by a clock stored in the
         # item (another machine's): see the takeover below.
         taken = yield from write_lock(where, thread_id, owner, lease_ms, clock, monotonic, None)
@@ -108,8 +108,8 @@ def acquire(
             return taken
         got = yield ddb("get_item", TableName=where.table, Key=lock_key(where), ConsistentRead=True)
         item = got.get("Item")
-        if item is None:
-            continue  # released between our write and our read: try again at once
+        if item is None or ATTR.OWNER not in item:
+            continue  # released (or deleted) between our write and our read: try again at once
         rvn, cond, values, names = version_of(item)
         watch_ms = held_ms(item, lease_ms)
         now = monotonic()
@@ -143,7 +143,14 @@ def write_lock(
     monotonic: Callable[[], float],
     takeover: tuple[str, dict[str, Any], dict[str, str]] | None,
 ) -> Op[Taken | None]:
-    """Write the lock item as ours with a fresh RVN; ``None`` if its condition failed."""
+    """Write the lock item as ours with a fresh RVN and the next fencing token; ``None`` if its condition failed.
+
+    The token is the item's ``fen`` plus one (``ADD``), and nothing but
+    deleting the item ever lowers ``fen``: releases keep the item and
+    clear its owner (:func:`release`), and the item carries no TTL (one
+    written by an earlier version loses its TTL here), so the token grows
+    with every acquisition for as long as the thread's lock item exists.
+    """
     now = now_ms(clock)
     expires = now + lease_ms
     rvn = uuid.uuid4().hex
@@ -169,11 +176,11 @@ def write_lock(
         ":t": {"S": schema.META_ITEM},
         ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
         ":thr": {"S": thread_id},
-        ":ttl": {"N": str(expires // 1000 + LOCK_TTL_GRACE_S)},
         ":inc": {"N": "1"},
     }
     if takeover is None:
-        cond = "attribute_not_exists(#pk) OR #o = :o"
+        # Free: no lock item yet, or a released one (no owner: see ``release``).
+        cond = "attribute_not_exists(#pk) OR attribute_not_exists(#o) OR #o = :o"
     else:
         cond, seen_values, seen_names = takeover
         values.update(seen_values)
@@ -186,10 +193,13 @@ def write_lock(
             TableName=where.table,
             Key=lock_key(where),
             # ``lx`` is kept for people (CLI, logs), never trusted for expiry.
-            # The fencing token grows with every acquisition.
+            # The fencing token grows with every acquisition. No TTL: if
+            # DynamoDB removed the item, the next token would start at 1
+            # again, under tokens handed out before (a TTL set by an earlier
+            # version is removed).
             UpdateExpression=(
                 "SET #o = :o, #rvn = :rvn, #ld = :ld, #lx = :lx, #t = :t, #f = :f, #thr = :thr, "
-                "#ttl = :ttl, #la = :now ADD #fen :inc"
+                "#la = :now REMOVE #ttl ADD #fen :inc"
             ),
             ConditionExpression=cond,
             ExpressionAttributeNames=names,
@@ -227,7 +237,7 @@ def renew(
             "update_item",
             TableName=where.table,
             Key=lock_key(where),
-            UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx, #ttl = :ttl",
+            UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx",
             # Only the owner renews, and only the version it last wrote: if a
             # waiter took the lock over (after seeing our RVN unchanged for a
             # lease), this fails and we learn we lost it. An expired lease
@@ -238,7 +248,6 @@ def renew(
                 "#rvn": ATTR.LOCK_VERSION,
                 "#ld": ATTR.LEASE_MS,
                 "#lx": ATTR.LEASE_EXPIRES,
-                "#ttl": ATTR.TTL,
             },
             ExpressionAttributeValues={
                 ":o": {"S": owner},
@@ -246,7 +255,6 @@ def renew(
                 ":new": {"S": new_rvn},
                 ":ld": {"N": str(lease_ms)},
                 ":lx": {"N": str(expires)},
-                ":ttl": {"N": str(expires // 1000 + LOCK_TTL_GRACE_S)},
             },
             ReturnValues="ALL_NEW",
         )
@@ -259,15 +267,34 @@ def renew(
 
 
 def release(where: Where, thread_id: str, owner: str, rvn: str) -> Op[bool]:
-    """Delete the lock item if it is still ours at our version; ``False`` if it was not."""
+    """Clear the lock's owner if it is still ours at our version; ``False`` if it was not.
+
+    The item stays, with its fencing count (``fen``): deleting it would
+    make the next acquisition count from 1 again, handing out tokens a
+    downstream system has already seen (a paused holder's among them). A
+    released item (no owner) is free to :func:`acquire`; with no owner
+    (and a fresh RVN) every later renewal, release or fenced write of the
+    old holder fails.
+    """
     try:
         yield ddb(
-            "delete_item",
+            "update_item",
             TableName=where.table,
             Key=lock_key(where),
+            UpdateExpression="SET #rvn = :new REMOVE #o, #ld, #lx, #la",
             ConditionExpression="#o = :o AND #rvn = :rvn",
-            ExpressionAttributeNames={"#o": ATTR.OWNER, "#rvn": ATTR.LOCK_VERSION},
-            ExpressionAttributeValues={":o": {"S": owner}, ":rvn": {"S": rvn}},
+            ExpressionAttributeNames={
+                "#o": ATTR.OWNER,
+                "#rvn": ATTR.LOCK_VERSION,
+                "#ld": ATTR.LEASE_MS,
+                "#lx": ATTR.LEASE_EXPIRES,
+                "#la": ATTR.LEASE_ACQUIRED,
+            },
+            ExpressionAttributeValues={
+                ":o": {"S": owner},
+                ":rvn": {"S": rvn},
+                ":new": {"S": uuid.uuid4().hex},
+            },
         )
     except ClientError as exc:
         if error_code(exc) == _CONDITION_FAILED:

@@ -23,7 +23,6 @@ __all__ = [
     "ANY_CHECKPOINT",
     "DEFAULT_MAX_RESULT_BYTES",
     "HARD_MAX_RESULT_BYTES",
-    "LOCK_TTL_GRACE_S",
     "REQUEST_ID_METADATA_KEY",
     "STATUS_DONE",
     "STATUS_FAILED",
@@ -64,10 +63,6 @@ T = TypeVar("T")
 DEFAULT_MAX_RESULT_BYTES: Final = 64 * 1024
 #: The largest ``max_result_bytes`` accepted (leaves room for the rest of the item).
 HARD_MAX_RESULT_BYTES: Final = 350 * 1024
-
-#: DynamoDB's TTL sweeper may lag by days; this extra life on a lock item is
-#: only housekeeping (expiry is decided by watching ``rvn``, never by the TTL).
-LOCK_TTL_GRACE_S: Final = 3600
 
 STATUS_RUNNING: Final = "running"
 STATUS_DONE: Final = "done"
@@ -111,9 +106,11 @@ class LeaseInfo:
         owner: the owner token.
         expires_at: lease expiry, epoch seconds by the holder's clock (for
             display: other processes never trust it, see :class:`ThreadLease`).
-        token: fencing token; grows by one with every acquisition, so a
-            downstream system can reject writes carrying an older token from
-            a holder that still believes it owns the thread.
+        token: fencing token; grows by one with every acquisition of the
+            thread's lock (releases and takeovers included), so a downstream
+            system can reject writes carrying an older token from a holder
+            that still believes it owns the thread. It only restarts (at 1)
+            after the thread is deleted, which deletes its lock item.
 
     Example:
         >>> info = LeaseInfo("t-1", "owner-a", expires_at=1_800_000_000.0, token=3)

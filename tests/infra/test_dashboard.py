@@ -106,7 +106,7 @@ def test_one_pinned_dashboard_in_four_groups(reference: Synth) -> None:
     assert [h.split()[1] for h in headers] == ["Checkpoint", "Payload", "Maintenance", "Maintenance"]
     assert "jobs" in headers[3] and "LangGraph/Checkpoints" in headers[3]
     # docs/infrastructure.md prices it by this count (over 50: never a free dashboard).
-    assert len(_metrics(body)) == 104
+    assert len(_metrics(body)) == 101
     # Groups are rows: every widget after a header starts below it.
     tops = [w["y"] for w in body["widgets"] if w["type"] == "text"]
     assert tops == sorted(tops) and len(set(tops)) == 4

@@ -323,7 +323,6 @@ def test_alarms(reference) -> None:
         [
             "BatchGetItem",
             "BatchWriteItem",
-            "DeleteItem",
             "GetItem",
             "PutItem",
             "Query",
@@ -331,7 +330,7 @@ def test_alarms(reference) -> None:
             "UpdateItem",
         ]
     )
-    assert expr["Expression"] == "+".join(f"FILL(e{i},0)" for i in range(8))
+    assert expr["Expression"] == "+".join(f"FILL(e{i},0)" for i in range(7))
 
 
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:

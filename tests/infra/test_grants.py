@@ -17,7 +17,6 @@ RW_DDB = [
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",

@@ -27,7 +27,6 @@ DDB_ACTIONS = {
     "BatchGetItem",
     "BatchWriteItem",
     "ConditionCheckItem",
-    "DeleteItem",
     "GetItem",
     "PutItem",
     "Query",

@@ -18,7 +18,7 @@ it), TTL when no ``ttl`` is configured (idempotency records and locks then
 never expire), no bucket (values over a DynamoDB item's 400 KB are refused).
 
 The read/write dry run leaves nothing behind. DynamoDB: conditional
-``PutItem``, ``UpdateItem``, ``DeleteItem``, and a ``TransactWriteItems`` of a
+``PutItem``, ``UpdateItem``, and a ``TransactWriteItems`` of a
 ``ConditionCheck`` and an ``Update`` (what a lease-bound saver sends; IAM
 authorizes its ``ConditionCheck`` as ``dynamodb:ConditionCheckItem``), whose
 condition (the item exists) always fails on a fresh random key, a
@@ -511,7 +511,6 @@ class _Doctor:
                     ConditionExpression="attribute_exists(#pk)",
                 ),
             ),
-            ("DeleteItem", lambda: self.ddb.delete_item(TableName=self.table, Key=key, **absent)),
             # What a lease-bound saver sends (lock.run_once, ThreadLease.bind): a
             # ConditionCheck of the partition's lock item plus the write. IAM
             # authorizes each element as its own action; the ConditionCheck is
@@ -555,7 +554,8 @@ class _Doctor:
             wrote = self.probe("dynamodb write", "dynamodb", writes)
         finally:
             if wrote:  # a condition that should have failed did not: remove what it wrote
-                self.ddb.delete_item(TableName=self.table, Key=key)
+                # (with BatchWriteItem, which the savers' grant has; it has no DeleteItem)
+                self.ddb.batch_write_item(RequestItems={self.table: [{"DeleteRequest": {"Key": key}}]})
 
     def probe(self, name: str, service: str, calls: list[tuple[str, Callable[[], Any]]]) -> bool:
         """Run the calls; one line naming the denied actions. True if a write unexpectedly landed."""

@@ -48,7 +48,6 @@ TABLE_OPERATIONS: tuple[str, ...] = (
     "Scan",
     "PutItem",
     "UpdateItem",
-    "DeleteItem",
     "BatchWriteItem",
     "TransactWriteItems",
 )

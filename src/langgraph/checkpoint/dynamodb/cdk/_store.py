@@ -80,11 +80,12 @@ __all__ = [
 #: saver bound to a lease (``lock.ThreadLease.bind``, ``lock.run_once``)
 #: writes through ``lock._operations.fenced_write``: a ``ConditionCheck`` of
 #: the thread's lock item (in the thread's own partition) plus the write.
+#: No ``DeleteItem``: the savers delete in ``BatchWriteItem`` batches, and a
+#: released lease keeps its lock item (so that its fencing token only grows).
 DYNAMODB_READ_WRITE_ACTIONS: tuple[str, ...] = (
     "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
-    "dynamodb:DeleteItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:Query",
@@ -394,7 +395,7 @@ class CheckpointStore(Construct):
             alarms exist with no action: they show in the CloudWatch console,
             and ``store.alarms`` lets an app add actions later.
         dashboard: Create the store's CloudWatch dashboard (:attr:`dashboard`).
-            On by default. It costs $3 a month: it graphs 104 metrics, more
+            On by default. It costs $3 a month: it graphs 101 metrics, more
             than the 50 of CloudWatch's free dashboards (docs/infrastructure.md
             lists every cost, and the dashboard's widgets).
         dashboard_name: Its physical name (default: generated).
@@ -1267,7 +1268,7 @@ class CheckpointStore(Construct):
         """Everything ``DynamoDBSaver``/``AsyncDynamoDBSaver`` need, nothing more.
 
         * DynamoDB ``BatchGetItem``, ``BatchWriteItem``, ``ConditionCheckItem``,
-          ``DeleteItem``, ``GetItem``, ``PutItem``, ``Query``, ``UpdateItem`` on
+          ``GetItem``, ``PutItem``, ``Query``, ``UpdateItem`` on
           the table; ``Query`` on ``table/index/*``. ``ConditionCheckItem`` is
           the lease check in the ``TransactWriteItems`` of a lease-bound saver
           (``lock.run_once``, ``ThreadLease.bind``). No ``DescribeTable``: only

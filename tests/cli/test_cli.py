@@ -263,6 +263,27 @@ def test_diff_reports_channel_changes(store: dict[str, Any]) -> None:
     assert code == 0 and "CHANNEL" in out and "added" in out
 
 
+def test_a_single_value_state_is_shown_and_diffed(moto_endpoint: str, names: dict[str, str]) -> None:
+    """``StateGraph(dict)`` (the README's Quick start) keeps its state in ``__root__``: a state channel, not control."""
+    with DynamoDBSaver(**names) as saver:
+        saver.setup()
+        builder = StateGraph(dict)
+        builder.add_node("hello", lambda state: {"greeting": "hi"})
+        builder.add_edge(START, "hello")
+        graph = builder.compile(checkpointer=saver)
+        thread = f"root-{uuid.uuid4().hex[:6]}"
+        graph.invoke({"name": "x"}, {"configurable": {"thread_id": thread}})
+        where = ["--table", names["table_name"], "--bucket", names["bucket_name"]]
+        shown = run_json(*where, "show", thread)
+        assert shown["values"] == {"__root__": {"greeting": "hi"}}
+        code, out, err = run(*where, "show", thread, "--channel", "__root__")
+        assert code == 0, err
+        assert "greeting" in out
+        rows = run_json(*where, "history", thread)["checkpoints"]
+        d = run_json(*where, "diff", thread, rows[-1]["checkpoint_id"], "latest")
+        assert {c["channel"]: c["change"] for c in d["changes"]} == {"__root__": "added"}
+
+
 # ---------------------------------------------- copy / prune / delete / stats
 
 

@@ -136,3 +136,19 @@ def test_the_clients_a_saver_opens_skip_botocores_parameter_validation(moto_endp
                 return e
 
     assert isinstance(asyncio.run(run()), ClientError)
+
+
+def test_without_aiobotocore_the_async_saver_names_the_extra(
+    names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without the ``async`` extra: a message naming it, not a bare ``ModuleNotFoundError``."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "aiobotocore.session", None)  # what `import` sees when it is absent
+
+    async def enter() -> None:
+        async with AsyncDynamoDBSaver(**names):
+            pass
+
+    with pytest.raises(ImportError, match=r"langgraph-checkpoint-dynamodb-s3\[async\]"):
+        asyncio.run(enter())

@@ -331,7 +331,14 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             if session is None:
                 # Imported here so that importing this package (and the sync
                 # saver) never pays for aiobotocore: Lambda cold starts.
-                from aiobotocore.session import get_session
+                try:
+                    from aiobotocore.session import get_session
+                except ImportError as exc:
+                    raise ImportError(
+                        "AsyncDynamoDBSaver needs aiobotocore, in the package's async extra: "
+                        'pip install "langgraph-checkpoint-dynamodb-s3[async]" '
+                        "(or pass session= an aioboto3 Session, or ready-made async clients)"
+                    ) from exc
 
                 session = get_session()
             if self._stack is None:

@@ -127,7 +127,8 @@ class LocalAWS:
             from moto.server import ThreadedMotoServer
         except ImportError as exc:  # pragma: no cover - depends on environment
             raise ImportError(
-                'the local endpoint needs moto: pip install "moto[server,dynamodb,s3]>=5.1"'
+                "the local endpoint needs moto (the package's local extra): "
+                'pip install "langgraph-checkpoint-dynamodb-s3[local]"'
             ) from exc
         if self.port:
             # moto binds in its server thread, where a busy port would leave

@@ -27,8 +27,21 @@ _NOT_NODES = {"__input__", INTERRUPT_CHANNEL}
 # Pure functions over checkpoint tuples: no I/O, no langgraph import needed.
 
 
+#: The one state channel of a graph whose state is a single value
+#: (``StateGraph(dict)``, as in the README's Quick start): state, whatever
+#: its dunder name says.
+ROOT_CHANNEL = "__root__"
+
+
 def is_internal_channel(name: str) -> bool:
-    """Channels LangGraph uses for control flow rather than state."""
+    """Channels LangGraph uses for control flow rather than state.
+
+    Example:
+        >>> [is_internal_channel(c) for c in ("messages", "branch:to:a", "__start__", "__root__")]
+        [False, True, True, False]
+    """
+    if name == ROOT_CHANNEL:
+        return False
     return name.startswith(("branch:", "join:", "__")) or name == _START
 
 

@@ -17,6 +17,7 @@ errors. Each test here failed on that code, but one:
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +174,24 @@ def test_a_foreign_item_does_not_stop_the_orphan_sweeper(store: Store) -> None:
     assert "Contents" not in s3.list_objects_v2(Bucket=store.names["bucket_name"], Prefix=orphan)
     # What the victim's checkpoint references is still there.
     assert store.victim.get_tuple(cfg(thread)).checkpoint["channel_values"] == {"x": "step 0"}
+
+
+def test_a_poisoned_thread_does_not_keep_delete_for_runs_from_the_others(store: Store) -> None:
+    """The run index lists every tenant's items of a run: the attacker's, poisoned, comes first (by key)."""
+    run = f"run-{uuid.uuid4()}"
+    victim_thread = new_thread()
+    for saver, thread in ((store.victim, victim_thread), (store.attacker, "evil")):
+        cp = empty_checkpoint()
+        cp["id"] = str(uuid6(clock_seq=-1))
+        saver.put(cfg(thread), cp, {"run_id": run}, {})
+    store.raw.put_item(
+        TableName=store.table,
+        Item={ATTR.PK: {"S": store.attacker.partition_key("evil")}, ATTR.SK: {"S": "junk"}, ATTR.FORMAT: {"N": "1"}},
+    )
+    assert store.attacker.partition_key("evil") < store.victim.partition_key(victim_thread)
+    with pytest.raises(CorruptPayloadError, match=r"1 thread\(s\).*'evil'"):
+        store.operator.delete_for_runs([run])
+    assert store.victim.get_tuple(cfg(victim_thread)) is None  # deleted, as asked
 
 
 def test_service_errors_still_stop_a_job(store: Store) -> None:

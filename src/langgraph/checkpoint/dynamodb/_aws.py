@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.config import Config
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_SETUP, ENV_TABLE, region_from_env
@@ -79,6 +79,21 @@ def client_region(explicit: str | None, session: Any = None) -> str | None:
 def error_code(exc: ClientError) -> str:
     """The AWS error code of a client error (``""`` if it has none)."""
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def is_service_error(exc: Exception) -> bool:
+    """Whether ``exc`` is the service's (stop, and retry later) rather than one thread's data (record, go on).
+
+    The service's own errors (throttling, an outage, a missing table, a
+    denied action, a connection that failed) are never one thread's fault,
+    and a later run retries them. A ``ValidationException`` is: a request
+    that an item's content makes invalid fails the same way every time.
+    Work that walks many threads (the table-wide jobs, ``delete_for_runs``)
+    records any other error against its thread and goes on.
+    """
+    if isinstance(exc, ClientError):
+        return error_code(exc) != "ValidationException"
+    return isinstance(exc, BotoCoreError)
 
 
 def is_local_endpoint(url: str | None) -> bool:

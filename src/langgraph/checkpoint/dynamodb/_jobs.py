@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import _deleting, _items, _requests, clock, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._aws import error_code, is_service_error
 from langgraph.checkpoint.dynamodb._items import (
     ThreadItems,
 )
@@ -35,19 +35,6 @@ _UUID_EPOCH_100NS = 0x01B21DD213814000
 R = TypeVar("R")
 
 
-def _service_error(exc: Exception) -> bool:
-    """Whether a job stops on ``exc`` (and its run is retried) rather than recording it for one thread.
-
-    The service's own errors (throttling, an outage, a missing table, a
-    denied action) stop the run: the next run retries, and they are never
-    one thread's fault. A ``ValidationException`` is deterministic: a
-    request that an item's content makes invalid fails again at every run.
-    """
-    if isinstance(exc, ClientError):
-        return error_code(exc) != "ValidationException"
-    return isinstance(exc, BotoCoreError)
-
-
 def _isolated(report: SweepReport, thread_id: str, op: Op[R]) -> Op[R | None]:
     """Run one thread's share of a table-wide job: its result, or ``None`` if it failed and was recorded.
 
@@ -61,7 +48,7 @@ def _isolated(report: SweepReport, thread_id: str, op: Op[R]) -> Op[R | None]:
     try:
         return (yield from op)
     except Exception as exc:
-        if _service_error(exc):
+        if is_service_error(exc):
             raise
         report.errors.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
         return None

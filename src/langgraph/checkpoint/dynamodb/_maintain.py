@@ -15,13 +15,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _requests, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._aws import error_code, is_service_error
 from langgraph.checkpoint.dynamodb._items import (
     Item,
     ThreadItems,
 )
 from langgraph.checkpoint.dynamodb._ops import Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PruneResult,
 )
@@ -168,6 +169,11 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
 
     A checkpoint of a deleted run that a surviving checkpoint still needs
     for its delta channels stays (with the writes on that path).
+
+    Raises:
+        CorruptPayloadError: some threads could not be read or deleted (a
+            malformed item, a parent cycle); it names them, after the runs'
+            items in every other thread were deleted.
     """
     if isinstance(run_ids, (str, bytes)):
         raise TypeError("run_ids must be a list of run ids, not a single string")
@@ -192,6 +198,7 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
                 break
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
     run_set = set(runs)
+    failed: list[str] = []
     for pk in sorted(by_thread):
         # An untenanted (operator) saver deletes the runs of every
         # tenant, each through a view of that tenant (see _owner_of_pk).
@@ -199,25 +206,44 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
         if owner is None:
             continue
         saver, thread_id = owner
-        thread = yield from _deleting.load_thread(saver, thread_id)
-        res = PruneResult(threads=1)
-        # The index is eventually consistent: trust the item's own rid.
-        doomed_cps = {
-            key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
-        }
-        survivors = [key for key in thread.checkpoints if key not in doomed_cps]
-        keep, ancestors = _deleting.keep_set(thread.checkpoints, survivors, thread_id=thread_id)
-        drop_writes = [
-            w
-            for key, ws in thread.writes.items()
-            if key not in doomed_cps and key not in ancestors
-            for w in ws
-            if w.get(ATTR.RUN_ID, {}).get("S") in run_set
-        ]
-        res.kept_for_delta = len(keep) - len(survivors)
-        yield from _deleting._delete_unkept(saver, thread, keep, res, drop_writes=drop_writes)
-        total.add(res)
+        try:
+            total.add((yield from _delete_runs_of_thread(saver, thread_id, run_set)))
+        except Exception as exc:
+            # The run index can list any tenant's items under a run id: one
+            # thread that cannot be read must not keep the others' items
+            # (what the caller asked to delete) in place. Reported at the end.
+            if is_service_error(exc):
+                raise
+            failed.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
+    if failed:
+        raise CorruptPayloadError(
+            f"delete_for_runs deleted the runs' items in every other thread; {len(failed)} thread(s) "
+            f"could not be read or deleted and still hold some: {'; '.join(failed[:5])}"
+            + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
+        )
     return total
+
+
+def _delete_runs_of_thread(saver: BaseDynamoDBSaver, thread_id: str, run_set: set[str]) -> Op[PruneResult]:
+    """One thread's share of ``delete_for_runs``: its checkpoints and writes of these runs."""
+    thread = yield from _deleting.load_thread(saver, thread_id)
+    res = PruneResult(threads=1)
+    # The index is eventually consistent: trust the item's own rid.
+    doomed_cps = {
+        key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
+    }
+    survivors = [key for key in thread.checkpoints if key not in doomed_cps]
+    keep, ancestors = _deleting.keep_set(thread.checkpoints, survivors, thread_id=thread_id)
+    drop_writes = [
+        w
+        for key, ws in thread.writes.items()
+        if key not in doomed_cps and key not in ancestors
+        for w in ws
+        if w.get(ATTR.RUN_ID, {}).get("S") in run_set
+    ]
+    res.kept_for_delta = len(keep) - len(survivors)
+    yield from _deleting._delete_unkept(saver, thread, keep, res, drop_writes=drop_writes)
+    return res
 
 
 @dataclass

@@ -18,6 +18,8 @@ FUNCTIONS = {
     "OrphanSweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
     "Maintenance": "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
 }
+#: The table-wide jobs, which record a thread they cannot handle and go on (construct id -> Job dimension).
+JOB_ERRORS = {"Pruner": "pruner", "Reaper": "reaper", "OrphanSweeper": "orphan_sweeper"}
 
 
 def _fn(synth, stack: str, name: str, prefix: str = "CheckpointStore") -> tuple[str, dict]:
@@ -246,6 +248,7 @@ def test_alarms(reference) -> None:
         [f"CheckpointStore{n}ErrorsAlarm" for n in FUNCTIONS]
         + [f"CheckpointStore{n}ThrottlesAlarm" for n in FUNCTIONS]
         + [f"CheckpointStore{n}DlqDepthAlarm" for n in FUNCTIONS]
+        + [f"CheckpointStore{n}JobErrorsAlarm" for n in JOB_ERRORS]
         + [
             "CheckpointStoreReaperIteratorAgeAlarm",
             "CheckpointStoreTableReadThrottleAlarm",
@@ -289,6 +292,20 @@ def test_alarms(reference) -> None:
         )
         assert depth["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}]
         assert depth["Threshold"] == 1
+    # A thread a job records and skips (one tenant's malformed item) fails no
+    # invocation: its own count is what raises the alarm.
+    for name, job in JOB_ERRORS.items():
+        skipped = alarms[f"CheckpointStore{name}JobErrorsAlarm"]
+        assert (skipped["Namespace"], skipped["MetricName"], skipped["Statistic"]) == (
+            "LangGraph/Checkpoints",
+            "Errors",
+            "Sum",
+        )
+        assert sorted(skipped["Dimensions"], key=lambda d: d["Name"]) == [
+            {"Name": "FunctionName", "Value": {"Ref": fn_ids[name]}},
+            {"Name": "Job", "Value": job},
+        ]
+        assert (skipped["Threshold"], skipped["Period"]) == (1, 3600)
     age = alarms["CheckpointStoreReaperIteratorAgeAlarm"]
     assert (age["MetricName"], age["Statistic"], age["Threshold"]) == ("IteratorAge", "Maximum", 3_600_000)
 
@@ -336,7 +353,7 @@ def test_alarms(reference) -> None:
 def test_alarm_topic_receives_alarm_and_ok(custom) -> None:
     topic_id, _ = custom.one("Custom", "AWS::SNS::Topic")
     alarms = _alarms(custom, "Custom")
-    assert len(alarms) == 16  # no agent in this stack
+    assert len(alarms) == 19  # no agent in this stack; three jobs with skipped-thread counts
     for props in alarms.values():
         assert props["AlarmActions"] == [{"Ref": topic_id}]
         assert props["OKActions"] == [{"Ref": topic_id}]
@@ -348,7 +365,7 @@ def test_no_alarm_topic_means_alarms_without_actions(custom) -> None:
     assert sorted(alarms) == sorted(
         f"Store{n}{kind}"
         for n in ("Pruner", "OrphanSweeper")
-        for kind in ("ErrorsAlarm", "ThrottlesAlarm", "DlqDepthAlarm")
+        for kind in ("ErrorsAlarm", "ThrottlesAlarm", "DlqDepthAlarm", "JobErrorsAlarm")
     ) + sorted(["StoreTableReadThrottleAlarm", "StoreTableWriteThrottleAlarm", "StoreTableSystemErrorsAlarm"])
     for props in alarms.values():
         assert "AlarmActions" not in props and "OKActions" not in props

@@ -41,7 +41,8 @@ def _isolated(report: SweepReport, thread_id: str, op: Op[R]) -> Op[R | None]:
     Whoever can write a thread's items (a tenant, with its own grant) shapes
     what the job reads there. A failure caused by that thread's items is
     recorded in the report (the Lambda logs it and counts it in the
-    ``Errors`` metric) and the job goes on with the next thread: raised, it
+    ``Errors`` metric, which the construct's ``JobErrorsAlarm`` watches) and
+    the job goes on with the next thread: raised, it
     would stop the page, and every later run would stop at the same thread,
     so nobody's threads past it would ever be maintained again.
     """

@@ -247,23 +247,39 @@ def _function_rows(
     return [first, second] if second else [first]
 
 
+def job_metric(
+    namespace: str, job: str, function: lambda_.IFunction, metric_name: str, *, labelled: bool = True
+) -> cloudwatch.Metric:
+    """A job's count (``lambdas.metrics.JOB_METRICS``), as its handler emits it: hourly sums.
+
+    ``labelled=False`` for an alarm: a label would make CDK write it as a
+    metric-math ``Metrics`` list rather than a plain metric.
+
+    Example:
+        >>> job_metric("LangGraph/Checkpoints", "pruner", store.functions["pruner"], "Errors")  # doctest: +SKIP
+    """
+    return cloudwatch.Metric(
+        namespace=namespace,
+        metric_name=metric_name,
+        # The dimensions the handler emits in Lambda: job and function name.
+        dimensions_map={JOB_DIMENSION: job, FUNCTION_DIMENSION: function.function_name},
+        statistic="Sum",
+        period=_JOB_PERIOD,
+        label=(f"{job} {metric_name}" if metric_name in ("Errors", "BytesFreed") else metric_name)
+        if labelled
+        else None,
+    )
+
+
 def _job_row(functions: Mapping[str, lambda_.Function], namespace: str) -> list[cloudwatch.IWidget]:
-    def job_metric(job: str, metric_name: str) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace=namespace,
-            metric_name=metric_name,
-            # The dimensions the handler emits in Lambda: job and function name.
-            dimensions_map={JOB_DIMENSION: job, FUNCTION_DIMENSION: functions[job].function_name},
-            statistic="Sum",
-            period=_JOB_PERIOD,
-            label=f"{job} {metric_name}" if metric_name in ("Errors", "BytesFreed") else metric_name,
-        )
+    def job_metric_of(job: str, metric_name: str) -> cloudwatch.Metric:
+        return job_metric(namespace, job, functions[job], metric_name)
 
     jobs = [job for job in JOB_METRICS if job in functions]
     widgets: list[cloudwatch.IWidget] = [
         _graph(
             f"Job: {job}",
-            [job_metric(job, m.name) for m in JOB_METRICS[job] if m.name not in ("Errors", "BytesFreed")],
+            [job_metric_of(job, m.name) for m in JOB_METRICS[job] if m.name not in ("Errors", "BytesFreed")],
             left_label="per hour",
         )
         for job in jobs
@@ -273,8 +289,8 @@ def _job_row(functions: Mapping[str, lambda_.Function], namespace: str) -> list[
         widgets.append(
             _graph(
                 "Jobs: errors and bytes freed",
-                [job_metric(job, name) for job, name in shared if name == "Errors"],
-                right=[job_metric(job, name) for job, name in shared if name == "BytesFreed"],
+                [job_metric_of(job, name) for job, name in shared if name == "Errors"],
+                right=[job_metric_of(job, name) for job, name in shared if name == "BytesFreed"],
                 left_label="errors per hour",
                 right_label="bytes per hour",
             )

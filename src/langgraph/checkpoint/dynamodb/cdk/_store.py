@@ -39,12 +39,14 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
     library_requirements,
     pip_platform,
 )
-from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID, create_dashboard
+from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID, create_dashboard, job_metric
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 from langgraph.checkpoint.dynamodb.lambdas.metrics import (
     DEFAULT_NAMESPACE,
     ENV_METRICS_NAMESPACE,
+    ERRORS,
+    JOB_METRICS,
     metrics_namespace,
 )
 
@@ -300,8 +302,9 @@ class CheckpointStore(Construct):
       threads or runs, in resumable steps), each with its own role (only what its code path calls), log
       group (encrypted with ``kms_key`` when given), reserved concurrency and
       encrypted, TLS-only SQS dead-letter queue (kept under ``RETAIN``);
-    * CloudWatch alarms (Lambda errors and throttles, DLQ depth, table
-      throttles and system errors, reaper iterator age), wired to an SNS topic
+    * CloudWatch alarms (Lambda errors and throttles, DLQ depth, threads a
+      job recorded and skipped, table throttles and system errors, reaper
+      iterator age), wired to an SNS topic
       when one is given (otherwise they exist with no action);
     * a CloudWatch dashboard (``dashboard=True``): table, bucket, functions
       and the jobs' own counts, which the handlers print as embedded metrics;
@@ -867,6 +870,18 @@ class CheckpointStore(Construct):
             description=f"The checkpoint {name} Lambda was throttled (reserved concurrency reached, or the "
             "account's limit): maintenance is falling behind.",
         )
+        if self.metrics_namespace and ERRORS in JOB_METRICS.get(name, ()):
+            # A thread the job could not handle (a malformed item, a parent
+            # cycle) is recorded and skipped, so that one tenant's items cannot
+            # stop the job for all: the invocation succeeds, and this count,
+            # not the Lambda's Errors, is what says a thread needs a look.
+            self._alarm(
+                f"{construct_id}JobErrorsAlarm",
+                job_metric(self.metrics_namespace, name, fn, ERRORS.name, labelled=False),
+                threshold=1,
+                description=f"The checkpoint {name} job skipped threads it could not handle; their "
+                "names and errors are in its log record's errors field.",
+            )
         return fn
 
     def logs_key(self) -> kms.IKey | None:

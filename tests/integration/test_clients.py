@@ -152,3 +152,33 @@ def test_without_aiobotocore_the_async_saver_names_the_extra(
 
     with pytest.raises(ImportError, match=r"langgraph-checkpoint-dynamodb-s3\[async\]"):
         asyncio.run(enter())
+
+
+def test_without_a_region_the_saver_says_where_one_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The usual first-hour slip: a shell where ``local.env`` was not sourced."""
+    from botocore.exceptions import NoRegionError
+
+    from langgraph.checkpoint.dynamodb import RegionNotSetError
+
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    with pytest.raises(RegionNotSetError, match=r"AWS_REGION.*local\.env") as info:
+        DynamoDBSaver(table_name="t")
+    assert isinstance(info.value, NoRegionError)  # code catching botocore's error still does
+
+    async def enter() -> None:
+        async with AsyncDynamoDBSaver(table_name="t"):
+            pass
+
+    with pytest.raises(RegionNotSetError, match=r"local\.env"):
+        asyncio.run(enter())
+
+
+def test_every_error_the_library_raises_is_importable_from_the_package() -> None:
+    import langgraph.checkpoint.dynamodb as package
+    from langgraph.checkpoint.dynamodb import errors
+
+    assert set(errors.__all__) <= set(package.__all__)
+    for name in errors.__all__:
+        assert getattr(package, name) is getattr(errors, name)

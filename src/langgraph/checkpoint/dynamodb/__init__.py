@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.dynamodb.errors import (
     CheckpointStoreError,
     CorruptPayloadError,
+    EndpointUnreachableError,
     KeyTooLongError,
     MissingPayloadError,
     PayloadLimitError,
     PayloadTooLargeError,
+    RegionNotSetError,
+    StoreNotFoundError,
     UnsupportedFormatError,
 )
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
@@ -29,10 +32,13 @@ __all__ = [
     "CheckpointStoreError",
     "CorruptPayloadError",
     "DynamoDBSaver",
+    "EndpointUnreachableError",
     "KeyTooLongError",
     "MissingPayloadError",
     "PayloadLimitError",
     "PayloadTooLargeError",
+    "RegionNotSetError",
+    "StoreNotFoundError",
     "UnsupportedFormatError",
 ]
 

@@ -11,18 +11,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoRegionError
 
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_SETUP, ENV_TABLE, region_from_env
-from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError, StoreNotFoundError
+from langgraph.checkpoint.dynamodb.errors import (
+    EndpointUnreachableError,
+    RegionNotSetError,
+    StoreNotFoundError,
+)
 
 __all__ = [
     "client_region",
@@ -79,6 +85,17 @@ def client_region(explicit: str | None, session: Any = None) -> str | None:
 def error_code(exc: ClientError) -> str:
     """The AWS error code of a client error (``""`` if it has none)."""
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+@contextlib.contextmanager
+def region_required() -> Iterator[None]:
+    """Opening clients: botocore's bare ``NoRegionError`` becomes one that says where a region comes from."""
+    try:
+        yield
+    except NoRegionError as exc:
+        if isinstance(exc, RegionNotSetError):
+            raise
+        raise RegionNotSetError() from exc
 
 
 def is_service_error(exc: Exception) -> bool:

@@ -27,7 +27,12 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
-from langgraph.checkpoint.dynamodb._aws import client_region, fail_fast_on_local_endpoint, translate_errors
+from langgraph.checkpoint.dynamodb._aws import (
+    client_region,
+    fail_fast_on_local_endpoint,
+    region_required,
+    translate_errors,
+)
 from langgraph.checkpoint.dynamodb._driver import (
     DEFAULT_MAX_IN_FLIGHT,
     AsyncDriver,
@@ -351,7 +356,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                     endpoint_url=self._endpoint_url,
                     config=self._client_config,
                 )
-                client = await self._stack.enter_async_context(cm)
+                with region_required():
+                    client = await self._stack.enter_async_context(cm)
                 split_request_phases(client)
                 self._clients[name] = client
                 fail_fast_on_local_endpoint(self._clients[name])

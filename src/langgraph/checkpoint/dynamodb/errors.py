@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoRegionError
 
 __all__ = [
     "CheckpointStoreError",
@@ -14,6 +14,7 @@ __all__ = [
     "MissingPayloadError",
     "PayloadLimitError",
     "PayloadTooLargeError",
+    "RegionNotSetError",
     "StoreNotFoundError",
     "UnsupportedFormatError",
 ]
@@ -79,3 +80,18 @@ class EndpointUnreachableError(CheckpointStoreError, EndpointConnectionError):
 
     def __init__(self, *, endpoint_url: str, message: str, **kwargs: Any) -> None:
         EndpointConnectionError.__init__(self, endpoint_url=endpoint_url, message=message, **kwargs)
+
+
+class RegionNotSetError(CheckpointStoreError, NoRegionError):
+    """No AWS region for the clients the saver opens.
+
+    Still a botocore ``NoRegionError``; the message says where a region
+    comes from (the usual cause on a laptop: the local endpoint's
+    environment file was not sourced in this shell).
+    """
+
+    fmt = (
+        "no AWS region for the saver's clients: set AWS_REGION (or AWS_DEFAULT_REGION), or pass "
+        "region_name=...; with `langgraph-dynamodb local`, source the environment file it wrote "
+        "(. ./local.env) in this shell"
+    )

@@ -21,6 +21,7 @@ from langgraph.checkpoint.dynamodb._aws import (
     client_config,
     client_region,
     fail_fast_on_local_endpoint,
+    region_required,
     translate_errors,
 )
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
@@ -115,14 +116,15 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         session = boto3_session or boto3.session.Session(region_name=region_name)
         opts = {"region_name": region_name, "endpoint_url": self._endpoint_url, "config": self._client_config}
         self._owned: list[Any] = []
-        if dynamodb_client is None:
-            dynamodb_client = session.client("dynamodb", **opts)
-            fail_fast_on_local_endpoint(dynamodb_client)
-            self._owned.append(dynamodb_client)
-        if s3_client is None and self.bucket_name is not None:
-            s3_client = session.client("s3", **opts)
-            fail_fast_on_local_endpoint(s3_client)
-            self._owned.append(s3_client)
+        with region_required():
+            if dynamodb_client is None:
+                dynamodb_client = session.client("dynamodb", **opts)
+                fail_fast_on_local_endpoint(dynamodb_client)
+                self._owned.append(dynamodb_client)
+            if s3_client is None and self.bucket_name is not None:
+                s3_client = session.client("s3", **opts)
+                fail_fast_on_local_endpoint(s3_client)
+                self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
         self._driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
 

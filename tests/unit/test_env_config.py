@@ -114,6 +114,50 @@ def test_canonical_names_win_over_old_ones() -> None:
     assert cfg.table_name == "new"
 
 
+def test_with_any_canonical_name_set_the_bare_names_are_the_applications(caplog: pytest.LogCaptureFixture) -> None:
+    """The app's own BUCKET_NAME (its uploads) must not become where checkpoints go."""
+    app = {"BUCKET_NAME": "app-user-uploads", "S3_KEY_PREFIX": "public/", "THREAD_TTL_SECONDS": "3600", "TRACK_THREADS": "1"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no deprecation warning about them either
+        cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "ckpt", **app})
+    assert (cfg.bucket_name, cfg.s3_key_prefix, cfg.ttl, cfg.track_threads) == (None, "checkpoints/", None, False)
+    assert caplog.records == []
+
+
+def test_a_bare_name_read_is_logged_where_it_is_seen(caplog: pytest.LogCaptureFixture) -> None:
+    """Python hides a DeprecationWarning raised in library code by default: it is logged too."""
+    with pytest.warns(DeprecationWarning):
+        StoreConfig.from_env({"TABLE_NAME": "ckpt"})
+    assert any("TABLE_NAME is deprecated" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", True), ("true", True), ("Yes", True), ("on", True), ("0", False), ("false", False), ("no", False)])
+def test_track_threads_reads_the_usual_spellings(value: str, expected: bool) -> None:
+    cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_TRACK_THREADS": value})
+    assert cfg.track_threads is expected
+
+
+def test_a_misspelt_flag_or_a_blank_tenant_is_an_error_not_a_default() -> None:
+    with pytest.raises(ValueError, match=r"LANGGRAPH_DYNAMODB_TRACK_THREADS.*'ture'"):
+        StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_TRACK_THREADS": "ture"})
+    # Blank must not quietly mean "no tenant": an untenanted saver maintains every tenant's threads.
+    with pytest.raises(ValueError, match="LANGGRAPH_DYNAMODB_TENANT_PREFIX is set but blank"):
+        StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_TENANT_PREFIX": " "})
+
+
+@pytest.mark.parametrize("prefix", ["checkpoints", "/", "", "a/b"])
+def test_the_s3_key_prefix_must_be_a_folder(no_aws_env: None, prefix: str) -> None:
+    """Without the '/', the prefix also matches the bucket's other keys, which the orphan sweeper would delete."""
+    with pytest.raises(ValueError, match="s3_key_prefix must be a folder"):
+        DynamoDBSaver(table_name="t", bucket_name="b", region_name="us-east-1", s3_key_prefix=prefix)
+    if prefix:
+        with pytest.raises(ValueError, match="s3_key_prefix must be a folder"):
+            DynamoDBSaver.from_env(
+                {"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_BUCKET": "b", "AWS_REGION": "us-east-1", "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": prefix}
+            )
+    DynamoDBSaver(table_name="t", bucket_name="b", region_name="us-east-1", s3_key_prefix="a/b/").close()
+
+
 def test_store_config_passes_region_and_tenant(no_aws_env: None) -> None:
     cfg = StoreConfig.from_env({**CANONICAL, "AWS_REGION": "eu-west-1"})
     saver: Any = cfg.saver()

@@ -169,6 +169,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde or default_serde())
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
+        schema.validate_s3_key_prefix(s3_key_prefix)
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
             raise ValueError(f"ttl must be a number of seconds >= 60, or None; got {ttl!r}")
         if not table_name or not isinstance(table_name, str):

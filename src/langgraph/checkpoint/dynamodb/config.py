@@ -11,7 +11,7 @@ and ``AsyncDynamoDBSaver.from_env``, the CLI, the Lambda helpers
 ``LANGGRAPH_DYNAMODB_S3_KEY_PREFIX``      S3 key prefix (default ``checkpoints/``)
 ``LANGGRAPH_DYNAMODB_TENANT_PREFIX``      tenant prefix of thread ids (optional)
 ``LANGGRAPH_DYNAMODB_TTL_SECONDS``        idle seconds before a thread expires
-``LANGGRAPH_DYNAMODB_TRACK_THREADS``      ``1``: keep thread heads without a TTL
+``LANGGRAPH_DYNAMODB_TRACK_THREADS``      ``1``/``true``: keep heads without a TTL
 ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE``   largest payload read or written (bytes)
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION``   region, in this order of precedence
 ``AWS_ENDPOINT_URL``                      endpoint (read by botocore itself)
@@ -22,12 +22,16 @@ to more than one table and bucket, and bare ``TABLE_NAME``/``BUCKET_NAME``
 collide with the application's own settings. The bare names the Lambda
 helpers read before (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
 ``THREAD_TTL_SECONDS``, ``TRACK_THREADS``) are still accepted for one
-release, with a ``DeprecationWarning``, because functions deployed with an
-older construct carry them.
+release, with a ``DeprecationWarning`` and a logged warning, because
+functions deployed with an older construct carry them; but only in an
+environment that sets no ``LANGGRAPH_DYNAMODB_*`` name at all. Where any
+canonical name is set, the bare ones are the application's own (its
+``BUCKET_NAME`` is not where checkpoints go) and are never read.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Mapping
@@ -43,6 +47,7 @@ __all__ = [
     "ENV_TRACK_THREADS",
     "ENV_TTL_SECONDS",
     "LEGACY_NAMES",
+    "env_flag",
     "region_from_env",
     "saver_kwargs_from_env",
 ]
@@ -91,21 +96,50 @@ def region_from_env(explicit: str | None = None, env: Mapping[str, str] | None =
     return None
 
 
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    """A variable by its canonical name, else by its deprecated one (with a warning)."""
+_log = logging.getLogger("langgraph.checkpoint.dynamodb")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def env_flag(env: Mapping[str, str], name: str, value: str | None = None) -> bool:
+    """A yes/no variable: ``1/true/yes/on`` or ``0/false/no/off`` (or unset); anything else is an error.
+
+    A typo (``ture``) must not silently mean either.
+
+    Example:
+        >>> env_flag({"X": "Yes"}, "X"), env_flag({}, "X")
+        (True, False)
+    """
+    text = (env.get(name, "") if value is None else value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"{name} must be 1/true/yes/on or 0/false/no/off, got {text!r}")
+
+
+def _canonical_set(env: Mapping[str, str]) -> bool:
+    """Whether the environment names any ``LANGGRAPH_DYNAMODB_*`` setting (then bare names are the app's)."""
+    return any(k.startswith("LANGGRAPH_DYNAMODB_") and v.strip() for k, v in env.items())
+
+
+def _get(env: Mapping[str, str], name: str, *, legacy_ok: bool = True) -> str | None:
+    """A variable by its canonical name, else by its deprecated one (with a warning, and only if ``legacy_ok``)."""
     value = env.get(name, "").strip()
     if value:
         return value
     legacy = LEGACY_NAMES.get(name)
-    if legacy is not None:
+    if legacy is not None and legacy_ok:
         value = env.get(legacy, "").strip()
         if value:
-            warnings.warn(
+            message = (
                 f"environment variable {legacy} is deprecated and will not be read by the next "
-                f"release; set {name} instead",
-                DeprecationWarning,
-                stacklevel=3,
+                f"release; set {name} instead"
             )
+            warnings.warn(message, DeprecationWarning, stacklevel=3)
+            # Python hides a DeprecationWarning raised in library code: say it where it is seen.
+            _log.warning("%s", message)
             return value
     return None
 
@@ -123,18 +157,33 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
         ('ckpt', None, 'eu-west-1')
     """
     env = os.environ if env is None else env
-    table = _get(env, ENV_TABLE)
+    legacy_ok = not _canonical_set(env)
+
+    def get(name: str) -> str | None:
+        return _get(env, name, legacy_ok=legacy_ok)
+
+    table = get(ENV_TABLE)
     if not table:
         raise ValueError(f"{ENV_TABLE} is not set (the checkpoint table's name)")
-    ttl_text = _get(env, ENV_TTL_SECONDS)
+    ttl_text = get(ENV_TTL_SECONDS)
     try:
         ttl = int(ttl_text) if ttl_text else None
     except ValueError:
         # Name the variable that is actually set, the deprecated one included.
         name = ENV_TTL_SECONDS if env.get(ENV_TTL_SECONDS, "").strip() else LEGACY_NAMES[ENV_TTL_SECONDS]
         raise ValueError(f"{name} must be a whole number of seconds, got {ttl_text!r}") from None
-    track = _get(env, ENV_TRACK_THREADS)
-    size_text = _get(env, ENV_MAX_PAYLOAD_SIZE)
+    track_text = get(ENV_TRACK_THREADS)
+    # Name, in an error, the variable actually set (the deprecated one included).
+    track_name = (
+        ENV_TRACK_THREADS if env.get(ENV_TRACK_THREADS, "").strip() else LEGACY_NAMES[ENV_TRACK_THREADS]
+    )
+    track = env_flag(env, track_name, track_text or "")
+    tenant = env.get(ENV_TENANT_PREFIX)
+    if tenant is not None and not tenant.strip():
+        # Set but blank (a templating slip) must not quietly mean "no tenant":
+        # an untenanted saver reads and maintains every tenant's threads.
+        raise ValueError(f"{ENV_TENANT_PREFIX} is set but blank: unset it for no tenant prefix")
+    size_text = get(ENV_MAX_PAYLOAD_SIZE)
     try:
         max_payload_size = int(size_text) if size_text else None
     except ValueError:
@@ -143,11 +192,11 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
         ) from None
     kwargs: dict[str, Any] = {
         "table_name": table,
-        "bucket_name": _get(env, ENV_BUCKET),
-        "s3_key_prefix": _get(env, ENV_S3_KEY_PREFIX) or "checkpoints/",
-        "tenant_prefix": _get(env, ENV_TENANT_PREFIX),
+        "bucket_name": get(ENV_BUCKET),
+        "s3_key_prefix": get(ENV_S3_KEY_PREFIX) or "checkpoints/",
+        "tenant_prefix": get(ENV_TENANT_PREFIX),
         "ttl": ttl,
-        "track_threads": bool(ttl) or track == "1",
+        "track_threads": bool(ttl) or track,
         "region_name": region_from_env(None, env),
     }
     if max_payload_size is not None:  # else the savers' own default

@@ -61,6 +61,7 @@ __all__ = [
     "tenant_partition_prefix",
     "tenant_s3_prefix",
     "unescape",
+    "validate_s3_key_prefix",
 ]
 
 #: Newest item format this library reads and writes. A reader that meets a
@@ -435,6 +436,29 @@ def tenant_s3_prefix(key_prefix: str, tenant_prefix: str) -> str:
 
 def _valid_tenant(tenant_prefix: str) -> bool:
     return bool(tenant_prefix) and not any(c in tenant_prefix for c in "%|*?/")
+
+
+def validate_s3_key_prefix(key_prefix: str) -> None:
+    """The savers' S3 key prefix must be a folder: non-empty, ending with ``/``.
+
+    Every key the library writes, lists or deletes starts with it. Without
+    the ``/`` it is a prefix of the bucket's other keys too (``checkpoints``
+    of ``checkpoints-archive/...``), and the orphan sweeper, which lists
+    under it and deletes what no thread references, would take them for
+    threads' orphans.
+
+    Example:
+        >>> validate_s3_key_prefix("checkpoints/")
+        >>> validate_s3_key_prefix("checkpoints")
+        Traceback (most recent call last):
+        ...
+        ValueError: s3_key_prefix must be a folder, non-empty and ending with '/' (e.g. 'checkpoints/'), got 'checkpoints'
+    """
+    if not isinstance(key_prefix, str) or not key_prefix.endswith("/") or not key_prefix.strip("/"):
+        raise ValueError(
+            "s3_key_prefix must be a folder, non-empty and ending with '/' (e.g. 'checkpoints/'), "
+            f"got {key_prefix!r}"
+        )
 
 
 def validate_tenant_prefix(tenant_prefix: str) -> None:

@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver
-from langgraph.checkpoint.dynamodb.config import ENV_SETUP
+from langgraph.checkpoint.dynamodb.config import ENV_SETUP, env_flag
 
 __all__ = ["ENV_SETUP", "checkpointer"]
 
@@ -47,19 +47,11 @@ __all__ = ["ENV_SETUP", "checkpointer"]
 #: The thread id of the start-up read (never written).
 _PROBE_THREAD = "langgraph-dynamodb-server-start-up-check"
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
-
 
 def _setup_requested(env: Mapping[str, str]) -> bool:
-    value = env.get(ENV_SETUP, "").strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
     # A typo ("ture") must not silently mean either: the server would start
     # against a table that does not exist, or create one the user did not ask for.
-    raise ValueError(f"{ENV_SETUP} must be 1/true/yes or 0/false/no, got {value!r}")
+    return env_flag(env, ENV_SETUP)
 
 
 @contextlib.asynccontextmanager

@@ -473,8 +473,7 @@ class CheckpointStore(Construct):
         # ACLs disabled (BucketOwnerEnforced). Context set here, before any
         # child exists, applies to this construct's subtree only.
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        if not s3_key_prefix.endswith("/"):
-            raise ValueError("s3_key_prefix must end with '/'")
+        schema.validate_s3_key_prefix(s3_key_prefix)
         if prune_keep_last is not None and prune_keep_last < 1:
             raise ValueError("prune_keep_last must be >= 1: the latest checkpoint always survives")
         if prune_idle_days is not None and prune_idle_days <= 0:

@@ -25,6 +25,7 @@ import random
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, _export_file, cli, schema
 from langgraph.checkpoint.dynamodb._export_file import _put_writes_order
 from langgraph.checkpoint.dynamodb.serde import default_serde
 from langgraph.checkpoint.dynamodb.transfer import (
@@ -758,6 +759,57 @@ def test_put_writes_order(rows: list[tuple[int, str, Any]], expected: Any) -> No
         for pos, (ch, v) in enumerate(expected):
             stored.setdefault(WRITES_IDX_MAP.get(ch, pos), (ch, v))
         assert sorted(stored.items()) == sorted((i, (c, v)) for i, c, v in rows)
+
+
+def _no_big_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``_export_file`` fail fast instead of building a list of a crafted index's length."""
+    real = range
+
+    def guarded(*args: int) -> range:
+        r = real(*args)
+        assert len(r) < 10_000, f"the import iterates over {len(r):,} write positions"
+        return r
+
+    monkeypatch.setattr(_export_file, "range", guarded, raising=False)
+
+
+@pytest.mark.parametrize("special", [False, True])
+def test_a_huge_write_index_is_refused_without_building_its_positions(
+    source: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, special: bool
+) -> None:
+    # An export file under 1 KB once made the validation pass build a list of
+    # idx + 1 positions: 10**10 ran out of memory before anything was written.
+    _no_big_range(monkeypatch)
+    records = _export_text(source)
+    w = next(x for x in records if x["kind"] == "writes" and not x["writes"][0]["channel"].startswith("__"))
+    w["writes"][0]["idx"] = 10**12
+    if special:  # holes may be repeats of a special write: still bounded
+        w["writes"].append({"idx": -1, "channel": "__error__", "value": w["writes"][0]["value"]})
+    line = records.index(w) + 1
+    path = tmp_path / "huge-idx.jsonl"
+    path.write_text(_lines(records), encoding="utf-8")
+    src = source["plain"]
+    target = fresh("t")
+    started = time.monotonic()
+    code, out, err = run(
+        "--table", src.table_name, "--bucket", src.bucket_name, "import", str(path), "--thread", target
+    )
+    assert time.monotonic() - started < 30
+    assert code == cli.EXIT_USAGE, (code, out, err)
+    assert f"line {line}:" in err and "at index 1000000000000 cannot come from put_writes" in err, err
+    assert "nothing was written" in err and "Traceback" not in err + out
+    assert partition(src.table_name, target) == []
+
+
+def test_put_writes_order_bounds_the_holes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_big_range(monkeypatch)
+    err = (-1, "__error__", "e")
+    assert _put_writes_order([err, (10**12, "a", 1)]) is None
+    assert _put_writes_order([(10**12, "a", 1)]) is None
+    most = 1 + _export_file.MAX_WRITE_HOLES  # positions 0..most-1 are holes or the error
+    order = _put_writes_order([err, (most, "a", 1)])
+    assert order is not None and len(order) == most + 1 and order[-1] == ("a", 1)
+    assert _put_writes_order([err, (most + 1, "a", 1)]) is None
 
 
 def test_target_id_too_long_for_a_key_is_refused_before_writing(

@@ -51,6 +51,7 @@ from langgraph.checkpoint.dynamodb.transfer import (
     PortableSerializer,
     TargetExistsError,
     export_thread,
+    import_marker,
     import_thread,
 )
 from tests.support.graphs import chat_graph
@@ -894,3 +895,69 @@ def test_failure_at_the_first_write_leaves_the_id_usable(source: dict[str, Any])
         buf.seek(0)
         import_thread(again, buf, thread_id="victim")  # no tombstone: the same id works
         assert_same(source["plain"], source["threads"]["plain"], again, "victim")
+
+
+_KILLED_IMPORT = """
+import os, signal, sys
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.transfer import PortableSerializer, import_thread
+
+table, bucket, path, target, after = sys.argv[1:]
+saver = DynamoDBSaver(table_name=table, bucket_name=bucket, serde=PortableSerializer())  # as the CLI
+put, done = saver.put, []
+
+
+def dying_put(*args, **kwargs):
+    if len(done) == int(after):
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup runs, as under the OOM killer
+    done.append(put(*args, **kwargs))
+    return done[-1]
+
+
+saver.put = dying_put
+with open(path, encoding="utf-8") as fp:
+    import_thread(saver, fp, thread_id=target)
+"""
+
+
+def test_an_import_killed_half_way_leaves_a_thread_marked_partial(
+    source: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "thread.jsonl"
+    with path.open("w", encoding="utf-8") as fp:
+        summary = export_thread(source["plain"], source["threads"]["plain"], fp)
+    assert summary["checkpoints"] > 3
+    table, bucket, target = fresh("kill"), fresh("kill"), fresh("t")
+    make_saver(table, bucket).close()
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_IMPORT, table, bucket, str(path), target, "3"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == -9, (done.returncode, done.stderr)
+    with make_saver(table, bucket) as dst:
+        # Three checkpoints landed and read as a whole thread...
+        assert len(list(dst.list({"configurable": {"thread_id": target}}))) == 3
+        # ...but the marker says the import did not finish.
+        assert any(it["SK"]["S"] == schema.IMPORT_SK for it in partition(table, target))
+        marker = import_marker(dst, target)
+        assert marker is not None and marker["source_thread_id"] == source["threads"]["plain"]
+    code, out, err = run("--table", table, "--bucket", bucket, "import", str(path), "--thread", target)
+    assert code == cli.EXIT_REFUSED, (code, out, err)
+    assert "did not finish" in err and f"langgraph-dynamodb delete {target!r} --yes" in err, err
+    assert "under a new id" in err
+    code, out, err = run("--table", table, "--bucket", bucket, "history", target)
+    assert code == 0 and "did not finish: it is partial" in err, err
+    # The way out the message gives: delete, import under a new id; a finished import leaves no marker.
+    code, out, err = run("--table", table, "--bucket", bucket, "delete", target, "--yes")
+    assert code == 0, err
+    assert all(it["SK"]["S"] != schema.IMPORT_SK for it in partition(table, target))
+    code, out, err = run("--table", table, "--bucket", bucket, "import", str(path), "--thread", target + "-2")
+    assert code == 0, err
+    with make_saver(table, bucket) as dst:
+        assert_same(source["plain"], source["threads"]["plain"], dst, target + "-2")
+        assert import_marker(dst, target + "-2") is None
+    assert all(it["SK"]["S"] != schema.IMPORT_SK for it in partition(table, target + "-2"))

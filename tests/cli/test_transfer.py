@@ -25,6 +25,7 @@ import random
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, _export_file, cli, schema
 from langgraph.checkpoint.dynamodb._export_file import _put_writes_order
 from langgraph.checkpoint.dynamodb.serde import default_serde
 from langgraph.checkpoint.dynamodb.transfer import (
@@ -50,6 +51,7 @@ from langgraph.checkpoint.dynamodb.transfer import (
     PortableSerializer,
     TargetExistsError,
     export_thread,
+    import_marker,
     import_thread,
 )
 from tests.support.graphs import chat_graph
@@ -760,6 +762,57 @@ def test_put_writes_order(rows: list[tuple[int, str, Any]], expected: Any) -> No
         assert sorted(stored.items()) == sorted((i, (c, v)) for i, c, v in rows)
 
 
+def _no_big_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``_export_file`` fail fast instead of building a list of a crafted index's length."""
+    real = range
+
+    def guarded(*args: int) -> range:
+        r = real(*args)
+        assert len(r) < 10_000, f"the import iterates over {len(r):,} write positions"
+        return r
+
+    monkeypatch.setattr(_export_file, "range", guarded, raising=False)
+
+
+@pytest.mark.parametrize("special", [False, True])
+def test_a_huge_write_index_is_refused_without_building_its_positions(
+    source: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, special: bool
+) -> None:
+    # An export file under 1 KB once made the validation pass build a list of
+    # idx + 1 positions: 10**10 ran out of memory before anything was written.
+    _no_big_range(monkeypatch)
+    records = _export_text(source)
+    w = next(x for x in records if x["kind"] == "writes" and not x["writes"][0]["channel"].startswith("__"))
+    w["writes"][0]["idx"] = 10**12
+    if special:  # holes may be repeats of a special write: still bounded
+        w["writes"].append({"idx": -1, "channel": "__error__", "value": w["writes"][0]["value"]})
+    line = records.index(w) + 1
+    path = tmp_path / "huge-idx.jsonl"
+    path.write_text(_lines(records), encoding="utf-8")
+    src = source["plain"]
+    target = fresh("t")
+    started = time.monotonic()
+    code, out, err = run(
+        "--table", src.table_name, "--bucket", src.bucket_name, "import", str(path), "--thread", target
+    )
+    assert time.monotonic() - started < 30
+    assert code == cli.EXIT_USAGE, (code, out, err)
+    assert f"line {line}:" in err and "at index 1000000000000 cannot come from put_writes" in err, err
+    assert "nothing was written" in err and "Traceback" not in err + out
+    assert partition(src.table_name, target) == []
+
+
+def test_put_writes_order_bounds_the_holes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_big_range(monkeypatch)
+    err = (-1, "__error__", "e")
+    assert _put_writes_order([err, (10**12, "a", 1)]) is None
+    assert _put_writes_order([(10**12, "a", 1)]) is None
+    most = 1 + _export_file.MAX_WRITE_HOLES  # positions 0..most-1 are holes or the error
+    order = _put_writes_order([err, (most, "a", 1)])
+    assert order is not None and len(order) == most + 1 and order[-1] == ("a", 1)
+    assert _put_writes_order([err, (most + 1, "a", 1)]) is None
+
+
 def test_target_id_too_long_for_a_key_is_refused_before_writing(
     source: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -842,3 +895,69 @@ def test_failure_at_the_first_write_leaves_the_id_usable(source: dict[str, Any])
         buf.seek(0)
         import_thread(again, buf, thread_id="victim")  # no tombstone: the same id works
         assert_same(source["plain"], source["threads"]["plain"], again, "victim")
+
+
+_KILLED_IMPORT = """
+import os, signal, sys
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.transfer import PortableSerializer, import_thread
+
+table, bucket, path, target, after = sys.argv[1:]
+saver = DynamoDBSaver(table_name=table, bucket_name=bucket, serde=PortableSerializer())  # as the CLI
+put, done = saver.put, []
+
+
+def dying_put(*args, **kwargs):
+    if len(done) == int(after):
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup runs, as under the OOM killer
+    done.append(put(*args, **kwargs))
+    return done[-1]
+
+
+saver.put = dying_put
+with open(path, encoding="utf-8") as fp:
+    import_thread(saver, fp, thread_id=target)
+"""
+
+
+def test_an_import_killed_half_way_leaves_a_thread_marked_partial(
+    source: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "thread.jsonl"
+    with path.open("w", encoding="utf-8") as fp:
+        summary = export_thread(source["plain"], source["threads"]["plain"], fp)
+    assert summary["checkpoints"] > 3
+    table, bucket, target = fresh("kill"), fresh("kill"), fresh("t")
+    make_saver(table, bucket).close()
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_IMPORT, table, bucket, str(path), target, "3"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == -9, (done.returncode, done.stderr)
+    with make_saver(table, bucket) as dst:
+        # Three checkpoints landed and read as a whole thread...
+        assert len(list(dst.list({"configurable": {"thread_id": target}}))) == 3
+        # ...but the marker says the import did not finish.
+        assert any(it["SK"]["S"] == schema.IMPORT_SK for it in partition(table, target))
+        marker = import_marker(dst, target)
+        assert marker is not None and marker["source_thread_id"] == source["threads"]["plain"]
+    code, out, err = run("--table", table, "--bucket", bucket, "import", str(path), "--thread", target)
+    assert code == cli.EXIT_REFUSED, (code, out, err)
+    assert "did not finish" in err and f"langgraph-dynamodb delete {target!r} --yes" in err, err
+    assert "under a new id" in err
+    code, out, err = run("--table", table, "--bucket", bucket, "history", target)
+    assert code == 0 and "did not finish: it is partial" in err, err
+    # The way out the message gives: delete, import under a new id; a finished import leaves no marker.
+    code, out, err = run("--table", table, "--bucket", bucket, "delete", target, "--yes")
+    assert code == 0, err
+    assert all(it["SK"]["S"] != schema.IMPORT_SK for it in partition(table, target))
+    code, out, err = run("--table", table, "--bucket", bucket, "import", str(path), "--thread", target + "-2")
+    assert code == 0, err
+    with make_saver(table, bucket) as dst:
+        assert_same(source["plain"], source["threads"]["plain"], dst, target + "-2")
+        assert import_marker(dst, target + "-2") is None
+    assert all(it["SK"]["S"] != schema.IMPORT_SK for it in partition(table, target + "-2"))

@@ -27,6 +27,12 @@ FORMAT: Final = "langgraph-dynamodb-export/1"
 
 _NO: Final = object()  # a version no channel has
 
+#: How many positions of one ``put_writes`` call a writes record may leave
+#: unstored (each one a repeat of a special write, dropped by ``put_writes``).
+#: Real calls leave none or a few; the bound keeps a crafted index from making
+#: the import build a list of that many positions.
+MAX_WRITE_HOLES: Final = 64
+
 
 class ExportError(CheckpointStoreError):
     """A thread cannot be exported, or an import failed (the message says what was left)."""
@@ -261,6 +267,18 @@ def parse_records(
                     raise reader.error(f"{where}: a write is not an object")
                 idx = _field(reader, w, "idx", int)
                 channel = _field(reader, w, "channel", str)
+                fixed = WRITES_IDX_MAP.get(channel)
+                if fixed is not None and idx != fixed:
+                    raise reader.error(
+                        f"{where}: write {channel!r} at index {idx} cannot come from put_writes "
+                        f"(which gives it {fixed})"
+                    )
+                if fixed is None and not 0 <= idx < _write_index_bound(entries):
+                    raise reader.error(
+                        f"{where}: write {channel!r} at index {idx} cannot come from put_writes "
+                        f"(a record of {len(entries)} write(s) holds indexes 0 to "
+                        f"{_write_index_bound(entries) - 1})"
+                    )
                 value = decode(w.get("value"), f"write {channel!r} of {where}")
                 rows.append((idx, channel, value))
             calls = _put_writes_order(rows)
@@ -304,6 +322,17 @@ def parse_records(
         raise ExportFileError("the file holds no checkpoint; nothing was written")
 
 
+def _write_index_bound(entries: list[Any]) -> int:
+    """One past the highest index a regular write of a record of these writes can have.
+
+    Each write holds one position of the ``put_writes`` call; a position
+    left unstored can only have been a repeated special write, so there are
+    none without a special write among them, and at most ``MAX_WRITE_HOLES``.
+    """
+    special = any(isinstance(w, dict) and w.get("channel") in WRITES_IDX_MAP for w in entries)
+    return len(entries) + (MAX_WRITE_HOLES if special else 0)
+
+
 def _put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]] | None:
     """The ``put_writes`` argument that stores exactly these ``(idx, channel, value)`` rows.
 
@@ -327,6 +356,8 @@ def _put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]]
         else:
             regular[idx] = (channel, value)
     size = max([len(rows), *(i + 1 for i in regular)])
+    if size > len(rows) + (MAX_WRITE_HOLES if special else 0):
+        return None  # more holes than repeated special writes can explain: never build that list
     out: list[tuple[str, Any] | None] = [regular.get(i) for i in range(size)]
     fill = iter(special)
     for i, slot in enumerate(out):

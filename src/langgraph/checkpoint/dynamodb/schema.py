@@ -177,6 +177,8 @@ class ATTR:
     RESULT_TYPE: Final = "rt"  # serde type of the stored result
     RESULT: Final = "rv"  # serde bytes of the stored result
     RESULT_SIZE: Final = "rs"  # serialized result size, bytes
+    # Import markers (``IMPORT_SK``) carry KIND, FORMAT, THREAD_ID and CREATED too.
+    IMPORT_SOURCE: Final = "src"  # the exported thread's id
 
 
 #: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
@@ -276,6 +278,10 @@ HEAD_SK: Final = f"{SEP}{META_ITEM}{SEP}thread"
 LIFECYCLE_PK: Final = f"{SEP}lifecycle"
 LOCK_SK: Final = f"{SEP}{META_ITEM}{SEP}lock"
 META_PREFIX: Final = f"{SEP}{META_ITEM}{SEP}"
+#: Meta item of a thread an import is writing (``transfer.import_thread``): put
+#: before the first checkpoint, deleted once the import reads back. A thread
+#: that still carries it is partial: the import was killed half way.
+IMPORT_SK: Final = f"{META_PREFIX}import"
 
 
 def request_sk(request_id: str) -> str:

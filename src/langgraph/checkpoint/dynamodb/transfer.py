@@ -64,13 +64,16 @@ import datetime as dt
 import heapq
 import json
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Final
 
+from botocore.exceptions import ClientError
 from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import _inspection, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._export_file import (
     FORMAT,
     ExportError,
@@ -97,6 +100,7 @@ __all__ = [
     "PortableSerializer",
     "TargetExistsError",
     "export_thread",
+    "import_marker",
     "import_thread",
 ]
 
@@ -396,7 +400,10 @@ def import_thread(
     ``saver.put_writes``, parents first. A target thread that already has
     checkpoints is refused. If a write fails half way, the partial thread is
     deleted (it did not exist before) and ``ExportError`` says so; if that
-    delete fails too, the message says to delete the thread.
+    delete fails too, the message says to delete the thread. Until the
+    import reads back, the target carries an import marker
+    (:func:`import_marker`): a process killed half way leaves it, and a
+    later import into that thread is refused (delete it, import under a new id).
 
     Args:
         saver: a sync ``DynamoDBSaver``; its serializer (and encryption),
@@ -413,7 +420,8 @@ def import_thread(
 
     Raises:
         ExportFileError: the file is malformed; nothing was written.
-        TargetExistsError: the target thread has checkpoints; nothing was written.
+        TargetExistsError: the target thread has checkpoints, or an import
+            marker (running or killed); nothing was written.
         ExportError: a write failed; the partial thread was removed (or the
             message says how to remove it).
 
@@ -459,13 +467,30 @@ def import_thread(
         _check_target(saver, target)
         src.seek(start)
         progress = _Progress()
+        # Marks the thread partial until it reads back: an import killed half
+        # way (SIGKILL, OOM, a timeout) runs no cleanup, and leaves it behind.
+        try:
+            _mark(saver, target, plan.source_thread)
+        except TargetExistsError:
+            raise
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                _unmark(saver, target)  # if it landed after all
+            if not isinstance(exc, Exception):
+                raise
+            raise ExportError(
+                f"import into thread {target!r} failed at its first write ({_what(exc)}); nothing is left"
+            ) from exc
         try:
             _write(
                 saver, target, parse_records(RecordReader(src, max_line), serde, limit, None), plan, progress
             )
             _verify(saver, target, plan)
+            _unmark(saver, target)
         except BaseException as exc:
             if not progress.started:
+                with contextlib.suppress(Exception):
+                    _unmark(saver, target)
                 raise
             failure = _undo(saver, target, progress.written, exc)
             if not isinstance(exc, Exception):  # Ctrl-C: cleaned up, still an interrupt
@@ -486,6 +511,64 @@ class _Progress:
     written: int = 0  # writes completed
 
 
+def _marker_key(saver: Any, thread_id: str) -> dict[str, Any]:
+    return {ATTR.PK: {"S": saver.partition_key(thread_id)}, ATTR.SK: {"S": schema.IMPORT_SK}}
+
+
+def _mark(saver: Any, thread_id: str, source_thread: str) -> None:
+    """Put the thread's import marker; refuse if one is there (another import, or a killed one)."""
+    try:
+        _inspection.ddb_client(saver).put_item(
+            TableName=saver.table_name,
+            Item={
+                **_marker_key(saver, thread_id),
+                ATTR.KIND: {"S": schema.META_ITEM},
+                ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+                ATTR.THREAD_ID: {"S": thread_id},
+                ATTR.CREATED: {"N": str(int(time.time()))},
+                ATTR.IMPORT_SOURCE: {"S": source_thread},
+            },
+            ConditionExpression="attribute_not_exists(#pk)",
+            ExpressionAttributeNames={"#pk": ATTR.PK},
+        )
+    except ClientError as exc:
+        if error_code(exc) != "ConditionalCheckFailedException":
+            raise
+        raise TargetExistsError(_unfinished(saver, thread_id)) from None
+
+
+def _unmark(saver: Any, thread_id: str) -> None:
+    _inspection.ddb_client(saver).delete_item(TableName=saver.table_name, Key=_marker_key(saver, thread_id))
+
+
+def import_marker(saver: Any, thread_id: str) -> dict[str, Any] | None:
+    """The import marker of a thread, ``None`` if none: an import is writing it, or was killed doing so.
+
+    ``{"source_thread_id", "started_at"}`` (epoch seconds). Until the
+    marker is gone the thread is partial, however complete it looks.
+    """
+    got = _inspection.ddb_client(saver).get_item(
+        TableName=saver.table_name, Key=_marker_key(saver, thread_id), ConsistentRead=True
+    )
+    it = got.get("Item")
+    if it is None:
+        return None
+    created = it.get(ATTR.CREATED, {}).get("N")
+    return {
+        "source_thread_id": it.get(ATTR.IMPORT_SOURCE, {}).get("S"),
+        "started_at": int(created) if created and created.isdigit() else None,
+    }
+
+
+def _unfinished(saver: Any, thread_id: str) -> str:
+    return (
+        f"thread {thread_id!r} in table {saver.table_name!r} carries the marker of an import that is "
+        "running or did not finish (killed half way): whatever it holds is partial. If no import is "
+        f"running, delete it (langgraph-dynamodb delete {thread_id!r} --yes) and import again under a "
+        "new id (--thread); nothing was written"
+    )
+
+
 def _check_target(saver: Any, thread_id: str) -> None:
     """Refuse a thread that has checkpoints, or tombstones (a thread deleted under this id).
 
@@ -495,10 +578,10 @@ def _check_target(saver: Any, thread_id: str) -> None:
     such writes: they would be stored and never read.
     """
 
-    kinds = {
-        schema.parse_sk(it[ATTR.SK]["S"])[1]
-        for it in _inspection.thread_items(saver, thread_id, projection=True)
-    }
+    sks = [it[ATTR.SK]["S"] for it in _inspection.thread_items(saver, thread_id, projection=True)]
+    if schema.IMPORT_SK in sks:
+        raise TargetExistsError(_unfinished(saver, thread_id))
+    kinds = {schema.parse_sk(sk)[1] for sk in sks}
     if schema.CHECKPOINT_ITEM in kinds:
         raise TargetExistsError(
             f"thread {thread_id!r} already has checkpoints in table {saver.table_name!r}; import under a "
@@ -579,8 +662,12 @@ def _verify(saver: Any, thread_id: str, plan: ImportPlan) -> None:
             )
 
 
+def _what(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def _undo(saver: Any, thread_id: str, written: int, exc: BaseException) -> ExportError:
-    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    what = _what(exc)
     try:
         saver.delete_thread(thread_id)
     except Exception as cleanup:

@@ -426,6 +426,19 @@ def cmd_threads(ctx: Ctx) -> int:
     return EXIT_OK
 
 
+def _note_unfinished_import(ctx: Ctx, thread_id: str) -> None:
+    """On stderr: the thread carries an import marker (an import is running or was killed)."""
+    from langgraph.checkpoint.dynamodb.transfer import import_marker
+
+    marker = import_marker(ctx.saver, thread_id)
+    if marker is not None:
+        ctx.note(
+            f"warning: thread {shell_quote(thread_id)} carries the marker of an import (from "
+            f"{marker['source_thread_id']!r}) that is running or did not finish: it is partial; "
+            f"if no import is running, delete it and import again under a new id"
+        )
+
+
 def cmd_history(ctx: Ctx) -> int:
     args = ctx.args
     ns = None if args.all_namespaces else args.ns
@@ -434,6 +447,7 @@ def cmd_history(ctx: Ctx) -> int:
     )
     if not rows:
         require_thread(ctx.saver, args.thread)
+    _note_unfinished_import(ctx, args.thread)
     if ctx.json:
         ctx.emit({"thread_id": args.thread, "checkpoint_ns": ns, "checkpoints": rows})
         return EXIT_OK

@@ -785,6 +785,8 @@ def item_kind(sk: str) -> str:
         return "thread head"
     if sk == schema.LOCK_SK:
         return "lock"
+    if sk == schema.IMPORT_SK:
+        return "import marker"
     if rest.startswith("req" + schema.SEP):
         return "request"
     return "meta"

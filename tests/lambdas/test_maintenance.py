@@ -271,7 +271,7 @@ def test_copy_through_the_handler_needs_many_invocations(store: dict[str, str], 
     out = maintenance.handler(event, TINY)
     while True:
         results.append(out)
-        assert set(out) == {"status", "continuation", "report"}
+        assert set(out) == {"status", "continuation", "report", "errors"} and out["errors"] == []
         _check_prefix(writer, source, target, done=out["status"] == "done")
         if out["status"] == "done":
             break
@@ -508,6 +508,57 @@ def test_tenant_prefix_is_respected(store: dict[str, str], monkeypatch: pytest.M
     assert deleted["report"]["threads"] == 1
     assert acme.get_tuple(cfg(source)) is None and other.get_tuple(cfg(source)) is not None
     for s in (acme, other, plain):
+        s.close()
+
+
+def _junk(table: str, pk: str) -> None:
+    """An item the library never wrote, in ``pk``'s own partition (what a tenant's grant allows)."""
+    boto3.client("dynamodb").put_item(TableName=table, Item={ATTR.PK: {"S": pk}, ATTR.SK: {"S": "junk"}})
+
+
+@pytest.mark.parametrize("context", [TINY, AMPLE], ids=["a-unit-per-call", "one-call"])
+def test_a_thread_that_cannot_be_read_does_not_block_the_later_units(
+    store: dict[str, str], context: Any, capsys: Any
+) -> None:
+    """One tenant's malformed item is recorded and skipped; every other thread and run is still done.
+
+    Before, the step raised at that unit with no token: every retry stopped
+    at the same unit, and the threads and runs listed after it were never
+    pruned or deleted.
+    """
+    evil = _writer(store, tenant_prefix="evil")
+    good = _writer(store, tenant_prefix="good")
+    run_evil, run_good = str(uuid.uuid4()), str(uuid.uuid4())
+    conf = evil.put(cfg("t"), checkpoint_of({"a": 1}), {"run_id": run_evil}, {"a": "1"})
+    _junk(store["table_name"], schema.partition_key("t", "evil"))
+    conf = good.put(cfg("g"), checkpoint_of({"a": 1}), {"run_id": run_good}, {"a": "1"})
+    good.put(conf, checkpoint_of({"a": 2}, {"a": "2"}), {"run_id": run_good}, {"a": "2"})
+    capsys.readouterr()
+    event = {"action": "delete_for_runs", "run_ids": [run_evil, run_good]}
+    results = _run_to_end(event, context)
+    assert good.get_tuple(cfg("g")) is None  # the later run's checkpoints went
+    assert evil.get_tuple(cfg("t")) is not None  # the unreadable thread kept its own
+    errors = [e for r in results for e in r["errors"]]
+    assert len(errors) == 1 and f"run {run_evil!r}: thread 't'" in errors[0] and "junk" in errors[0]
+    assert sum(r["report"]["checkpoints_deleted"] for r in results) == 2
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert sum(d["Errors"] for d in lines) == 1 and sum(len(d["errors"]) for d in lines) == 1
+    # prune and delete_thread: the same, a thread per unit.
+    plain = _writer(store)
+    bad, fine = new_thread(), new_thread()
+    for t in (bad, fine):
+        _chat(plain, t, turns=2)
+    _junk(store["table_name"], schema.partition_key(bad))
+    before = len(_all(plain, fine))
+    results = _run_to_end({"action": "prune", "thread_ids": [bad, fine], "keep_last": 1}, context)
+    assert [e for r in results for e in r["errors"]] == [
+        e for r in results for e in r["errors"] if e.startswith(f"thread {bad!r}: CorruptPayloadError")
+    ]
+    assert sum(len(r["errors"]) for r in results) == 1
+    assert 0 < len(_all(plain, fine)) < before
+    (done,) = _run_to_end({"action": "delete_thread", "thread_id": bad}, context)
+    assert len(done["errors"]) == 1 and done["status"] == "done"
+    for s in (evil, good, plain):
         s.close()
 
 

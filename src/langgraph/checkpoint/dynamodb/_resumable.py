@@ -16,6 +16,11 @@ Units and what is safe to replay:
 * ``prune`` and ``delete_for_runs``: one thread (one run id) per unit; each
   is the library's own operation, which is already safe to interrupt and to
   redo (deletes in an order that keeps every readable checkpoint intact).
+  A unit that fails on the data it reads (a malformed item, a parent cycle:
+  anything but a service error, see ``_aws.is_service_error``) is recorded in
+  the step's ``errors`` and the step goes on with the next unit: whoever can
+  write one thread's items must not be able to stop the request for every
+  thread or run listed after it. Service errors raise (retry the step).
 
 What a reader sees in a copy's target while it is under way: nothing until
 the first checkpoint batch lands (objects, writes and blobs are not readable
@@ -42,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock
+from langgraph.checkpoint.dynamodb._aws import is_service_error
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
@@ -76,6 +82,10 @@ class StepResult:
             ``continuation``).
         continuation: The token to pass to the next call, ``None`` when done.
         report: Counts of this step only (sum them over the steps for a total).
+        errors: The units this step recorded and skipped (a thread or run
+            whose items could not be read or deleted), one
+            ``"thread 't': Error: message"`` line each; the other units
+            were done.
 
     Example:
         >>> r = StepResult("continue", "eyJ2Ijox...", {"checkpoints_copied": 25})
@@ -86,6 +96,7 @@ class StepResult:
     status: Literal["done", "continue"]
     continuation: str | None
     report: Mapping[str, int] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -93,8 +104,13 @@ class StepResult:
         return self.status == "done"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"status", "continuation", "report"}``, JSON-ready (the Lambda's result)."""
-        return {"status": self.status, "continuation": self.continuation, "report": dict(self.report)}
+        """``{"status", "continuation", "report", "errors"}``, JSON-ready (the Lambda's result)."""
+        return {
+            "status": self.status,
+            "continuation": self.continuation,
+            "report": dict(self.report),
+            "errors": list(self.errors),
+        }
 
 
 # ----------------------------------------------------------------- tokens
@@ -298,24 +314,41 @@ def _per_unit(
     s: BaseDynamoDBSaver,
     action: str,
     request: Mapping[str, Any],
+    kind: str,
     units: list[str],
-    run_one: Callable[[str], Op[PruneResult]],
+    run_one: Callable[[str], Op[tuple[PruneResult, list[str]]]],
     continuation: str | None,
     deadline: float | None,
 ) -> Op[StepResult]:
-    """Run ``run_one`` on each unit in order until ``deadline``; the token counts the units done."""
+    """Run ``run_one`` on each unit in order until ``deadline``; the token counts the units done.
+
+    ``run_one`` returns its counts and the failures it recorded itself. A
+    unit that raises anything but a service error is recorded too, and
+    counted as done: it would fail the same way on every retry, so raising
+    (or stopping there) would block every later unit for good.
+    """
     binding = _binding(action, s.tenant_prefix, request)
     done = 0 if continuation is None else _count(_decode(continuation, action, binding), len(units))
     total = PruneResult()
+    errors: list[str] = []
     started = 0
     while done < len(units):
         if started and deadline is not None and clock.now() >= deadline:
-            return StepResult("continue", _encode(action, binding, {"done": done}), asdict(total))
-        res = yield from run_one(units[done])
-        total.add(res)
+            token = _encode(action, binding, {"done": done})
+            return StepResult("continue", token, asdict(total), tuple(errors))
+        unit = units[done]
+        try:
+            res, failed = yield from run_one(unit)
+        except Exception as exc:
+            if is_service_error(exc):
+                raise
+            errors.append(f"{kind} {unit!r}: {type(exc).__name__}: {exc}")
+        else:
+            total.add(res)
+            errors.extend(f"{kind} {unit!r}: {f}" for f in failed)
         done += 1
         started += 1
-    return StepResult("done", None, asdict(total))
+    return StepResult("done", None, asdict(total), tuple(errors))
 
 
 def prune_step(
@@ -330,7 +363,8 @@ def prune_step(
     """:meth:`prune` a thread at a time until ``deadline``; resume with ``continuation``.
 
     Each thread's prune is safe to interrupt and redo, so a replayed step
-    converges.
+    converges. A thread whose items cannot be read (anything but a service
+    error) is recorded in the result's ``errors`` and skipped.
 
     Example:
         >>> step = saver.prune_step(["t1", "t2"], keep_last=5, deadline=time.time() + 60)  # doctest: +SKIP
@@ -338,14 +372,18 @@ def prune_step(
         ('done', 12)
     """
     threads = _id_list(thread_ids, "thread_ids")
+    for t in threads:
+        # Refused before anything changes, not recorded as a unit's failure.
+        s._check_keys(t, "", None)
     # The library validates strategy and keep_last (no I/O for an empty list).
     yield from _maintain.prune(s, [], strategy=strategy, keep_last=keep_last)
     request = {"thread_ids": threads, "strategy": strategy, "keep_last": keep_last}
 
-    def one(thread_id: str) -> Op[PruneResult]:
-        return (yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last))
+    def one(thread_id: str) -> Op[tuple[PruneResult, list[str]]]:
+        res = yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last)
+        return res, []
 
-    return (yield from _per_unit(s, "prune", request, threads, one, continuation, deadline))
+    return (yield from _per_unit(s, "prune", request, "thread", threads, one, continuation, deadline))
 
 
 def delete_for_runs_step(
@@ -357,7 +395,10 @@ def delete_for_runs_step(
 ) -> Op[StepResult]:
     """:meth:`delete_for_runs` a run id at a time until ``deadline``; resume with ``continuation``.
 
-    Each run's delete is safe to interrupt and redo.
+    Each run's delete is safe to interrupt and redo. A thread whose items
+    cannot be read is recorded in the result's ``errors`` (its share of the
+    run stays); the run's items in every other thread, and the later runs,
+    are deleted.
 
     Example:
         >>> saver.delete_for_runs_step(["run-1"]).status  # doctest: +SKIP
@@ -365,7 +406,11 @@ def delete_for_runs_step(
     """
     runs = _id_list(run_ids, "run_ids")
 
-    def one(run_id: str) -> Op[PruneResult]:
-        return (yield from _maintain.delete_for_runs(s, [run_id]))
+    def one(run_id: str) -> Op[tuple[PruneResult, list[str]]]:
+        return (yield from _maintain.delete_for_runs_isolated(s, [run_id]))
 
-    return (yield from _per_unit(s, "delete_for_runs", {"run_ids": runs}, runs, one, continuation, deadline))
+    return (
+        yield from _per_unit(
+            s, "delete_for_runs", {"run_ids": runs}, "run", runs, one, continuation, deadline
+        )
+    )

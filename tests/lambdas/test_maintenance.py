@@ -398,6 +398,69 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
     writer.close()
 
 
+def _computed_token(saver: DynamoDBSaver, source: str, target: str, root: str, **state: Any) -> str:
+    """The token anyone can compute: the binding is a digest of public fields, not a signature."""
+    from langgraph.checkpoint.dynamodb import _resumable
+
+    binding = _resumable._binding("copy_thread", saver.tenant_prefix, {"source": source, "target": target})
+    doc = {"root": root, "upto": "\uffff", "phase": "objects", "after": None, **state}
+    return _resumable._encode("copy_thread", binding, doc)
+
+
+def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_history(
+    store: dict[str, str],
+) -> None:
+    """The first step refuses a non-empty target; a token must not skip that check.
+
+    Before, any token bound to the request (computable by the caller) resumed
+    the copy without looking at the target: the source's checkpoints were
+    merged into the victim's history and became its latest state.
+    """
+    from langgraph.checkpoint.dynamodb import _resumable
+    from langgraph.checkpoint.dynamodb._items import ThreadItems
+
+    writer = _writer(store)
+    source, victim = new_thread(), new_thread()
+    _chat(writer, source, turns=1)
+    _chat(writer, victim, turns=1)
+    before = _items(store["table_name"], schema.partition_key(victim))
+    assert maintenance.handler(_copy_event(source, victim), AMPLE)["status"] == "rejected"
+    # The root a step would derive for this target (no tombstones) is public too.
+    right_root = _resumable._copy_root(writer, source, victim, ThreadItems(victim))
+    for root in ("0" * 32, right_root):
+        for phase in ("objects", "checkpoints", "finish"):
+            token = _computed_token(writer, source, victim, root, phase=phase)
+            out = maintenance.handler(_copy_event(source, victim, continuation=token), AMPLE)
+            assert out["status"] == "rejected" and out["error"]["type"] == "rejected", (root, phase)
+            assert out["continuation"] is None and out["report"] == {}
+    assert _items(store["table_name"], schema.partition_key(victim)) == before
+    writer.close()
+
+
+def test_an_honest_token_replayed_after_the_target_gained_checkpoints_is_refused(
+    store: dict[str, str],
+) -> None:
+    writer = _writer(store)
+    source, target = new_thread(), new_thread()
+    _chat(writer, source, turns=2)
+    first = maintenance.handler(_copy_event(source, target), TINY)
+    assert first["status"] == "continue"
+    results = _run_to_end(_copy_event(source, target, continuation=first["continuation"]))
+    assert results[-1]["status"] == "done"
+    # The copy is finished; its owner goes on with the conversation in it.
+    _chat(writer, target, turns=1)
+    mine = writer.get_tuple(cfg(target))
+    before = _items(store["table_name"], schema.partition_key(target))
+    for token in [first["continuation"], *(r["continuation"] for r in results if r["continuation"])]:
+        out = maintenance.handler(_copy_event(source, target, continuation=token), AMPLE)
+        assert out["status"] == "rejected" and "did not write" in out["error"]["message"], out
+    out = maintenance.handler(_copy_event(source, target), AMPLE)
+    assert out["status"] == "rejected"
+    assert _items(store["table_name"], schema.partition_key(target)) == before
+    assert _same_tuple(writer.get_tuple(cfg(target)), mine)
+    writer.close()
+
+
 @pytest.mark.parametrize(
     ("event", "message"),
     [

@@ -32,8 +32,16 @@ source's latest only once the step returns ``done``.
 The token is base64url JSON, opaque to users. It is bound to the request (the
 action, the thread or run ids, the options) and to the saver's tenant by a
 digest it carries: a token from another request, thread or tenant is refused
-(``ValueError``), so it can never point a step at another thread. It is not a
-secret and grants nothing: it only tells the step where to resume.
+(``ValueError``), so it can never point a step at another thread. The digest
+is no signature: anyone who may call the step can compute a token, so a token
+is trusted with nothing a step cannot check. Every copy step, with a token or
+without, checks that the target holds nothing but this copy's own items (its
+checkpoints, whose lineage roots carry the copy's ``@copy-<root>`` suffix, and
+their writes and blobs) and that the token's root is the one the step
+derives; a target with a history of its own is refused, whatever the token
+says. What a forged token can still do is skip part of the copy it names
+(resume past objects or items not copied yet): the target then misses them
+until the copy is run again from its first step.
 """
 
 from __future__ import annotations
@@ -182,6 +190,35 @@ def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: Thr
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
+def _check_only_this_copy(target: ThreadItems, plan: _maintain.CopyPlan, target_thread_id: str) -> None:
+    """Refuse a target holding any item this copy would not write.
+
+    A checkpoint is this copy's if the plan writes the same sort key with the
+    same lineage root (``<root>@copy-<copy root>``, which no put of the
+    target's own makes); a write or blob item if the plan writes its sort
+    key (the target's own pending writes have task ids the source's lack).
+
+    Raises:
+        ValueError: the target has a history of its own (or the source
+            lost checkpoints the copy already wrote).
+    """
+    planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
+
+    def ours(it: Item, lineage: bool) -> bool:
+        mine = planned.get(it[ATTR.SK]["S"])
+        return mine is not None and (not lineage or it.get(ATTR.ROOT) == mine.get(ATTR.ROOT))
+
+    if not (
+        all(ours(it, True) for it in target.checkpoints.values())
+        and all(ours(w, False) for ws in target.writes.values() for w in ws)
+        and all(ours(b, False) for b in target.blobs.values())
+    ):
+        raise ValueError(
+            f"target thread {target_thread_id!r} already has checkpoints this copy did not write; "
+            "delete it first (copy_thread never merges two histories)"
+        )
+
+
 def _checkpoint_cursor(it: Item) -> str:
     ns, _, cid, _ = _items.parse_sk(it)
     # Checkpoint id first: the copy's order (NUL sorts below any namespace char).
@@ -205,10 +242,13 @@ def copy_thread_step(
     source (every visible checkpoint complete); it reads as the source's
     latest only when done.
 
-    The first step (no token) refuses a target that holds anything this copy
-    would not write (as ``copy_thread`` refuses a non-empty target); a target
-    holding exactly what an interrupted run of the same request wrote is
-    taken over, so the request can be replayed without its token too.
+    Every step refuses a target that holds anything this copy would not
+    write (as ``copy_thread`` refuses a non-empty target), with a token or
+    without: a token, which anyone can compute, never lets a copy merge into
+    a thread with a history of its own, nor does an honest one replayed
+    after the target gained checkpoints. A target holding only what an
+    interrupted run of the same request wrote is taken over, so the request
+    can be replayed without its token too.
 
     Example:
         >>> step = saver.copy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
@@ -227,22 +267,12 @@ def copy_thread_step(
         "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
     )
     source = yield from _deleting.load_thread(s, source_thread_id)
+    # Read on every step, not only the first: a token (which anyone can
+    # compute, or an honest one replayed late) must not skip the check.
+    target = yield from _deleting.load_thread(s, target_thread_id)
+    root = _copy_root(s, source_thread_id, target_thread_id, target)
     if continuation is None:
-        target = yield from _deleting.load_thread(s, target_thread_id)
-        root = _copy_root(s, source_thread_id, target_thread_id, target)
         upto = max((cid for _, cid in set(source.checkpoints) - source.dead()), default="")
-        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
-        planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
-        present = [
-            *(w for ws in target.writes.values() for w in ws),
-            *target.blobs.values(),
-            *target.checkpoints.values(),
-        ]
-        if any(planned.get(it[ATTR.SK]["S"]) != it for it in present):
-            raise ValueError(
-                f"target thread {target_thread_id!r} already has checkpoints; "
-                "delete it first (copy_thread never merges two histories)"
-            )
         state: dict[str, Any] = {"root": root, "upto": upto, "phase": _COPY_PHASES[0], "after": None}
     else:
         state = _decode(continuation, "copy_thread", binding)
@@ -251,8 +281,17 @@ def copy_thread_step(
             raise ValueError("continuation is malformed ('root')")
         if not isinstance(token_upto, str) or state.get("phase") not in _COPY_PHASES:
             raise ValueError("continuation is malformed ('upto', 'phase')")
+        upto = token_upto
         _str_or_none(state, "after")
-        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, token_root, token_upto)
+        if token_root != root:
+            # The root is derived from the target's tombstones: another root is
+            # a forged token, or the target was deleted since the copy began.
+            raise ValueError(
+                f"continuation does not match target thread {target_thread_id!r} (forged, or the target "
+                "changed since the copy began): start the copy again without a token"
+            )
+    plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
+    _check_only_this_copy(target, plan, target_thread_id)
 
     report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
     units = 0

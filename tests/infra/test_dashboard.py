@@ -106,7 +106,7 @@ def test_one_pinned_dashboard_in_four_groups(reference: Synth) -> None:
     assert [h.split()[1] for h in headers] == ["Checkpoint", "Payload", "Maintenance", "Maintenance"]
     assert "jobs" in headers[3] and "LangGraph/Checkpoints" in headers[3]
     # docs/infrastructure.md prices it by this count (over 50: never a free dashboard).
-    assert len(_metrics(body)) == 101
+    assert len(_metrics(body)) == 102
     # Groups are rows: every widget after a header starts below it.
     tops = [w["y"] for w in body["widgets"] if w["type"] == "text"]
     assert tops == sorted(tops) and len(set(tops)) == 4
@@ -186,7 +186,14 @@ def _maintenance_record() -> dict[str, Any]:
     from langgraph.checkpoint.dynamodb.base import PruneResult
 
     copy = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
-    return {"action": "copy_thread", "status": "done", "rejected": 0, **copy, **asdict(PruneResult())}
+    return {
+        "action": "copy_thread",
+        "status": "done",
+        "rejected": 0,
+        "errors": [],
+        **copy,
+        **asdict(PruneResult()),
+    }
 
 
 def _job_metrics_on_dashboard(synth: Synth, stack: str, namespace: str) -> set[tuple[str, str, str]]:

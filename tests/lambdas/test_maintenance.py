@@ -271,7 +271,7 @@ def test_copy_through_the_handler_needs_many_invocations(store: dict[str, str], 
     out = maintenance.handler(event, TINY)
     while True:
         results.append(out)
-        assert set(out) == {"status", "continuation", "report"}
+        assert set(out) == {"status", "continuation", "report", "errors"} and out["errors"] == []
         _check_prefix(writer, source, target, done=out["status"] == "done")
         if out["status"] == "done":
             break
@@ -398,6 +398,69 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
     writer.close()
 
 
+def _computed_token(saver: DynamoDBSaver, source: str, target: str, root: str, **state: Any) -> str:
+    """The token anyone can compute: the binding is a digest of public fields, not a signature."""
+    from langgraph.checkpoint.dynamodb import _resumable
+
+    binding = _resumable._binding("copy_thread", saver.tenant_prefix, {"source": source, "target": target})
+    doc = {"root": root, "upto": "\uffff", "phase": "objects", "after": None, **state}
+    return _resumable._encode("copy_thread", binding, doc)
+
+
+def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_history(
+    store: dict[str, str],
+) -> None:
+    """The first step refuses a non-empty target; a token must not skip that check.
+
+    Before, any token bound to the request (computable by the caller) resumed
+    the copy without looking at the target: the source's checkpoints were
+    merged into the victim's history and became its latest state.
+    """
+    from langgraph.checkpoint.dynamodb import _resumable
+    from langgraph.checkpoint.dynamodb._items import ThreadItems
+
+    writer = _writer(store)
+    source, victim = new_thread(), new_thread()
+    _chat(writer, source, turns=1)
+    _chat(writer, victim, turns=1)
+    before = _items(store["table_name"], schema.partition_key(victim))
+    assert maintenance.handler(_copy_event(source, victim), AMPLE)["status"] == "rejected"
+    # The root a step would derive for this target (no tombstones) is public too.
+    right_root = _resumable._copy_root(writer, source, victim, ThreadItems(victim))
+    for root in ("0" * 32, right_root):
+        for phase in ("objects", "checkpoints", "finish"):
+            token = _computed_token(writer, source, victim, root, phase=phase)
+            out = maintenance.handler(_copy_event(source, victim, continuation=token), AMPLE)
+            assert out["status"] == "rejected" and out["error"]["type"] == "rejected", (root, phase)
+            assert out["continuation"] is None and out["report"] == {}
+    assert _items(store["table_name"], schema.partition_key(victim)) == before
+    writer.close()
+
+
+def test_an_honest_token_replayed_after_the_target_gained_checkpoints_is_refused(
+    store: dict[str, str],
+) -> None:
+    writer = _writer(store)
+    source, target = new_thread(), new_thread()
+    _chat(writer, source, turns=2)
+    first = maintenance.handler(_copy_event(source, target), TINY)
+    assert first["status"] == "continue"
+    results = _run_to_end(_copy_event(source, target, continuation=first["continuation"]))
+    assert results[-1]["status"] == "done"
+    # The copy is finished; its owner goes on with the conversation in it.
+    _chat(writer, target, turns=1)
+    mine = writer.get_tuple(cfg(target))
+    before = _items(store["table_name"], schema.partition_key(target))
+    for token in [first["continuation"], *(r["continuation"] for r in results if r["continuation"])]:
+        out = maintenance.handler(_copy_event(source, target, continuation=token), AMPLE)
+        assert out["status"] == "rejected" and "did not write" in out["error"]["message"], out
+    out = maintenance.handler(_copy_event(source, target), AMPLE)
+    assert out["status"] == "rejected"
+    assert _items(store["table_name"], schema.partition_key(target)) == before
+    assert _same_tuple(writer.get_tuple(cfg(target)), mine)
+    writer.close()
+
+
 @pytest.mark.parametrize(
     ("event", "message"),
     [
@@ -508,6 +571,57 @@ def test_tenant_prefix_is_respected(store: dict[str, str], monkeypatch: pytest.M
     assert deleted["report"]["threads"] == 1
     assert acme.get_tuple(cfg(source)) is None and other.get_tuple(cfg(source)) is not None
     for s in (acme, other, plain):
+        s.close()
+
+
+def _junk(table: str, pk: str) -> None:
+    """An item the library never wrote, in ``pk``'s own partition (what a tenant's grant allows)."""
+    boto3.client("dynamodb").put_item(TableName=table, Item={ATTR.PK: {"S": pk}, ATTR.SK: {"S": "junk"}})
+
+
+@pytest.mark.parametrize("context", [TINY, AMPLE], ids=["a-unit-per-call", "one-call"])
+def test_a_thread_that_cannot_be_read_does_not_block_the_later_units(
+    store: dict[str, str], context: Any, capsys: Any
+) -> None:
+    """One tenant's malformed item is recorded and skipped; every other thread and run is still done.
+
+    Before, the step raised at that unit with no token: every retry stopped
+    at the same unit, and the threads and runs listed after it were never
+    pruned or deleted.
+    """
+    evil = _writer(store, tenant_prefix="evil")
+    good = _writer(store, tenant_prefix="good")
+    run_evil, run_good = str(uuid.uuid4()), str(uuid.uuid4())
+    conf = evil.put(cfg("t"), checkpoint_of({"a": 1}), {"run_id": run_evil}, {"a": "1"})
+    _junk(store["table_name"], schema.partition_key("t", "evil"))
+    conf = good.put(cfg("g"), checkpoint_of({"a": 1}), {"run_id": run_good}, {"a": "1"})
+    good.put(conf, checkpoint_of({"a": 2}, {"a": "2"}), {"run_id": run_good}, {"a": "2"})
+    capsys.readouterr()
+    event = {"action": "delete_for_runs", "run_ids": [run_evil, run_good]}
+    results = _run_to_end(event, context)
+    assert good.get_tuple(cfg("g")) is None  # the later run's checkpoints went
+    assert evil.get_tuple(cfg("t")) is not None  # the unreadable thread kept its own
+    errors = [e for r in results for e in r["errors"]]
+    assert len(errors) == 1 and f"run {run_evil!r}: thread 't'" in errors[0] and "junk" in errors[0]
+    assert sum(r["report"]["checkpoints_deleted"] for r in results) == 2
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert sum(d["Errors"] for d in lines) == 1 and sum(len(d["errors"]) for d in lines) == 1
+    # prune and delete_thread: the same, a thread per unit.
+    plain = _writer(store)
+    bad, fine = new_thread(), new_thread()
+    for t in (bad, fine):
+        _chat(plain, t, turns=2)
+    _junk(store["table_name"], schema.partition_key(bad))
+    before = len(_all(plain, fine))
+    results = _run_to_end({"action": "prune", "thread_ids": [bad, fine], "keep_last": 1}, context)
+    assert [e for r in results for e in r["errors"]] == [
+        e for r in results for e in r["errors"] if e.startswith(f"thread {bad!r}: CorruptPayloadError")
+    ]
+    assert sum(len(r["errors"]) for r in results) == 1
+    assert 0 < len(_all(plain, fine)) < before
+    (done,) = _run_to_end({"action": "delete_thread", "thread_id": bad}, context)
+    assert len(done["errors"]) == 1 and done["status"] == "done"
+    for s in (evil, good, plain):
         s.close()
 
 

@@ -175,12 +175,32 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
             malformed item, a parent cycle); it names them, after the runs'
             items in every other thread were deleted.
     """
+    total, failed = yield from delete_for_runs_isolated(s, run_ids)
+    if failed:
+        raise CorruptPayloadError(
+            f"delete_for_runs deleted the runs' items in every other thread; {len(failed)} thread(s) "
+            f"could not be read or deleted and still hold some: {'; '.join(failed[:5])}"
+            + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
+        )
+    return total
+
+
+def delete_for_runs_isolated(
+    s: BaseDynamoDBSaver, run_ids: Sequence[str]
+) -> Op[tuple[PruneResult, list[str]]]:
+    """:func:`delete_for_runs` that returns the threads it could not handle instead of raising.
+
+    Returns what was removed and one ``"thread 't': Error: message"`` entry
+    per thread whose items could not be read or deleted (its share of the
+    runs stays). Service errors (:func:`is_service_error`) still raise.
+    """
     if isinstance(run_ids, (str, bytes)):
         raise TypeError("run_ids must be a list of run ids, not a single string")
     runs = [str(r) for r in run_ids]
     total = PruneResult()
+    failed: list[str] = []
     if not runs:
-        return total
+        return total, failed
     by_thread: dict[str, set[str]] = {}  # pk -> sort keys of the runs' items
     for run_id in dict.fromkeys(runs):
         kwargs: dict[str, Any] = dict(
@@ -198,7 +218,6 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
                 break
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
     run_set = set(runs)
-    failed: list[str] = []
     for pk in sorted(by_thread):
         # An untenanted (operator) saver deletes the runs of every
         # tenant, each through a view of that tenant (see _owner_of_pk).
@@ -211,17 +230,11 @@ def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneRes
         except Exception as exc:
             # The run index can list any tenant's items under a run id: one
             # thread that cannot be read must not keep the others' items
-            # (what the caller asked to delete) in place. Reported at the end.
+            # (what the caller asked to delete) in place.
             if is_service_error(exc):
                 raise
             failed.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
-    if failed:
-        raise CorruptPayloadError(
-            f"delete_for_runs deleted the runs' items in every other thread; {len(failed)} thread(s) "
-            f"could not be read or deleted and still hold some: {'; '.join(failed[:5])}"
-            + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
-        )
-    return total
+    return total, failed
 
 
 def _delete_runs_of_thread(saver: BaseDynamoDBSaver, thread_id: str, run_set: set[str]) -> Op[PruneResult]:

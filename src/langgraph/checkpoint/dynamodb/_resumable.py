@@ -16,6 +16,11 @@ Units and what is safe to replay:
 * ``prune`` and ``delete_for_runs``: one thread (one run id) per unit; each
   is the library's own operation, which is already safe to interrupt and to
   redo (deletes in an order that keeps every readable checkpoint intact).
+  A unit that fails on the data it reads (a malformed item, a parent cycle:
+  anything but a service error, see ``_aws.is_service_error``) is recorded in
+  the step's ``errors`` and the step goes on with the next unit: whoever can
+  write one thread's items must not be able to stop the request for every
+  thread or run listed after it. Service errors raise (retry the step).
 
 What a reader sees in a copy's target while it is under way: nothing until
 the first checkpoint batch lands (objects, writes and blobs are not readable
@@ -27,8 +32,16 @@ source's latest only once the step returns ``done``.
 The token is base64url JSON, opaque to users. It is bound to the request (the
 action, the thread or run ids, the options) and to the saver's tenant by a
 digest it carries: a token from another request, thread or tenant is refused
-(``ValueError``), so it can never point a step at another thread. It is not a
-secret and grants nothing: it only tells the step where to resume.
+(``ValueError``), so it can never point a step at another thread. The digest
+is no signature: anyone who may call the step can compute a token, so a token
+is trusted with nothing a step cannot check. Every copy step, with a token or
+without, checks that the target holds nothing but this copy's own items (its
+checkpoints, whose lineage roots carry the copy's ``@copy-<root>`` suffix, and
+their writes and blobs) and that the token's root is the one the step
+derives; a target with a history of its own is refused, whatever the token
+says. What a forged token can still do is skip part of the copy it names
+(resume past objects or items not copied yet): the target then misses them
+until the copy is run again from its first step.
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock
+from langgraph.checkpoint.dynamodb._aws import is_service_error
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
@@ -76,6 +90,10 @@ class StepResult:
             ``continuation``).
         continuation: The token to pass to the next call, ``None`` when done.
         report: Counts of this step only (sum them over the steps for a total).
+        errors: The units this step recorded and skipped (a thread or run
+            whose items could not be read or deleted), one
+            ``"thread 't': Error: message"`` line each; the other units
+            were done.
 
     Example:
         >>> r = StepResult("continue", "eyJ2Ijox...", {"checkpoints_copied": 25})
@@ -86,6 +104,7 @@ class StepResult:
     status: Literal["done", "continue"]
     continuation: str | None
     report: Mapping[str, int] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -93,8 +112,13 @@ class StepResult:
         return self.status == "done"
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"status", "continuation", "report"}``, JSON-ready (the Lambda's result)."""
-        return {"status": self.status, "continuation": self.continuation, "report": dict(self.report)}
+        """``{"status", "continuation", "report", "errors"}``, JSON-ready (the Lambda's result)."""
+        return {
+            "status": self.status,
+            "continuation": self.continuation,
+            "report": dict(self.report),
+            "errors": list(self.errors),
+        }
 
 
 # ----------------------------------------------------------------- tokens
@@ -166,6 +190,35 @@ def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: Thr
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
+def _check_only_this_copy(target: ThreadItems, plan: _maintain.CopyPlan, target_thread_id: str) -> None:
+    """Refuse a target holding any item this copy would not write.
+
+    A checkpoint is this copy's if the plan writes the same sort key with the
+    same lineage root (``<root>@copy-<copy root>``, which no put of the
+    target's own makes); a write or blob item if the plan writes its sort
+    key (the target's own pending writes have task ids the source's lack).
+
+    Raises:
+        ValueError: the target has a history of its own (or the source
+            lost checkpoints the copy already wrote).
+    """
+    planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
+
+    def ours(it: Item, lineage: bool) -> bool:
+        mine = planned.get(it[ATTR.SK]["S"])
+        return mine is not None and (not lineage or it.get(ATTR.ROOT) == mine.get(ATTR.ROOT))
+
+    if not (
+        all(ours(it, True) for it in target.checkpoints.values())
+        and all(ours(w, False) for ws in target.writes.values() for w in ws)
+        and all(ours(b, False) for b in target.blobs.values())
+    ):
+        raise ValueError(
+            f"target thread {target_thread_id!r} already has checkpoints this copy did not write; "
+            "delete it first (copy_thread never merges two histories)"
+        )
+
+
 def _checkpoint_cursor(it: Item) -> str:
     ns, _, cid, _ = _items.parse_sk(it)
     # Checkpoint id first: the copy's order (NUL sorts below any namespace char).
@@ -189,10 +242,13 @@ def copy_thread_step(
     source (every visible checkpoint complete); it reads as the source's
     latest only when done.
 
-    The first step (no token) refuses a target that holds anything this copy
-    would not write (as ``copy_thread`` refuses a non-empty target); a target
-    holding exactly what an interrupted run of the same request wrote is
-    taken over, so the request can be replayed without its token too.
+    Every step refuses a target that holds anything this copy would not
+    write (as ``copy_thread`` refuses a non-empty target), with a token or
+    without: a token, which anyone can compute, never lets a copy merge into
+    a thread with a history of its own, nor does an honest one replayed
+    after the target gained checkpoints. A target holding only what an
+    interrupted run of the same request wrote is taken over, so the request
+    can be replayed without its token too.
 
     Example:
         >>> step = saver.copy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
@@ -211,22 +267,12 @@ def copy_thread_step(
         "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
     )
     source = yield from _deleting.load_thread(s, source_thread_id)
+    # Read on every step, not only the first: a token (which anyone can
+    # compute, or an honest one replayed late) must not skip the check.
+    target = yield from _deleting.load_thread(s, target_thread_id)
+    root = _copy_root(s, source_thread_id, target_thread_id, target)
     if continuation is None:
-        target = yield from _deleting.load_thread(s, target_thread_id)
-        root = _copy_root(s, source_thread_id, target_thread_id, target)
         upto = max((cid for _, cid in set(source.checkpoints) - source.dead()), default="")
-        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
-        planned = {it[ATTR.SK]["S"]: it for it in (*plan.items, *plan.checkpoints)}
-        present = [
-            *(w for ws in target.writes.values() for w in ws),
-            *target.blobs.values(),
-            *target.checkpoints.values(),
-        ]
-        if any(planned.get(it[ATTR.SK]["S"]) != it for it in present):
-            raise ValueError(
-                f"target thread {target_thread_id!r} already has checkpoints; "
-                "delete it first (copy_thread never merges two histories)"
-            )
         state: dict[str, Any] = {"root": root, "upto": upto, "phase": _COPY_PHASES[0], "after": None}
     else:
         state = _decode(continuation, "copy_thread", binding)
@@ -235,8 +281,17 @@ def copy_thread_step(
             raise ValueError("continuation is malformed ('root')")
         if not isinstance(token_upto, str) or state.get("phase") not in _COPY_PHASES:
             raise ValueError("continuation is malformed ('upto', 'phase')")
+        upto = token_upto
         _str_or_none(state, "after")
-        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, token_root, token_upto)
+        if token_root != root:
+            # The root is derived from the target's tombstones: another root is
+            # a forged token, or the target was deleted since the copy began.
+            raise ValueError(
+                f"continuation does not match target thread {target_thread_id!r} (forged, or the target "
+                "changed since the copy began): start the copy again without a token"
+            )
+    plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
+    _check_only_this_copy(target, plan, target_thread_id)
 
     report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
     units = 0
@@ -298,24 +353,41 @@ def _per_unit(
     s: BaseDynamoDBSaver,
     action: str,
     request: Mapping[str, Any],
+    kind: str,
     units: list[str],
-    run_one: Callable[[str], Op[PruneResult]],
+    run_one: Callable[[str], Op[tuple[PruneResult, list[str]]]],
     continuation: str | None,
     deadline: float | None,
 ) -> Op[StepResult]:
-    """Run ``run_one`` on each unit in order until ``deadline``; the token counts the units done."""
+    """Run ``run_one`` on each unit in order until ``deadline``; the token counts the units done.
+
+    ``run_one`` returns its counts and the failures it recorded itself. A
+    unit that raises anything but a service error is recorded too, and
+    counted as done: it would fail the same way on every retry, so raising
+    (or stopping there) would block every later unit for good.
+    """
     binding = _binding(action, s.tenant_prefix, request)
     done = 0 if continuation is None else _count(_decode(continuation, action, binding), len(units))
     total = PruneResult()
+    errors: list[str] = []
     started = 0
     while done < len(units):
         if started and deadline is not None and clock.now() >= deadline:
-            return StepResult("continue", _encode(action, binding, {"done": done}), asdict(total))
-        res = yield from run_one(units[done])
-        total.add(res)
+            token = _encode(action, binding, {"done": done})
+            return StepResult("continue", token, asdict(total), tuple(errors))
+        unit = units[done]
+        try:
+            res, failed = yield from run_one(unit)
+        except Exception as exc:
+            if is_service_error(exc):
+                raise
+            errors.append(f"{kind} {unit!r}: {type(exc).__name__}: {exc}")
+        else:
+            total.add(res)
+            errors.extend(f"{kind} {unit!r}: {f}" for f in failed)
         done += 1
         started += 1
-    return StepResult("done", None, asdict(total))
+    return StepResult("done", None, asdict(total), tuple(errors))
 
 
 def prune_step(
@@ -330,7 +402,8 @@ def prune_step(
     """:meth:`prune` a thread at a time until ``deadline``; resume with ``continuation``.
 
     Each thread's prune is safe to interrupt and redo, so a replayed step
-    converges.
+    converges. A thread whose items cannot be read (anything but a service
+    error) is recorded in the result's ``errors`` and skipped.
 
     Example:
         >>> step = saver.prune_step(["t1", "t2"], keep_last=5, deadline=time.time() + 60)  # doctest: +SKIP
@@ -338,14 +411,18 @@ def prune_step(
         ('done', 12)
     """
     threads = _id_list(thread_ids, "thread_ids")
+    for t in threads:
+        # Refused before anything changes, not recorded as a unit's failure.
+        s._check_keys(t, "", None)
     # The library validates strategy and keep_last (no I/O for an empty list).
     yield from _maintain.prune(s, [], strategy=strategy, keep_last=keep_last)
     request = {"thread_ids": threads, "strategy": strategy, "keep_last": keep_last}
 
-    def one(thread_id: str) -> Op[PruneResult]:
-        return (yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last))
+    def one(thread_id: str) -> Op[tuple[PruneResult, list[str]]]:
+        res = yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last)
+        return res, []
 
-    return (yield from _per_unit(s, "prune", request, threads, one, continuation, deadline))
+    return (yield from _per_unit(s, "prune", request, "thread", threads, one, continuation, deadline))
 
 
 def delete_for_runs_step(
@@ -357,7 +434,10 @@ def delete_for_runs_step(
 ) -> Op[StepResult]:
     """:meth:`delete_for_runs` a run id at a time until ``deadline``; resume with ``continuation``.
 
-    Each run's delete is safe to interrupt and redo.
+    Each run's delete is safe to interrupt and redo. A thread whose items
+    cannot be read is recorded in the result's ``errors`` (its share of the
+    run stays); the run's items in every other thread, and the later runs,
+    are deleted.
 
     Example:
         >>> saver.delete_for_runs_step(["run-1"]).status  # doctest: +SKIP
@@ -365,7 +445,11 @@ def delete_for_runs_step(
     """
     runs = _id_list(run_ids, "run_ids")
 
-    def one(run_id: str) -> Op[PruneResult]:
-        return (yield from _maintain.delete_for_runs(s, [run_id]))
+    def one(run_id: str) -> Op[tuple[PruneResult, list[str]]]:
+        return (yield from _maintain.delete_for_runs_isolated(s, [run_id]))
 
-    return (yield from _per_unit(s, "delete_for_runs", {"run_ids": runs}, runs, one, continuation, deadline))
+    return (
+        yield from _per_unit(
+            s, "delete_for_runs", {"run_ids": runs}, "run", runs, one, continuation, deadline
+        )
+    )

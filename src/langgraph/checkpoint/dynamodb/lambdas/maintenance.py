@@ -10,14 +10,18 @@ The event is one of (``tenant_prefix`` and ``continuation`` are optional in each
     {"action": "delete_for_runs", "run_ids": ["run-1"]}
 
 The result is ``{"status": "done" | "continue" | "rejected", "continuation":
-token | null, "report": {counts of this step}}``. ``continue``: invoke again with
+token | null, "report": {counts of this step}, "errors": [...]}``. ``continue``: invoke again with
 the same event plus ``"continuation": <token>``; each invocation works until
 its time budget (the remaining time minus ``handlers.SAFETY_SECONDS``, or
 ``TIME_BUDGET_SECONDS`` if shorter) and replaying a step is safe (see
 ``langgraph.checkpoint.dynamodb._resumable``). ``rejected``: the event or the
 token was refused, with ``"error": {"type", "message"}``; nothing was
 changed. AWS failures (throttling that outlasts the retries...) raise, so
-that the function's ``Errors`` alarm sees them.
+that the function's ``Errors`` alarm sees them. A thread or run a prune or
+delete step could not handle (one tenant's malformed item, a parent cycle)
+is listed in ``errors`` and skipped, and the step goes on with the next: the
+invocation succeeds, the log record carries the list and its ``Errors``
+metric (the construct's ``MaintenanceJobErrorsAlarm``) counts it.
 
 Environment: the store's (``langgraph.checkpoint.dynamodb.config``),
 ``TIME_BUDGET_SECONDS`` and ``MAINTENANCE_BATCH_SIZE`` (items or objects a
@@ -249,7 +253,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         kind = "invalid_event" if isinstance(exc, EventError) else "rejected"
         error = {"type": kind, "message": str(exc)}
         log_event("maintenance", action=str(action), status="rejected", rejected=1, error=error)
-        return {"status": "rejected", "continuation": None, "report": {}, "error": error}
+        return {"status": "rejected", "continuation": None, "report": {}, "errors": [], "error": error}
     result = step.to_dict()
     log_event(
         "maintenance",
@@ -258,5 +262,6 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         continued=step.continuation is not None,
         rejected=0,
         **result["report"],
+        errors=result["errors"],
     )
     return result

@@ -135,6 +135,8 @@ JOB_METRICS: Mapping[str, tuple[JobMetric, ...]] = {
         VALUES_REHOMED,
         BYTES_FREED,
         REQUESTS_REJECTED,
+        # Threads or runs a prune or delete step recorded and skipped.
+        ERRORS,
     ),
 }
 

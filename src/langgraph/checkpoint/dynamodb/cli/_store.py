@@ -660,7 +660,7 @@ def checkpoint_sizes(
             if "M" in av and "s3" in av["M"]:
                 refs.append(av["M"]["s3"]["S"])
         for name, av in it.items():
-            if name.startswith(ATTR.WRITE_PREFIX) and name[1:].lstrip("-").isdigit():
+            if _items.is_write_attr(name):
                 payload = av.get("L", [{}, {}])[1]
                 if "M" in payload and "s3" in payload["M"]:
                     refs.append(payload["M"]["s3"]["S"])

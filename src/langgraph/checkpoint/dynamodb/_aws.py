@@ -16,7 +16,7 @@ import ipaddress
 import os
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from botocore.config import Config
@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
+
+R = TypeVar("R")
 
 
 def client_config(
@@ -111,6 +113,24 @@ def is_service_error(exc: Exception) -> bool:
     if isinstance(exc, ClientError):
         return error_code(exc) != "ValidationException"
     return isinstance(exc, BotoCoreError)
+
+
+def isolated(op: Op[R], errors: list[str], label: str) -> Op[R | None]:
+    """Run one unit of work over many (a thread, a run): its result, or ``None`` if it failed and was recorded.
+
+    Whoever can write a thread's items (a tenant, with its own grant) shapes
+    what the work reads there. A failure those items cause is appended to
+    ``errors`` (``"<label>: Error: message"``) and the caller goes on with
+    the next unit: raised, it would stop every later unit, on every retry,
+    for good. Service errors (:func:`is_service_error`) still raise.
+    """
+    try:
+        return (yield from op)
+    except Exception as exc:
+        if is_service_error(exc):
+            raise
+        errors.append(f"{label}: {type(exc).__name__}: {exc}")
+        return None
 
 
 def is_local_endpoint(url: str | None) -> bool:

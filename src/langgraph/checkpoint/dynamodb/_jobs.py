@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import _deleting, _items, _requests, clock, schema
-from langgraph.checkpoint.dynamodb._aws import error_code, is_service_error
+from langgraph.checkpoint.dynamodb._aws import error_code, isolated
 from langgraph.checkpoint.dynamodb._items import (
     ThreadItems,
 )
@@ -31,28 +31,6 @@ from langgraph.checkpoint.dynamodb.lifecycle import (
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 _UUID_EPOCH_100NS = 0x01B21DD213814000
-
-R = TypeVar("R")
-
-
-def _isolated(report: SweepReport, thread_id: str, op: Op[R]) -> Op[R | None]:
-    """Run one thread's share of a table-wide job: its result, or ``None`` if it failed and was recorded.
-
-    Whoever can write a thread's items (a tenant, with its own grant) shapes
-    what the job reads there. A failure caused by that thread's items is
-    recorded in the report (the Lambda logs it and counts it in the
-    ``Errors`` metric, which the construct's ``JobErrorsAlarm`` watches) and
-    the job goes on with the next thread: raised, it
-    would stop the page, and every later run would stop at the same thread,
-    so nobody's threads past it would ever be maintained again.
-    """
-    try:
-        return (yield from op)
-    except Exception as exc:
-        if is_service_error(exc):
-            raise
-        report.errors.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
-        return None
 
 
 def reap_expired_stream(s: BaseDynamoDBSaver, event: Mapping[str, Any]) -> Op[SweepReport]:
@@ -71,7 +49,10 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
         saver, thread_id = owner
         report.threads_scanned += 1
         reap = _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now())
-        res = yield from _isolated(report, thread_id, reap)
+        # A thread whose items cannot be handled is recorded (the Lambda logs
+        # the report and counts it in the Errors metric, which the construct's
+        # JobErrorsAlarm watches) and the job goes on: see _aws.isolated.
+        res = yield from isolated(reap, report.errors, f"thread {thread_id!r}")
         if res is not None:
             report.add_prune(res)
             if res.checkpoints_deleted:
@@ -112,9 +93,8 @@ def purge_expired(s: BaseDynamoDBSaver, *, deadline: float | None = None) -> Op[
                     f"thread {thread_id!r}: head TTL is not a whole number: {head.get(ATTR.TTL)!r:.80}"
                 )
                 continue
-            res = yield from _isolated(
-                report, thread_id, _deleting.reap_thread(saver, thread_id, expired_before=ttl)
-            )
+            reap = _deleting.reap_thread(saver, thread_id, expired_before=ttl)
+            res = yield from isolated(reap, report.errors, f"thread {thread_id!r}")
             if res is not None:
                 report.add_prune(res)
                 report.threads_deleted += 1
@@ -226,7 +206,8 @@ def run_pruner(
             report.threads_scanned += 1
             # One poisoned thread (a parent cycle, a malformed item) must
             # not stop the page: recorded, and the page goes on.
-            yield from _isolated(report, thread_id, _prune_one(saver, thread_id, last_active, policy, report))
+            prune = _prune_one(saver, thread_id, last_active, policy, report)
+            yield from isolated(prune, report.errors, f"thread {thread_id!r}")
         if not new_cursor:
             report.complete = True
             break
@@ -312,7 +293,8 @@ def sweep_orphans(
             report.threads_scanned += 1
             # A thread whose items cannot be read is skipped (its objects
             # stay: what it references is unknown) and recorded.
-            yield from _isolated(report, thread_id, _sweep_one(s.bucket_name, saver, thread_id, old, report))
+            sweep = _sweep_one(s.bucket_name, saver, thread_id, old, report)
+            yield from isolated(sweep, report.errors, f"thread {thread_id!r}")
         if not new_cursor:
             report.complete = True
             break

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _requests, schema
-from langgraph.checkpoint.dynamodb._aws import error_code, is_service_error
+from langgraph.checkpoint.dynamodb._aws import error_code, isolated
 from langgraph.checkpoint.dynamodb._items import (
     Item,
     ThreadItems,
@@ -225,15 +225,14 @@ def delete_for_runs_isolated(
         if owner is None:
             continue
         saver, thread_id = owner
-        try:
-            total.add((yield from _delete_runs_of_thread(saver, thread_id, run_set)))
-        except Exception as exc:
-            # The run index can list any tenant's items under a run id: one
-            # thread that cannot be read must not keep the others' items
-            # (what the caller asked to delete) in place.
-            if is_service_error(exc):
-                raise
-            failed.append(f"thread {thread_id!r}: {type(exc).__name__}: {exc}")
+        # The run index can list any tenant's items under a run id: one
+        # thread that cannot be read must not keep the others' items (what
+        # the caller asked to delete) in place.
+        res = yield from isolated(
+            _delete_runs_of_thread(saver, thread_id, run_set), failed, f"thread {thread_id!r}"
+        )
+        if res is not None:
+            total.add(res)
     return total, failed
 
 

@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock
-from langgraph.checkpoint.dynamodb._aws import is_service_error
+from langgraph.checkpoint.dynamodb._aws import isolated
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
@@ -376,13 +376,9 @@ def _per_unit(
             token = _encode(action, binding, {"done": done})
             return StepResult("continue", token, asdict(total), tuple(errors))
         unit = units[done]
-        try:
-            res, failed = yield from run_one(unit)
-        except Exception as exc:
-            if is_service_error(exc):
-                raise
-            errors.append(f"{kind} {unit!r}: {type(exc).__name__}: {exc}")
-        else:
+        got = yield from isolated(run_one(unit), errors, f"{kind} {unit!r}")
+        if got is not None:
+            res, failed = got
             total.add(res)
             errors.extend(f"{kind} {unit!r}: {f}" for f in failed)
         done += 1

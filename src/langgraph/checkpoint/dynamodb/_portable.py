@@ -4,15 +4,17 @@ The CLI's ``export``/``import`` read and write through it (see ``transfer``):
 msgpack structure is decoded, but every ext record (LangGraph's form of a
 typed object) stays an opaque :class:`OpaqueExt` and is written back byte
 for byte, so no application module is needed and nothing a payload names is
-imported or called, except that a record naming a standard-library object
-that is not a data class is refused (the savers' default rule).
+imported or called; a record naming anything but a data class (or a type
+whose package is not installed here) is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import sys
+from collections.abc import Iterable
 from typing import Any, Final
 
 import ormsgpack
@@ -47,19 +49,57 @@ class OpaquePayload:
 _NAMED_CODES: Final = frozenset(range(jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG, jsonplus.EXT_PYDANTIC_V2 + 1))
 
 
-def _checked_ext(code: int, data: bytes, *, refused: list[str]) -> OpaqueExt:
-    """Keep an ext record opaque, but refuse one naming a standard-library callable.
+def _installed(top: str) -> bool:
+    """Whether a top-level module can be imported here, found without running any of it."""
+    if top in sys.stdlib_module_names or top in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return True  # cannot tell: judged as present, so refused
 
-    A tool moving state cannot judge an application's types (their modules
-    are not loaded here; the application's serializer judges them when it
-    reads). It can judge the standard library's, which is always there: a
-    record naming ``os.system`` or ``subprocess.Popen`` is no state an
-    application writes, so a file carrying one is refused, by the rule the
-    savers' default serializer applies (LangGraph's safe types, or a data
-    class of a loaded module). Nested records are checked the same way.
+
+def _judge(code: int, module: str, name: str, allowed: frozenset[tuple[str, str]]) -> None:
+    """Refuse a record naming anything but a data class (raises ``ValueError``).
+
+    A positive rule, the savers' own (``serde.loaded_data_class``): LangGraph's
+    safe types, the caller's allowlist, or a data class of a module this process
+    has imported. What this process could not judge without importing it is
+    refused if the module is installed here (so it could exist, as a re-export
+    such as ``dateutil.zoneinfo.rebuild.check_call`` does, wherever the file is
+    read), and kept opaque only if its package is not installed at all: an
+    application's type, which the application's own (strict) serializer judges
+    when it reads the value.
+    """
+    if (module, name) in SAFE_MSGPACK_TYPES or (module, name) in allowed:
+        return
+    from langgraph.checkpoint.dynamodb.serde import RefusedTypeError, loaded_data_class
+
+    if module in sys.modules:
+        loaded_data_class(code, module, name)
+        return
+    if _installed(module.partition(".")[0]):
+        raise RefusedTypeError(
+            f"Refused {module}.{name}: module {module!r} is installed here but not imported, and "
+            "whether it names a data class cannot be told without importing it. If you trust this "
+            f"type, allow it by name (langgraph-dynamodb export/import --allow-type {module}:{name}, "
+            f"or PortableSerializer(allowed_types=[({module!r}, {name!r})]))."
+        )
+
+
+def _checked_ext(
+    code: int, data: bytes, *, refused: list[str], allowed: frozenset[tuple[str, str]]
+) -> OpaqueExt:
+    """Keep an ext record opaque, but refuse one that names anything but a data class.
+
+    A tool moving state cannot revive an application's types (their modules
+    are not loaded here), but it need not store what no application writes:
+    a record naming a function or a non-data class (``os.system``,
+    ``subprocess.Popen``, a re-export of them) is refused by :func:`_judge`.
+    Nested records are checked the same way.
     """
     if code in _NAMED_CODES or code == jsonplus.EXT_DELTA_SNAPSHOT:
-        hook = functools.partial(_checked_ext, refused=refused)
+        hook = functools.partial(_checked_ext, refused=refused, allowed=allowed)
         try:
             inner = ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
         except ormsgpack.MsgpackDecodeError as exc:
@@ -73,19 +113,14 @@ def _checked_ext(code: int, data: bytes, *, refused: list[str]) -> OpaqueExt:
             ):
                 refused.append(f"malformed ext record {code}: no (module, name)")
                 raise ValueError(refused[-1])
-            module, name = inner[0], inner[1]
-            if (
-                module.partition(".")[0] in sys.stdlib_module_names
-                and (module, name) not in SAFE_MSGPACK_TYPES
-            ):
-                # The savers' rule, not a second copy of it.
-                from langgraph.checkpoint.dynamodb.serde import loaded_data_class
-
-                try:
-                    loaded_data_class(code, module, name)
-                except ValueError as exc:
-                    refused.append(str(exc))
-                    raise
+            try:
+                _judge(code, inner[0], inner[1], allowed)
+            except ValueError as exc:
+                refused.append(str(exc))
+                raise
+    elif code != jsonplus.EXT_NUMPY_ARRAY:
+        refused.append(f"unknown msgpack ext record {code}: written by a newer LangGraph, or forged")
+        raise ValueError(refused[-1])
     return OpaqueExt(code, data)
 
 
@@ -104,10 +139,16 @@ class PortableSerializer:
     :class:`OpaqueExt`, and writes it back byte for byte. So a tool can
     export and import the state of any application, without the
     application's modules and without ever importing or calling what a
-    payload names. One judgement it does make: a record naming a standard
-    library object that is not a data class (``os.system``) is refused, as
-    the savers' default serializer refuses it. Legacy ``json`` payloads
-    stay whole (:class:`OpaquePayload`).
+    payload names. One judgement it does make, by a positive rule: a record
+    must name one of LangGraph's safe types, a type in ``allowed_types``, a
+    data class of a module this process has imported, or a type whose package
+    is not installed here (an application's own); anything else
+    (``os.system``, a third-party re-export of ``subprocess.check_call``, a
+    class of an installed module it would have to import to judge) is refused.
+    Legacy ``json`` payloads stay whole (:class:`OpaquePayload`).
+
+    Args:
+        allowed_types: ``(module, name)`` pairs to keep without judging them.
     Ordinary Python values are written as LangGraph's ``JsonPlusSerializer`` does.
 
     The ``langgraph-dynamodb export``/``import`` commands read and write
@@ -122,6 +163,9 @@ class PortableSerializer:
         >>> type(value["doc"]).__name__, s.dumps_typed(value) == typed
         ('OpaqueExt', True)
     """
+
+    def __init__(self, *, allowed_types: Iterable[tuple[str, str]] = ()) -> None:
+        self.allowed_types: frozenset[tuple[str, str]] = frozenset((str(m), str(n)) for m, n in allowed_types)
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         if isinstance(obj, OpaquePayload):
@@ -144,7 +188,7 @@ class PortableSerializer:
             return bytearray(raw)
         if type_ == "msgpack":
             refused: list[str] = []
-            hook = functools.partial(_checked_ext, refused=refused)
+            hook = functools.partial(_checked_ext, refused=refused, allowed=self.allowed_types)
             try:
                 value = ormsgpack.unpackb(raw, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
             except ormsgpack.MsgpackDecodeError:

@@ -46,7 +46,7 @@ from langgraph.checkpoint.dynamodb.errors import (
 )
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: it was public here
 from langgraph.checkpoint.dynamodb.schema import ATTR
-from langgraph.checkpoint.dynamodb.serde import default_serde
+from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = [
     "UNGUARDED_WRITERS",
@@ -108,6 +108,7 @@ class SaverSettings(TypedDict, total=False):
     region_name: str | None
     endpoint_url: str | None
     serde: SerializerProtocol | None
+    allow_unsafe_serde: bool
     s3_key_prefix: str
     inline_threshold: int
     s3_threshold: int
@@ -147,6 +148,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         region_name: str | None = None,
         endpoint_url: str | None = None,
         serde: SerializerProtocol | None = None,
+        allow_unsafe_serde: bool = False,
         s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
@@ -166,7 +168,10 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # data classes (pydantic, dataclass, enum...) this process has imported,
         # and call nothing else, so a party who can write to the table or bucket
         # cannot make a reader import and call arbitrary code (see serde.py).
-        super().__init__(serde=serde or default_serde())
+        # A given serializer that would (LangGraph's permissive JsonPlusSerializer,
+        # which EncryptedSerializer wraps by default) is made strict or refused,
+        # unless allow_unsafe_serde says, by name, to keep it.
+        super().__init__(serde=strict_serde(serde, allow_unsafe=allow_unsafe_serde is True))
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
         schema.validate_s3_key_prefix(s3_key_prefix)

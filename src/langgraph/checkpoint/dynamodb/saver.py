@@ -55,7 +55,12 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             then botocore's configuration (a profile's region).
         endpoint_url: endpoint for both services (``AWS_ENDPOINT_URL`` in the
             environment works too), e.g. a local moto server.
-        serde: serializer (for example ``EncryptedSerializer``).
+        serde: serializer (for example ``EncryptedSerializer``). One that would
+            import and call what a stored payload names (LangGraph's permissive
+            ``JsonPlusSerializer``, also inside ``EncryptedSerializer``) is made
+            strict (``StateTypesSerializer``), or refused if it uses pickle.
+        allow_unsafe_serde: keep a permissive ``serde`` as given; only where
+            nobody but you can write to the table and the bucket.
         dynamodb_client: a ready-made boto3 DynamoDB client.
         s3_client: a ready-made boto3 S3 client.
         boto3_session: a boto3 ``Session`` to make clients from.

@@ -50,13 +50,23 @@ from typing import Any, Literal, cast
 import ormsgpack
 from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 from langgraph.checkpoint.serde import jsonplus
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 
-__all__ = ["RefusedTypeError", "RevivalError", "StateTypesSerializer", "default_serde"]
+__all__ = [
+    "RefusedTypeError",
+    "RevivalError",
+    "StateTypesSerializer",
+    "UnsafeSerializerError",
+    "default_serde",
+    "is_permissive",
+    "strict_serde",
+]
 
 # The ext codes LangGraph's encoder writes (langgraph/checkpoint/serde/jsonplus.py).
 _SINGLE_ARG = jsonplus.EXT_CONSTRUCTOR_SINGLE_ARG  # cls(value): enums, secrets, UUID, Decimal...
@@ -363,3 +373,82 @@ def default_serde() -> JsonPlusSerializer:
     if lg_msgpack.STRICT_MSGPACK_ENABLED:
         return JsonPlusSerializer(allowed_msgpack_modules=None)
     return StateTypesSerializer()
+
+
+class UnsafeSerializerError(CheckpointStoreError, ValueError):
+    """A saver was given a serializer that would run code named by stored data.
+
+    ``JsonPlusSerializer(pickle_fallback=True)``, ``allowed_json_modules=True``, or a
+    permissive subclass of ``JsonPlusSerializer`` that the saver cannot make strict
+    without changing what it does. Pass ``allow_unsafe_serde=True`` to the saver to
+    keep it anyway (only where nobody but you can write to the table and bucket).
+    """
+
+
+def is_permissive(serde: object) -> bool:
+    """Whether decoding with ``serde`` may import and call what a stored payload names.
+
+    True for a ``JsonPlusSerializer`` in LangGraph's permissive mode (the default
+    unless ``LANGGRAPH_STRICT_MSGPACK`` is set, and what ``EncryptedSerializer``
+    wraps when given no ``serde=``), with ``pickle_fallback`` or with
+    ``allowed_json_modules=True``; for an ``EncryptedSerializer`` around one. A
+    serializer of another kind, or one with its own ext hook, is the user's own
+    code: it is not judged here.
+
+    Example:
+        >>> from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+        >>> is_permissive(JsonPlusSerializer(allowed_msgpack_modules=True))
+        True
+        >>> is_permissive(StateTypesSerializer())
+        False
+    """
+    if isinstance(serde, EncryptedSerializer):
+        return is_permissive(serde.serde)
+    if not isinstance(serde, JsonPlusSerializer):
+        return False
+    if serde.pickle_fallback or serde._allowed_json_modules is True:
+        return True
+    if isinstance(serde, StateTypesSerializer) or serde._custom_unpack_ext_hook:
+        return False
+    return serde._allowed_msgpack_modules is True
+
+
+def strict_serde(serde: SerializerProtocol | None, *, allow_unsafe: bool = False) -> SerializerProtocol:
+    """The serializer a saver decodes with: ``serde``, never one that runs what a payload names.
+
+    * ``None``: :func:`default_serde`.
+    * A permissive plain ``JsonPlusSerializer`` (also inside an ``EncryptedSerializer``,
+      as ``EncryptedSerializer.from_pycryptodome_aes()`` builds it) is replaced by
+      :class:`StateTypesSerializer`, which writes the same bytes and reads back the
+      same data classes, but calls no function a stored value names.
+    * Any other permissive serializer (pickle, a permissive subclass) raises
+      :class:`UnsafeSerializerError`.
+    * ``allow_unsafe=True`` (the savers' ``allow_unsafe_serde``) returns ``serde``
+      unchanged: the explicit, named opt-in.
+
+    Example:
+        >>> from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+        >>> from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+        >>> enc = EncryptedSerializer(cipher=None, serde=JsonPlusSerializer(allowed_msgpack_modules=True))
+        >>> type(strict_serde(enc).serde).__name__
+        'StateTypesSerializer'
+    """
+    if serde is None:
+        return default_serde()
+    if allow_unsafe or not is_permissive(serde):
+        return serde
+    if isinstance(serde, EncryptedSerializer):
+        return EncryptedSerializer(serde.cipher, strict_serde(serde.serde))
+    if (
+        type(serde) is JsonPlusSerializer
+        and not serde.pickle_fallback
+        and serde._allowed_json_modules is not True
+    ):
+        return StateTypesSerializer()
+    raise UnsafeSerializerError(
+        f"{type(serde).__name__} would import and call what a stored payload names "
+        "(pickle_fallback, allowed_json_modules=True or a permissive msgpack mode), so whoever can "
+        "write to the table or bucket could run code in this process. Use StateTypesSerializer "
+        "(the default) or a strict JsonPlusSerializer(allowed_msgpack_modules=[...]); to keep this "
+        "serializer anyway, pass allow_unsafe_serde=True to the saver."
+    )

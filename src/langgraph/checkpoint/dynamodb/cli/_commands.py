@@ -216,7 +216,10 @@ def make_saver(args: argparse.Namespace) -> Any:
         from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
         try:
-            serde = EncryptedSerializer.from_pycryptodome_aes()
+            # The same strict viewer inside the cipher: from_pycryptodome_aes()
+            # alone would wrap LangGraph's permissive serializer, which calls
+            # whatever a decrypted payload names.
+            serde = EncryptedSerializer.from_pycryptodome_aes(serde=serde)
         except Exception as exc:
             raise CLIError(f"--encrypted: {exc}", EXIT_USAGE, "bad_encryption_key") from exc
     session = boto3.session.Session(profile_name=s["profile"], region_name=s["region"])

@@ -40,6 +40,7 @@ def register(add: Add) -> None:
 
     p = add("export", "write a thread (all namespaces, metadata, pending writes) as JSON Lines", cmd_export)
     p.add_argument("thread")
+    _allow_type_option(p)
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE, created readable by you only (default: stdout)"
     )
@@ -55,6 +56,26 @@ def register(add: Add) -> None:
         metavar="BYTES",
         help="largest payload accepted (default: the saver's, 64 MiB)",
     )
+    _allow_type_option(p)
+
+
+def _type_name(text: str) -> tuple[str, str]:
+    module, sep, name = text.partition(":")
+    if not (sep and module and name):
+        raise argparse.ArgumentTypeError(f"expected MODULE:NAME (e.g. myapp.state:Ticket), got {text!r}")
+    return module, name
+
+
+def _allow_type_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-type",
+        action="append",
+        type=_type_name,
+        default=[],
+        metavar="MODULE:NAME",
+        help="keep values of this type although it cannot be judged a data class here "
+        "(its module is installed but not imported); repeatable. Nothing is imported or called",
+    )
 
 
 def cmd_doctor(ctx: Ctx) -> int:
@@ -68,7 +89,7 @@ def cmd_doctor(ctx: Ctx) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def _portable(saver: Any) -> Any:
+def _portable(saver: Any, saver_args: Any = None) -> Any:
     """The CLI's saver, reading and writing state without understanding it.
 
     The CLI has none of the application's modules: its viewer serializer
@@ -80,7 +101,7 @@ def _portable(saver: Any) -> Any:
 
     from langgraph.checkpoint.dynamodb.transfer import PortableSerializer
 
-    serde: Any = PortableSerializer()
+    serde: Any = PortableSerializer(allowed_types=getattr(saver_args, "allow_type", None) or ())
     if isinstance(saver.serde, EncryptedSerializer):
         serde = EncryptedSerializer(saver.serde.cipher, serde)
     saver.serde = serde  # this saver is the command's own, used for nothing else
@@ -91,7 +112,7 @@ def cmd_export(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.transfer import ExportError, export_thread
 
     args = ctx.args
-    saver = _portable(ctx.saver)
+    saver = _portable(ctx.saver, ctx.args)
     require_thread(saver, args.thread)
     to_stdout = args.output in (None, "-")
     try:
@@ -145,7 +166,7 @@ def cmd_import(ctx: Ctx) -> int:
     )
 
     args = ctx.args
-    saver = _portable(ctx.saver)
+    saver = _portable(ctx.saver, ctx.args)
     try:
         with _open_input(args.file, ctx.stdin) as fp:
             summary = import_thread(saver, fp, thread_id=args.thread, max_payload_size=args.max_payload_size)

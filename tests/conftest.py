@@ -3,13 +3,21 @@
 Everything talks to the loopback server through real boto3/aiobotocore
 clients; nothing here can reach real AWS (dummy credentials, no config files,
 no metadata service, every endpoint pointed at 127.0.0.1).
+
+The server checks every request against AWS's documented limits
+(tests/support/strict_aws.py; ``STRICT_AWS=enforce|record|off``, passed on to
+it): a test that sends a request real AWS would refuse fails, unless it is
+marked ``@pytest.mark.aws_violation("substring", ...)``, which says it sends
+one on purpose. ``STRICT_AWS_LOG=DIR`` writes every recorded violation there
+when a server stops.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -46,11 +54,13 @@ def moto_endpoint() -> Iterator[str]:
         port = sock.getsockname()[1]
     proc = subprocess.Popen(
         # moto's server, with requests applied one at a time (as DynamoDB
-        # applies conditional writes atomically): see tests/support/moto_serial.py.
+        # applies conditional writes atomically) and checked against AWS's
+        # limits: see tests/support/moto_serial.py and strict_aws.py.
         [sys.executable, "-m", "tests.support.moto_serial", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        env={**os.environ, "STRICT_AWS": os.environ.get("STRICT_AWS") or "enforce"},
     )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
@@ -68,11 +78,84 @@ def moto_endpoint() -> Iterator[str]:
         yield endpoint
     finally:
         os.environ.pop("AWS_ENDPOINT_URL", None)
+        _dump_violations(endpoint)
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def _dump_violations(endpoint: str) -> None:
+    """Every violation the server recorded, to $STRICT_AWS_LOG/ (when set), for a report."""
+    folder = os.environ.get("STRICT_AWS_LOG")
+    if not folder:
+        return
+    from tests.support import strict_aws
+
+    try:
+        records = {"status": strict_aws.status(endpoint), "violations": strict_aws.violations(endpoint)}
+    except OSError:
+        return
+    os.makedirs(folder, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = os.path.join(folder, f"violations-{worker}-{endpoint.rsplit(':', 1)[-1]}.json")
+    with open(path, "w") as f:
+        json.dump(records, f, indent=1)
+
+
+@pytest.fixture(autouse=True)
+def _strict_aws(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test whose requests real AWS would refuse (recorded by the moto server's strict layer).
+
+    Only for tests on the moto server (``moto_endpoint`` among their fixtures). A test marked
+    ``@pytest.mark.aws_violation("substring", ...)`` sends such a request on purpose: every
+    violation it causes must contain one of the substrings (in its limit id or message), and it
+    must cause at least one.
+    """
+    if "moto_endpoint" not in request.fixturenames:
+        yield
+        return
+    from tests.support import strict_aws
+
+    endpoint = request.getfixturevalue("moto_endpoint")
+    state = strict_aws.status(endpoint)
+    if state["mode"] == "off":
+        yield
+        return
+    strict_aws.set_context(endpoint, request.node.nodeid)
+    yield
+    new = strict_aws.violations(endpoint, since=state["last_seq"])
+    strict_aws.set_context(endpoint, None)
+    marker = request.node.get_closest_marker("aws_violation")
+    if marker is None:
+        if new:
+            pytest.fail(
+                f"{len(new)} request(s) real AWS would refuse (STRICT_AWS={state['mode']}; "
+                f"see tests/support/strict_aws.py):\n{strict_aws.describe(new)}",
+                pytrace=False,
+            )
+        return
+    expected = [str(a) for a in marker.args]
+    if not expected:
+        pytest.fail("@pytest.mark.aws_violation needs a substring of the expected violation", pytrace=False)
+    unexpected = [r for r in new if not any(e in f"{r['limit']}: {r['message']}" for e in expected)]
+    if unexpected:
+        pytest.fail(
+            f"violations not matching aws_violation{tuple(expected)!r}:\n{strict_aws.describe(unexpected)}",
+            pytrace=False,
+        )
+    if not new:
+        pytest.fail(f"marked aws_violation{tuple(expected)!r}, yet no request broke a limit", pytrace=False)
+
+
+@pytest.fixture
+def aws_violations(moto_endpoint: str) -> Callable[[], list[dict[str, Any]]]:
+    """A function returning the violations the server recorded since this test began."""
+    from tests.support import strict_aws
+
+    start = strict_aws.status(moto_endpoint)["last_seq"]
+    return lambda: strict_aws.violations(moto_endpoint, since=start)
 
 
 @pytest.fixture

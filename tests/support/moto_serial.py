@@ -5,6 +5,10 @@ threaded server does not (two concurrent conditional puts can both pass).
 The tests of locks and races need the real behaviour, so every request runs
 under one lock here, while connections are still served by many threads.
 
+Inside the lock, tests/support/strict_aws.py checks every DynamoDB and S3
+request against AWS's documented limits (``STRICT_AWS``: ``enforce``, the
+default, answers as AWS would; ``record`` only records; ``off``).
+
     python -m tests.support.moto_serial PORT
 """
 
@@ -20,11 +24,15 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from moto.server import MotoRequestHandler  # type: ignore[attr-defined]
 from werkzeug.serving import run_simple
 
+from tests.support.strict_aws import StrictAWSMiddleware
+
 
 def main() -> None:
     port = int(sys.argv[1])
     os.environ.setdefault("MOTO_PORT", str(port))
-    app = DomainDispatcherApplication(create_backend_app)
+    # The checks read moto's backend (key schemas, the item an update starts from):
+    # they run inside the lock, like the request itself.
+    app = StrictAWSMiddleware(DomainDispatcherApplication(create_backend_app), os.environ.get("STRICT_AWS"))
     lock = threading.Lock()
 
     def serial(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:

@@ -64,6 +64,7 @@ PLAN: dict[str, int] = {
     "big": 3,
     "list": 2,
     "async": 2,
+    "fanout": 1,
 }
 COLD_STARTS = 3
 #: Parts that run once, ours only, after the workloads: the codec measurement

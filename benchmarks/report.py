@@ -647,7 +647,7 @@ def _headline(res: dict[str, Any]) -> str:
     row("linear", "requests, one invoke", _requests, fmt_int, "invoke")
     row("linear", "bytes written", _bytes_written, fmt_bytes, "invoke")
     trow("linear", "invoke", "invoke time")
-    for wl in ("chat", "delta", "big"):
+    for wl in ("chat", "delta", "big", "fanout"):
         row(wl, "requests, all turns", _requests, fmt_int, "turns")
         row(wl, "bytes written, all turns", _bytes_written, fmt_bytes, "turns")
         row(wl, "WCU", _wcu, fmt_int, "turns")
@@ -792,6 +792,7 @@ def _observations(res: dict[str, Any]) -> list[str]:
         ("chat", ["turns"]),
         ("delta", ["turns"]),
         ("big", ["turns"]),
+        ("fanout", ["turns"]),
         ("list", ["list_all", "list_filtered", "delete_thread"]),
     ]
     for wl, phases in checks:
@@ -988,6 +989,14 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         "both savers.",
         ["turns", "get_state"],
         gz_lines("big"),
+    )
+    section(
+        "fanout",
+        "7. Map-reduce fan-out",
+        f"A conditional edge returns {p.get('fanout_sends', 200)} `Send`s to a `work` node, a `reduce` node "
+        f"sums their results; {p.get('fanout_turns', 10)} invokes on one thread (each fan-out step's "
+        "`put_writes` holds one write per `Send`).",
+        ["turns"],
     )
     lo = _first(res, "list", "ours")
     section(

@@ -145,8 +145,8 @@ def test_calls_workload_counts(storage: dict[str, str]) -> None:
     result = run("ours", "calls", table=storage["table_name"], bucket=storage["bucket_name"], verify=True)
     phases = result["phases"]
     assert phases["put[small]"]["requests"] == {"dynamodb:PutItem": 1}
-    assert phases["put_writes[1]"]["requests"] == {"dynamodb:UpdateItem": 1}
-    assert phases["put_writes[25]"]["requests"] == {"dynamodb:UpdateItem": 1}
+    assert phases["put_writes[1]"]["requests"] == {"dynamodb:PutItem": 1}
+    assert phases["put_writes[25]"]["requests"] == {"dynamodb:PutItem": 1}
     assert phases["get_tuple[latest]"]["requests"] == {"dynamodb:Query": 1}
     # Counters are per phase: a later phase does not carry earlier requests.
     assert phases["get_tuple[by id]"]["requests"] == {"dynamodb:Query": 1, "dynamodb:GetItem": 1}
@@ -192,6 +192,10 @@ def test_delta_big_list_async_workloads(storage: dict[str, str]) -> None:
     assert asy["turns_total"] == tiny.async_threads * tiny.async_turns
     assert asy["messages_in_thread0"] == 2 * tiny.async_turns
     assert asy["lag_samples"] > 0
+    fan = run("ours", "fanout", **kw, verify=True)
+    assert fan["sends"] == tiny.fanout_sends and fan["mirror_problems"] == []
+    # One put_writes per work task, plus the fan-out step's (12 Sends fit one item).
+    assert fan["phases"]["turns"]["requests"].get("dynamodb:TransactWriteItems", 0) == 0
 
 
 def test_report_renders(storage: dict[str, str], tmp_path: Path) -> None:

@@ -44,9 +44,22 @@ def test_put_writes_of_ten_is_one_request(harness: Harness) -> None:
     stored = harness.call("put", cfg(thread), _checkpoint({}), {}, {})
     harness.counter.reset()
     harness.call("put_writes", stored, [(f"ch{i}", i) for i in range(10)], "task-1", "path")
-    assert harness.counter.counts == {"dynamodb.UpdateItem": 1}
+    assert harness.counter.counts == {"dynamodb.PutItem": 1}
     tup = harness.call("get_tuple", stored)
     assert [w[1:] for w in tup.pending_writes] == [(f"ch{i}", i) for i in range(10)]
+
+
+def test_put_writes_of_a_fan_out_is_one_transaction(harness: Harness) -> None:
+    thread = new_thread()
+    stored = harness.call("put", cfg(thread), _checkpoint({}), {}, {})
+    harness.counter.reset()
+    writes = [("__pregel_tasks", i) for i in range(300)]
+    harness.call("put_writes", stored, writes, "task-1", "path")
+    assert harness.counter.total("dynamodb") == 1 and harness.counter.counts.get("dynamodb.TransactWriteItems") == 1
+    # A retried call (the same writes again) changes nothing and adds nothing.
+    harness.call("put_writes", stored, [("__pregel_tasks", -i) for i in range(300)], "task-1", "path")
+    tup = harness.call("get_tuple", stored)
+    assert [w[1:] for w in tup.pending_writes] == writes
 
 
 def test_get_tuple_is_one_round_trip(harness: Harness) -> None:

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
 from tests.support.graphs import FAIL, chat_graph, parallel_graph, requirement_graph
@@ -167,6 +167,30 @@ def _parallel(barrier: bool = True) -> StateGraph:
     return parallel_graph(barrier=barrier)
 
 
+class MapState(TypedDict, total=False):
+    n: int
+    results: Annotated[list[int], operator.add]
+    total: int
+
+
+def map_reduce_graph(n: int = 80) -> StateGraph:
+    """A conditional edge returning ``n`` ``Send``s: the fan-out step's writes span two
+    writes items (``schema.WRITES_PER_ITEM``), so they land in one ``TransactWriteItems``."""
+
+    def fan_out(state: MapState) -> list[Send]:
+        return [Send("work", {"i": i}) for i in range(state.get("n", n))]
+
+    g = StateGraph(MapState)
+    g.add_node("start", lambda state: {"n": n})
+    g.add_node("work", lambda arg: {"results": [arg["i"] * 2]})
+    g.add_node("reduce", lambda state: {"total": sum(state.get("results", []))})
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", fan_out, ["work"])
+    g.add_edge("work", "reduce")
+    g.add_edge("reduce", END)
+    return g
+
+
 SCENARIOS: dict[str, Scenario] = {
     "parallel": Scenario(
         "parallel",
@@ -193,6 +217,12 @@ SCENARIOS: dict[str, Scenario] = {
         ({"items": []},),
         requests=24,
         build_async=lambda: fanout_graph(width=3, rounds=2, size=700, barrier=False),
+    ),
+    "map-reduce": Scenario(
+        "map-reduce",
+        map_reduce_graph,
+        ({"results": []},),
+        requests=90,
     ),
 }
 

@@ -126,6 +126,12 @@ class Writer:
         """Checkpoint, writes and blob items stored so far (of ``thread``), in sort key order."""
         out: dict[tuple[str, str], Item] = {}
         found = [c.kwargs["Item"] for c in self.script.calls("put_item")]
+        found += [
+            a["Put"]["Item"]
+            for c in self.script.calls("transact_write_items")
+            for a in c.kwargs["TransactItems"]
+            if "Put" in a
+        ]
         found += put_requests(self.script)
         for c in self.script.calls("update_item"):
             kind = schema.parse_sk(c.kwargs["Key"][ATTR.SK]["S"])[1]

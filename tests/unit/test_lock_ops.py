@@ -698,7 +698,7 @@ def test_with_write_guard_routes_put_and_put_writes_and_replaces_an_earlier_guar
     cfg: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     written = guarded.put(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
     guarded.put_writes(written, [("ch", 1)], "task-1")
-    assert seen == [("b", "put_item"), ("b", "update_item")]  # the last guard only, once per write
+    assert seen == [("b", "put_item"), ("b", "put_item")]  # the last guard only, once per write
     saver.put(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
     assert len(seen) == 2  # the original saver stays unguarded
 

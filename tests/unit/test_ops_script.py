@@ -96,13 +96,16 @@ def test_put_writes_is_one_idempotent_update(mode: str) -> None:
     stored = call(saver, "put", _cfg("t1"), _checkpoint({}), {}, {})
     script.reset()
     call(saver, "put_writes", stored, [(f"ch{i}", i) for i in range(10)], "task-1", "p")
-    assert script.methods() == ["dynamodb.update_item"]
+    assert script.methods() == ["dynamodb.put_item"]
     kw = script.calls()[0].kwargs
     cid = stored["configurable"]["checkpoint_id"]
-    assert kw["Key"] == {ATTR.PK: {"S": "t1"}, ATTR.SK: {"S": schema.writes_sk("", cid, "task-1")}}
+    assert {k: kw["Item"][k] for k in (ATTR.PK, ATTR.SK)} == {
+        ATTR.PK: {"S": "t1"},
+        ATTR.SK: {"S": schema.writes_sk("", cid, "task-1")},
+    }
+    assert sorted(a for a in kw["Item"] if a[1:].isdigit()) == sorted(f"{ATTR.WRITE_PREFIX}{i}" for i in range(10))
     # A retried call (LangGraph retries on timeouts) must not overwrite what the first stored.
-    for i in range(10):
-        assert f"#w{i} = if_not_exists(#w{i}, :w{i})" in kw["UpdateExpression"]
+    assert kw["ConditionExpression"] == "attribute_not_exists(#pk)"
 
 
 # ----------------------------------------------------------------- reads
@@ -110,14 +113,8 @@ def test_put_writes_is_one_idempotent_update(mode: str) -> None:
 
 def _writes_item(script: Script, n: int = 0) -> dict[str, Any]:
     """The writes item the ``n``-th scripted ``put_writes`` made, as a Query returns it."""
-    kw = script.calls("update_item")[n].kwargs
-    values = kw["ExpressionAttributeValues"]
-    item = {**kw["Key"], ATTR.KIND: values[":t"], ATTR.FORMAT: values[":f"], ATTR.TASK_ID: values[":tid"]}
-    item[ATTR.TASK_PATH] = values[":tp"]
-    for name, attr in kw["ExpressionAttributeNames"].items():
-        if attr.startswith(ATTR.WRITE_PREFIX) and ":" + name[1:] in values:
-            item[attr] = values[":" + name[1:]]
-    return item
+    puts = [c.kwargs["Item"] for c in script.calls("put_item")]
+    return [it for it in puts if it[ATTR.KIND]["S"] == schema.WRITES_ITEM][n]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -125,7 +122,7 @@ def test_get_tuple_latest_is_one_small_newest_first_query(mode: str) -> None:
     saver, script = scripted_saver(mode)
     stored = call(saver, "put", _cfg("t1"), _checkpoint({"a": "x"}), {"step": 3}, {"a": "1"})
     call(saver, "put_writes", stored, [("a", "w")], "task-1")
-    (item,) = _stored(script)
+    (item,) = [it for it in _stored(script) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
     page = [_writes_item(script), item]  # newest first: writes sort just above their checkpoint
     script.reset()
     script.when("query", {"Items": page})
@@ -227,8 +224,8 @@ def test_delete_thread_deletes_checkpoints_newest_first_then_what_hangs_on_them(
     n = len(checkpoints)
     assert deleted[:n] == sorted(checkpoints, reverse=True)  # newest first, in order
     rest = deleted[n:]
-    assert schema.blob_sk("", "ch", "1") in rest and all("|w|" in sk or "|v|" in sk for sk in rest[:-1])
-    assert rest[-1] == schema.LOCK_SK  # meta items last
+    assert schema.blob_sk("", "ch", "1") in rest and all("|w|" in sk or "|v|" in sk for sk in rest)
+    assert schema.LOCK_SK not in deleted  # the lock item stays: its fencing count only grows
     assert schema.HEAD_SK not in deleted  # the retired head stays: it refuses the dead lineage
     # Checkpoint chunks one after another (a failure leaves a prefix), never in one Gather.
     batches = [i for i, c in enumerate(script.log) if getattr(c, "method", "") == "batch_write_item"]
@@ -258,7 +255,7 @@ def test_batch_writes_resubmit_unprocessed_items_after_a_backoff(mode: str) -> N
     assert batches[1].kwargs["RequestItems"]["tbl"] == first[:2]  # only the leftovers, again
     assert script.methods()[script.log.index(batches[1]) - 1] == "sleep"  # backed off first
     assert 0 <= script.sleeps()[0] <= 5.0
-    assert set(_deleted(script)) == {it[ATTR.SK]["S"] for it in items} - {schema.HEAD_SK}
+    assert set(_deleted(script)) == {it[ATTR.SK]["S"] for it in items} - {schema.HEAD_SK, schema.LOCK_SK}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -294,7 +291,7 @@ def test_an_unreachable_endpoint_is_reported_as_such(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_other_client_errors_escape_unchanged(mode: str) -> None:
     saver, script = scripted_saver(mode)
-    script.when("update_item", _error("ProvisionedThroughputExceededException", "UpdateItem"))
+    script.when("put_item", _error("ProvisionedThroughputExceededException", "PutItem"))
     stored = {"configurable": {"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": str(uuid6())}}
     with pytest.raises(ClientError) as info:
         call(saver, "put_writes", stored, [("a", 1)], "task")

@@ -106,42 +106,41 @@ def test_put_writes_of_large_values_uploads_them_first_under_the_tasks_prefix(mo
     saver, script = scripted_saver(mode, bucket_name="bkt", s3_threshold=100)
     cid = str(uuid6())
     call(saver, "put_writes", cfg("t1", cid), [("a", noise(300)), ("b", "small")], "task-1")
-    assert script.methods() == ["s3.put_object", "dynamodb.update_item"]
+    assert script.methods() == ["s3.put_object", "dynamodb.put_item"]
     (upload,) = script.calls("put_object")
     prefix = f"{saver.s3_thread_prefix('t1')}_/c/{schema.s3_segment(cid)}/w/task-1/0."
     assert upload.kwargs["Key"].startswith(prefix)  # a fresh suffix per attempt
-    values = script.calls("update_item")[0].kwargs["ExpressionAttributeValues"]
-    assert values[":w0"] == {"L": [{"S": "a"}, {"M": {"s3": {"S": upload.kwargs["Key"]}}}]}
+    item = script.calls("put_item")[0].kwargs["Item"]
+    assert item[f"{ATTR.WRITE_PREFIX}0"] == {"L": [{"S": "a"}, {"M": {"s3": {"S": upload.kwargs["Key"]}}}]}
 
 
 # ----------------------------------------------------------- special writes
 
 
-def _write_exprs(kw: dict[str, Any]) -> dict[str, tuple[str, Any]]:
-    """Stored attribute -> (its SET clause, the value written)."""
-    clauses = {c.split(" = ", 1)[0]: c for c in kw["UpdateExpression"].removeprefix("SET ").split(", ")}
+def _written(script: Any) -> dict[str, tuple[dict[str, Any], Any]]:
+    """Stored write attribute -> (the action that wrote it, the value written), across put_item and transactions."""
+    actions = [{"Put": c.kwargs} for c in script.calls("put_item")]
+    actions += [a for c in script.calls("transact_write_items") for a in c.kwargs["TransactItems"]]
     out = {}
-    for name, attr in kw["ExpressionAttributeNames"].items():
-        if attr.startswith(ATTR.WRITE_PREFIX):
-            out[attr] = (clauses[name], kw["ExpressionAttributeValues"][":" + name[1:]])
+    for a in actions:
+        body = a["Put"]
+        for attr, value in body["Item"].items():
+            if attr.startswith(ATTR.WRITE_PREFIX) and attr[1:].lstrip("-").isdigit():
+                out[attr] = (body, value)
     return out
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_put_writes_of_special_channels_only_overwrite(mode: str) -> None:
-    """An interrupt or error is the latest word of a task: a retry replaces it."""
+    """An interrupt or error is the latest word of a task: a retry replaces it (an unconditional put)."""
     saver, script = scripted_saver(mode)
-    call(
-        saver,
-        "put_writes",
-        cfg("t1", str(uuid6())),
-        [("__interrupt__", "first"), ("__interrupt__", "second")],
-        "t",
-    )
-    exprs = _write_exprs(script.calls("update_item")[0].kwargs)
-    assert list(exprs) == [f"{ATTR.WRITE_PREFIX}-3"]  # the channel's fixed index
-    clause, value = exprs[f"{ATTR.WRITE_PREFIX}-3"]
-    assert "if_not_exists" not in clause
+    cid = str(uuid6())
+    call(saver, "put_writes", cfg("t1", cid), [("__interrupt__", "first"), ("__interrupt__", "second")], "t")
+    written = _written(script)
+    assert list(written) == [f"{ATTR.WRITE_PREFIX}-3"]  # the channel's fixed index
+    body, value = written[f"{ATTR.WRITE_PREFIX}-3"]
+    assert "ConditionExpression" not in body
+    assert body["Item"][ATTR.SK] == {"S": schema.writes_sk("", cid, "t", -3)}  # its own item
     assert saver._unpack(value["L"][1]["B"], "test") == "second"
 
 
@@ -150,10 +149,57 @@ def test_put_writes_with_a_regular_channel_keep_the_first_write_of_each_index(mo
     saver, script = scripted_saver(mode)
     writes = [("a", 1), ("__error__", "e1"), ("__error__", "e2")]
     call(saver, "put_writes", cfg("t1", str(uuid6())), writes, "t")
-    exprs = _write_exprs(script.calls("update_item")[0].kwargs)
-    assert set(exprs) == {f"{ATTR.WRITE_PREFIX}0", f"{ATTR.WRITE_PREFIX}-1"}
-    assert all("if_not_exists" in clause for clause, _ in exprs.values())
-    assert saver._unpack(exprs[f"{ATTR.WRITE_PREFIX}-1"][1]["L"][1]["B"], "test") == "e1"
+    assert script.methods() == ["dynamodb.transact_write_items"]  # two items, all or nothing
+    written = _written(script)
+    assert set(written) == {f"{ATTR.WRITE_PREFIX}0", f"{ATTR.WRITE_PREFIX}-1"}
+    assert all(body["ConditionExpression"] == "attribute_not_exists(#pk)" for body, _ in written.values())
+    assert saver._unpack(written[f"{ATTR.WRITE_PREFIX}-1"][1]["L"][1]["B"], "test") == "e1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_put_writes_into_an_existing_item_adds_only_missing_indexes(mode: str) -> None:
+    """A second call of the task: the put is refused (the item exists), the item read, the rest added."""
+    saver, script = scripted_saver(mode)
+    cid = str(uuid6())
+    sk = schema.writes_sk("", cid, "t")
+    old = {
+        ATTR.PK: {"S": saver.partition_key("t1")},
+        ATTR.SK: {"S": sk},
+        ATTR.TASK_ID: {"S": "t"},
+        f"{ATTR.WRITE_PREFIX}0": {"L": [{"S": "a"}, {"B": saver._pack(1)}]},
+    }
+    script.when("put_item", ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "PutItem"))
+    script.when("query", {"Items": [old]})
+    call(saver, "put_writes", cfg("t1", cid), [("a", 2), ("b", 3)], "t")
+    assert script.methods() == ["dynamodb.put_item", "dynamodb.query", "dynamodb.update_item"]
+    kw = script.calls("update_item")[0].kwargs
+    assert kw["ExpressionAttributeNames"]["#w0"] == f"{ATTR.WRITE_PREFIX}1"  # idx 0 stays the first write
+    assert f"{ATTR.WRITE_PREFIX}0" not in kw["ExpressionAttributeNames"].values()
+    assert kw["ConditionExpression"] == "attribute_exists(#pk) AND attribute_not_exists(#w0)"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_put_writes_of_many_writes_is_one_transaction_of_small_items(mode: str) -> None:
+    saver, script = scripted_saver(mode)
+    cid = str(uuid6())
+    call(saver, "put_writes", cfg("t1", cid), [("__pregel_tasks", i) for i in range(1000)], "t")
+    (tx,) = script.calls("transact_write_items")
+    assert script.methods() == ["dynamodb.transact_write_items"]
+    puts = [a["Put"] for a in tx.kwargs["TransactItems"]]
+    assert len(puts) == -(-1000 // schema.WRITES_PER_ITEM)
+    assert [p["Item"][ATTR.SK]["S"] for p in puts] == [
+        schema.writes_sk("", cid, "t", n) for n in range(len(puts))
+    ]
+    assert sum(1 for p in puts for a in p["Item"] if a[1:].isdigit()) == 1000
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_put_writes_beyond_one_transaction_is_refused_before_any_write(mode: str) -> None:
+    saver, script = scripted_saver(mode)
+    n = schema.WRITES_PER_ITEM * 99 + 1
+    with pytest.raises(PayloadTooLargeError, match="nothing was written"):
+        call(saver, "put_writes", cfg("t1", str(uuid6())), [("x", i) for i in range(n)], "t")
+    assert script.log == []
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -209,7 +255,7 @@ def test_activity_writes_the_head_at_most_once_per_window(mode: str, now: list[f
         now[0] += 60
         parent = _put(saver, {"a": step}, parent)
         call(saver, "put_writes", parent, [("a", step)], "task")
-    assert _heads(script) == [] and len(script.calls("put_item")) == 5
+    assert _heads(script) == [] and len(script.calls("put_item")) == 10  # 5 checkpoints, 5 writes items
     now[0] = T0 + window + 1
     _put(saver, {"a": 9}, parent)
     assert len(_heads(script)) == 1

@@ -131,7 +131,8 @@ class LatestHint:
 
     Sizes the next latest-checkpoint Query (``_read.latest_limit``): the
     items above the checkpoint item (a tombstone, late writes on a deleted
-    lineage), its writes items (one per task), itself; and whether it
+    lineage), its writes items (``tasks``: their sort keys, one or more per
+    task), itself; and whether it
     references values held by older checkpoints (then the page reads on).
     """
 

@@ -79,6 +79,29 @@ def is_write_attr(name: str) -> bool:
     return name.startswith(ATTR.WRITE_PREFIX) and _WHOLE.fullmatch(name[1:]) is not None
 
 
+def task_writes(items: Iterable[Item]) -> list[tuple[Item, str, int]]:
+    """``(item, attribute, index)`` of every write these writes items hold, each task's index once.
+
+    A task's writes are spread over items by index (``schema.writes_shard``).
+    Items written before that layout held every index of a task in its shard-0
+    item, so a special write overwritten since is in both: the one in the
+    index's own item is the current one.
+    """
+    best: dict[tuple[str, int], tuple[Item, str, int]] = {}
+    for it in items:
+        task = it.get(ATTR.TASK_ID, {}).get("S", "")
+        parts = it[ATTR.SK]["S"].split(schema.SEP)
+        shard = int(parts[5]) if len(parts) == 6 else 0
+        for name in it:
+            if not is_write_attr(name):
+                continue
+            idx = int(name[len(ATTR.WRITE_PREFIX) :])
+            key = (task, idx)
+            if key not in best or shard == schema.writes_shard(idx):
+                best[key] = (it, name, idx)
+    return list(best.values())
+
+
 def whole_number(av: Any) -> int | None:
     """The value of a Number attribute written as a whole number; ``None`` for anything else.
 

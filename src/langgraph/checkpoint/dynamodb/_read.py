@@ -127,7 +127,7 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
                 kwargs["Limit"] = LATEST_PAGE_MORE
         if record is not None:
-            tasks = {w.get(ATTR.TASK_ID, {}).get("S", "") for w in record.writes}
+            tasks = {w[ATTR.SK]["S"] for w in record.writes}
             above = max(0, position - len(record.writes) - 1)
             _set_hint(s, pk, ns, LatestHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
     if record is None:
@@ -181,11 +181,11 @@ def note_put(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, item: Item) -> No
     _set_hint(s, pk, ns, LatestHint(cid, set(), old.above if old else 0, _holds_refs(item)))
 
 
-def note_writes(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, task_id: str) -> None:
-    """After this saver's ``put_writes``: one writes item per task on that checkpoint."""
+def note_writes(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, sk: str) -> None:
+    """After this saver's ``put_writes``: the writes item ``sk`` is on that checkpoint."""
     hint = s._latest_pages.get((pk, ns))
     if hint is not None and hint.checkpoint_id == cid:
-        hint.tasks.add(task_id)
+        hint.tasks.add(sk)
 
 
 def collect_refs(s: BaseDynamoDBSaver, record: CheckpointRecord, *, values: bool = True) -> list[Ref]:
@@ -502,19 +502,16 @@ def decode_writes(
 ) -> list[PendingWrite]:
     """The record's pending writes, decoded and in LangGraph's order; only ``channels``' if given."""
     rows: list[tuple[tuple[str, str, int], PendingWrite]] = []
-    for w in record.writes:
+    for w, name, idx in _items.task_writes(record.writes):
         task_id = w.get(ATTR.TASK_ID, {}).get("S", "")
         task_path = w.get(ATTR.TASK_PATH, {}).get("S", "")
-        for name, av in w.items():
-            if not _items.is_write_attr(name):
-                continue
-            idx = int(name[len(ATTR.WRITE_PREFIX) :])
-            channel = av["L"][0]["S"]
-            if channels is not None and channel not in channels:
-                continue  # not asked for: never unpacked
-            where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
-            value = s._unpack(payload(s, av["L"][1], fetched, where), where)
-            rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
+        av = w[name]
+        channel = av["L"][0]["S"]
+        if channels is not None and channel not in channels:
+            continue  # not asked for: never unpacked
+        where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
+        value = s._unpack(payload(s, av["L"][1], fetched, where), where)
+        rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
     rows.sort(key=lambda r: r[0])
     return [r[1] for r in rows]
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -20,7 +21,8 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
-from langgraph.checkpoint.dynamodb import _heads, _items, _placement, _read, clock, schema
+from langgraph.checkpoint.dynamodb import _heads, _items, _placement, _read, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._items import (
     ITEM_BUDGET,
     AttributeValue,
@@ -28,9 +30,7 @@ from langgraph.checkpoint.dynamodb._items import (
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, compute, ddb, size_hint
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
-from langgraph.checkpoint.dynamodb.errors import (
-    PayloadTooLargeError,
-)
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 
@@ -114,6 +114,8 @@ class _Staging:
 
     def _to_external(self, channel: str, version: str, packed: bytes, dest: Location) -> None:
         s = self.s
+        # Staged before anything is written: a key AWS would refuse fails the put here.
+        s._check_value_keys(self.thread_id, self.ns, channel, version)
         tag = _placement.new_tag() if dest == "s3" else None
         self.vals[channel] = _placement.value_ref(version, dest, tag=tag)
         key = _placement.stage_value(
@@ -330,56 +332,230 @@ def put_writes(
         else:
             entries[idx] = {"L": [{"S": channel}, {"B": packed}]}
             sizes[idx] = len(packed)
-    while sum(sizes.values()) + 1024 > ITEM_BUDGET:
-        if s.bucket_name is None:
-            raise PayloadTooLargeError(
-                f"writes of task {task_id!r} total ~{sum(sizes.values())} bytes, more than "
-                "a DynamoDB item holds, and no bucket_name is configured; nothing was written"
-            )
-        idx = max(sizes, key=sizes.__getitem__)
-        del sizes[idx]
-        channel, packed = by_idx[idx]
-        entries[idx] = _placement.write_to_s3(s, thread_id, ns, cid, task_id, idx, channel, packed, uploads)
+    shards: dict[int, list[int]] = {}
+    for idx in sorted(entries):
+        shards.setdefault(schema.writes_shard(idx), []).append(idx)
+    if len(shards) > MAX_WRITES_ITEMS:
+        raise PayloadTooLargeError(
+            f"task {task_id!r} has {len(writes)} writes in one put_writes call, more than one atomic "
+            f"DynamoDB transaction holds ({MAX_WRITES_ITEMS} items of {schema.WRITES_PER_ITEM} writes); "
+            "nothing was written"
+        )
+    # Each item within DynamoDB's item limit, all of them within a transaction's.
+    for members in shards.values():
+        _spill(s, task_id, members, sizes, ITEM_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
+    _spill(s, task_id, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
 
-    names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#tid": ATTR.TASK_ID, "#tp": ATTR.TASK_PATH}
-    vals: dict[str, AttributeValue] = {
-        ":t": {"S": schema.WRITES_ITEM},
-        ":f": {"N": str(schema.BASE_FORMAT_VERSION)},
-        ":tid": {"S": task_id},
-        ":tp": {"S": task_path or ""},
+    pk = s._pk(thread_id)
+    base: Item = {
+        ATTR.PK: {"S": pk},
+        ATTR.KIND: {"S": schema.WRITES_ITEM},
+        ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+        ATTR.TASK_ID: {"S": task_id},
+        ATTR.TASK_PATH: {"S": task_path or ""},
     }
-    sets = ["#t = :t", "#f = :f", "#tid = :tid", "#tp = if_not_exists(#tp, :tp)"]
     if s.ttl:
-        names["#exp"] = ATTR.EXPIRES
-        vals[":exp"] = {"N": str(int(clock.now()) + s.ttl)}
-        sets.append("#exp = :exp")
+        base[ATTR.EXPIRES] = {"N": str(int(clock.now()) + s.ttl)}
     run_id = (config.get("metadata") or {}).get("run_id")
     if run_id:
-        names["#rid"] = ATTR.RUN_ID
-        vals[":rid"] = {"S": str(run_id)}
-        sets.append("#rid = if_not_exists(#rid, :rid)")
-    for n, (idx, entry) in enumerate(sorted(entries.items())):
-        names[f"#w{n}"] = f"{ATTR.WRITE_PREFIX}{idx}"
-        vals[f":w{n}"] = entry
-        if overwrite:
-            sets.append(f"#w{n} = :w{n}")
-        else:
-            sets.append(f"#w{n} = if_not_exists(#w{n}, :w{n})")
+        base[ATTR.RUN_ID] = {"S": str(run_id)}
+    items: dict[int, Item] = {}
+    for shard, members in shards.items():
+        item = {**base, ATTR.SK: {"S": schema.writes_sk(ns, cid, task_id, shard)}}
+        for idx in members:
+            item[f"{ATTR.WRITE_PREFIX}{idx}"] = entries[idx]
+        items[shard] = item
     if uploads:
         yield Gather(uploads)
-    # One request for the whole call, whatever the number of writes.
-    write = ddb(
-        "update_item",
-        TableName=s.table_name,
-        Key={
-            ATTR.PK: {"S": s._pk(thread_id)},
-            ATTR.SK: {"S": schema.writes_sk(ns, cid, task_id)},
-        },
-        UpdateExpression="SET " + ", ".join(sets),
-        ExpressionAttributeNames=names,
-        ExpressionAttributeValues=vals,
-    )
-    yield from s._write_item(write)
-    _read.note_writes(s, s._pk(thread_id), ns, cid, task_id)  # sizes the next latest read
+    # One request for a call whose writes fit one item (64 regular writes, or one
+    # special), one transaction for more: all of a call's writes land, or none.
+    yield from _land_writes(s, (thread_id, ns, cid, task_id), items, by_idx, overwrite=overwrite)
+    for item in items.values():
+        _read.note_writes(s, pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
     # A root this saver does not know counts as unknown history (orphan).
     yield from _heads.on_activity(s, thread_id, root=s._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
+
+
+#: Writes items one put_writes call may land at once: a TransactWriteItems takes
+#: 100 actions, one of which a lease-bound saver spends on its ConditionCheck.
+MAX_WRITES_ITEMS = 99
+#: Inline write bytes one call may put in its transaction (DynamoDB: 4 MB in all, names and overhead included).
+TRANSACT_BUDGET = 3584 * 1024
+#: Attempts at landing a call's writes when other writers race us for the same items.
+_LAND_ATTEMPTS = 8
+
+
+def _spill(
+    s: BaseDynamoDBSaver,
+    task_id: str,
+    members: list[int],
+    sizes: dict[int, int],
+    budget: int,
+    by_idx: dict[int, tuple[str, bytes]],
+    entries: dict[int, AttributeValue],
+    uploads: list[Call],
+    where: tuple[str, str, str],
+) -> None:
+    """Move the largest inline writes among ``members`` to S3 until they fit ``budget``."""
+    inline = [i for i in members if i in sizes]
+    while sum(sizes[i] for i in inline) + 1024 * max(1, len(inline) // 64) > budget:
+        if s.bucket_name is None:
+            raise PayloadTooLargeError(
+                f"writes of task {task_id!r} total ~{sum(sizes[i] for i in inline)} bytes, more than "
+                f"{'a DynamoDB item' if budget == ITEM_BUDGET else 'a DynamoDB transaction'} holds, "
+                "and no bucket_name is configured; nothing was written"
+            )
+        idx = max(inline, key=sizes.__getitem__)
+        inline.remove(idx)
+        del sizes[idx]
+        channel, packed = by_idx[idx]
+        entries[idx] = _placement.write_to_s3(s, *where, task_id, idx, channel, packed, uploads)
+
+
+def _land_writes(
+    s: BaseDynamoDBSaver,
+    key: tuple[str, str, str, str],
+    items: dict[int, Item],
+    packed: dict[int, tuple[str, bytes]],
+    *,
+    overwrite: bool,
+) -> Op[None]:
+    """Write a call's writes items: all or none, first write of each index wins (unless ``overwrite``).
+
+    A new item is put whole, on condition that it does not exist (no expression
+    grows with the number of writes). If one does exist (a retried call, or an
+    earlier call of the same task), the items are read and only the indexes
+    still missing are added, each on condition that it is still missing; a
+    missing index that would make its item too large goes to S3 first.
+    """
+    thread_id, ns, cid, task_id = key
+    existing: dict[int, Item] = {}
+    for _ in range(_LAND_ATTEMPTS):
+        actions = [
+            a
+            for shard, item in items.items()
+            if (a := _write_action(s, item, existing.get(shard), overwrite))
+        ]
+        if not actions:
+            return  # every index is already stored: a retried call
+        if len(actions) == 1:
+            kind, body = next(iter(actions[0].items()))
+            call = ddb("put_item" if kind == "Put" else "update_item", **body)
+        else:
+            call = ddb("transact_write_items", TransactItems=actions)
+        try:
+            yield from s._write_item(call)
+            return
+        except ClientError as exc:
+            if overwrite or not _condition_failed(exc):
+                raise
+        found = yield from _requests.query_all(
+            TableName=s.table_name,
+            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeValues={
+                ":pk": {"S": s._pk(thread_id)},
+                ":pre": {"S": schema.writes_task_prefix(ns, cid, task_id)},
+            },
+            ConsistentRead=True,
+        )
+        existing = {}
+        for it in found:
+            for shard, mine in items.items():
+                if mine[ATTR.SK]["S"] == it[ATTR.SK]["S"]:
+                    existing[shard] = it
+        moved: list[Call] = []
+        for shard, it in existing.items():
+            moved += _fit_missing(s, key, items[shard], it, packed)
+        if moved:
+            yield Gather(moved)
+    raise CheckpointStoreError(
+        f"writes of task {task_id!r} on checkpoint {cid!r}: other writers kept racing for the same "
+        f"items ({_LAND_ATTEMPTS} attempts); nothing more was written"
+    )
+
+
+def _write_action(
+    s: BaseDynamoDBSaver, item: Item, existing: Item | None, overwrite: bool
+) -> dict[str, Any] | None:
+    """The transaction action that lands ``item`` (``None``: nothing left to write)."""
+    if overwrite:
+        return {"Put": {"TableName": s.table_name, "Item": item}}
+    if existing is None:
+        return {
+            "Put": {
+                "TableName": s.table_name,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": ATTR.PK},
+            }
+        }
+    missing = [n for n in item if _items.is_write_attr(n) and n not in existing]
+    if not missing:
+        return None
+    names = {"#pk": ATTR.PK}
+    values: dict[str, AttributeValue] = {}
+    sets, conds = [], ["attribute_exists(#pk)"]
+    for n, attr in enumerate(missing):
+        names[f"#w{n}"] = attr
+        values[f":w{n}"] = item[attr]
+        sets.append(f"#w{n} = :w{n}")
+        conds.append(f"attribute_not_exists(#w{n})")
+    if ATTR.EXPIRES in item:
+        names["#exp"] = ATTR.EXPIRES
+        values[":exp"] = item[ATTR.EXPIRES]
+        sets.append("#exp = :exp")
+    return {
+        "Update": {
+            "TableName": s.table_name,
+            "Key": {ATTR.PK: item[ATTR.PK], ATTR.SK: item[ATTR.SK]},
+            "UpdateExpression": "SET " + ", ".join(sets),
+            "ConditionExpression": " AND ".join(conds),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+    }
+
+
+def _fit_missing(
+    s: BaseDynamoDBSaver,
+    key: tuple[str, str, str, str],
+    item: Item,
+    existing: Item,
+    packed: dict[int, tuple[str, bytes]],
+) -> list[Call]:
+    """Move writes ``item`` would add to ``existing`` to S3 until the merged item fits; their uploads."""
+    thread_id, ns, cid, task_id = key
+    uploads: list[Call] = []
+    merged = {**item, **existing}
+    missing = [n for n in item if _items.is_write_attr(n) and n not in existing and "B" in item[n]["L"][1]]
+    while _items.item_size(merged) > ITEM_BUDGET:
+        if s.bucket_name is None or not missing:
+            raise PayloadTooLargeError(
+                f"writes of task {task_id!r} on checkpoint {cid!r}: adding this call's writes to those "
+                f"stored before would make an item of ~{_items.item_size(merged)} bytes, more than DynamoDB "
+                "holds"
+                + ("" if s.bucket_name is not None else ", and no bucket_name is configured")
+                + "; nothing more was written"
+            )
+        attr = max(missing, key=lambda n: len(item[n]["L"][1]["B"]))
+        missing.remove(attr)
+        idx = int(attr[len(ATTR.WRITE_PREFIX) :])
+        channel, data = packed[idx]
+        item[attr] = merged[attr] = _placement.write_to_s3(
+            s, thread_id, ns, cid, task_id, idx, channel, data, uploads
+        )
+    return uploads
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    """Whether a write failed only on its own conditions (an item or index already there), or a race."""
+    code = error_code(exc)
+    if code == "ConditionalCheckFailedException":
+        return True
+    if code != "TransactionCanceledException":
+        return False
+    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+    return bool(reasons) and all(
+        r in (None, "None", "ConditionalCheckFailed", "TransactionConflict") for r in reasons
+    )

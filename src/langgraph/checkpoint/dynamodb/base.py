@@ -46,7 +46,7 @@ from langgraph.checkpoint.dynamodb.errors import (
 )
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: it was public here
 from langgraph.checkpoint.dynamodb.schema import ATTR
-from langgraph.checkpoint.dynamodb.serde import strict_serde
+from langgraph.checkpoint.dynamodb.serde import RevivalError, strict_serde
 
 __all__ = [
     "UNGUARDED_WRITERS",
@@ -249,8 +249,9 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ ids
 
-    @staticmethod
-    def _ids(config: RunnableConfig, *, need_checkpoint_id: bool = False) -> tuple[str, str, str | None]:
+    def _ids(
+        self, config: RunnableConfig, *, need_checkpoint_id: bool = False
+    ) -> tuple[str, str, str | None]:
         """Validate a config and return ``(thread_id, checkpoint_ns, checkpoint_id)``."""
         if not isinstance(config, Mapping):
             raise TypeError(f"config must be a dict, got {type(config).__name__}")
@@ -277,7 +278,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             )
         if need_checkpoint_id and cid is None:
             raise ValueError("config['configurable']['checkpoint_id'] is required here")
-        BaseDynamoDBSaver._check_keys(thread_id, ns, cid)
+        self._check_keys(thread_id, ns, cid)
         return thread_id, ns, cid
 
     def check_ids(
@@ -296,8 +297,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """
         self._check_keys(thread_id, checkpoint_ns, checkpoint_id, task_id)
 
-    @staticmethod
-    def _check_keys(thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
+    def _check_keys(self, thread_id: str, ns: str, cid: str | None, task_id: str = "") -> None:
         for name, value in (
             ("thread_id", thread_id),
             ("checkpoint_ns", ns),
@@ -311,19 +311,49 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
             # That key range is the tombstone's (see schema.tombstone_sk).
             raise ValueError("checkpoint_id must not start with U+10FFFF")
-        pk_len = len(schema.partition_key(thread_id).encode())
+        # The partition key as stored: under the tenant prefix.
+        pk_len = len(self._pk(thread_id).encode())
         if pk_len > schema.MAX_PK_BYTES:
             raise KeyTooLongError(
-                f"thread_id is {pk_len} bytes once encoded; DynamoDB allows "
+                f"thread_id is {pk_len} bytes once encoded (with the tenant prefix); DynamoDB allows "
                 f"{schema.MAX_PK_BYTES} bytes in a partition key"
             )
-        sk = schema.writes_sk(ns, cid or "0" * 36, task_id or "0" * 36)
+        sk = schema.writes_sk(ns, cid or "0" * 36, task_id or "0" * 36, schema.WIDEST_WRITES_SHARD)
         if len(sk.encode()) > schema.MAX_KEY_BYTES:
             raise KeyTooLongError(
                 f"checkpoint_ns / checkpoint_id / task_id are too long: the sort key would be "
                 f"{len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES} "
                 f"(checkpoint_ns is {len(ns.encode())} bytes)"
             )
+        if self.bucket_name is not None:
+            # The longest object key these ids make: a pending write's (see _placement.write_to_s3).
+            key = (
+                f"{self._s3_base(thread_id, ns)}c/{schema.s3_segment(cid or '0' * 36)}/w/"
+                f"{schema.s3_segment(task_id or '0' * 36)}/-999.{'0' * 32}"
+            )
+            if len(key.encode()) > schema.MAX_S3_KEY_BYTES:
+                raise KeyTooLongError(
+                    f"thread_id / checkpoint_ns / checkpoint_id / task_id are too long for S3: an object "
+                    f"key would be {len(key.encode())} bytes once percent-encoded; S3 allows "
+                    f"{schema.MAX_S3_KEY_BYTES} (thread_id is {len(thread_id.encode())} bytes, checkpoint_ns "
+                    f"{len(ns.encode())})"
+                )
+
+    def _check_value_keys(self, thread_id: str, ns: str, channel: str, version: str) -> None:
+        """Refuse a channel or version whose blob item or S3 object could not be keyed."""
+        sk = schema.blob_sk(ns, channel, version)
+        if len(sk.encode()) > schema.MAX_KEY_BYTES:
+            raise KeyTooLongError(
+                f"channel {channel[:80]!r} (version {version[:40]!r}) in namespace of {len(ns.encode())} bytes: "
+                f"its blob item's sort key would be {len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES}"
+            )
+        if self.bucket_name is not None:
+            key = self._value_s3_key(thread_id, ns, channel, version)
+            if len(key.encode()) > schema.MAX_S3_KEY_BYTES:
+                raise KeyTooLongError(
+                    f"channel {channel[:80]!r} (version {version[:40]!r}): its S3 key would be "
+                    f"{len(key.encode())} bytes once percent-encoded; S3 allows {schema.MAX_S3_KEY_BYTES}"
+                )
 
     # ---------------------------------------------------------------- keys
 
@@ -491,8 +521,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             raise CorruptPayloadError(f"{where}: payload is not encrypted (type {typed[0]!r})")
         try:
             return self.serde.loads_typed(typed)
-        except Exception as exc:
+        except RevivalError as exc:  # ours: names a type and the fix, never data
             raise CorruptPayloadError(f"{where}: cannot deserialize payload: {exc}") from exc
+        except Exception as exc:
+            # Another serializer's message may quote the (decrypted) payload: its type only.
+            raise CorruptPayloadError(
+                f"{where}: cannot deserialize payload ({type(exc).__name__}, {len(typed[1]):,} bytes)"
+            ) from None
 
     # ---------------------------------------------------------------- setup
 
@@ -527,8 +562,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         except ClientError as exc:
             if error_code(exc) not in ("404", "NoSuchBucket", "NotFound"):
                 raise
+            # Outside us-east-1, S3 refuses a CreateBucket that does not name the region.
+            region = getattr(getattr(self._clients.get("s3"), "meta", None), "region_name", None)
+            where: dict[str, Any] = {}
+            if isinstance(region, str) and region not in ("", "us-east-1"):
+                where["CreateBucketConfiguration"] = {"LocationConstraint": region}
             try:
-                yield s3("create_bucket", Bucket=self.bucket_name)
+                yield s3("create_bucket", Bucket=self.bucket_name, **where)
             except ClientError as exc2:
                 if error_code(exc2) not in ("BucketAlreadyOwnedByYou",):
                     raise

@@ -233,12 +233,17 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's pending writes: one UpdateItem for the whole call."""
+        """Store a task's pending writes: one request for the whole call (a transaction past 64 writes)."""
         self._run(_write.put_writes(self, config, writes, task_id, task_path))
 
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every item and S3 object of a thread, in all namespaces."""
-        self._run(_deleting.delete_thread(self, thread_id))
+    def delete_thread(self, thread_id: str, *, force: bool = False) -> None:
+        """Delete every item and S3 object of a thread, in all namespaces.
+
+        Its lock item (``lock``) stays, so fencing tokens only grow. A thread whose
+        lease is held raises ``LeaseUnavailableError`` unless ``force=True``, which
+        fences the holder out (its next lease-bound write raises ``LeaseLostError``).
+        """
+        self._run(_deleting.delete_thread(self, thread_id, force=force))
 
     # ------------------------------------------------ extended capabilities
 

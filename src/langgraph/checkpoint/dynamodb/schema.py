@@ -36,6 +36,7 @@ checkpoint together with its pending writes.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
@@ -47,11 +48,13 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_KEY_BYTES",
     "MAX_PK_BYTES",
+    "MAX_S3_KEY_BYTES",
     "RUN_INDEX_NAME",
     "THREADS_INDEX_NAME",
     "TOMBSTONE_ITEM",
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
+    "WRITES_PER_ITEM",
     "escape",
     "parse_partition_key",
     "parse_s3_thread_segment",
@@ -107,6 +110,12 @@ ORPHAN_ROOT: Final = TOMBSTONE_MARK + "orphan"
 #: delete of the thread: a run in flight longer than this could resurrect
 #: the lineage it descends from.
 FINALITY_WINDOW: Final = 30 * 86_400
+#: The most entries a tombstone (and the head's dead roots) keeps: the next
+#: delete forgets the oldest beyond it, so a thread id reused for ever keeps
+#: items of bounded size (about 50 KB at most). A run in flight on a lineage
+#: deleted this many deletes ago could resurrect it, as one older than
+#: ``FINALITY_WINDOW`` could.
+TOMBSTONE_ENTRIES_MAX: Final = 1000
 #: A legacy checkpoint (no ``ATTR.ROOT``) is its own root; a delete lists at
 #: most this many of them per namespace, newest first.
 LEGACY_ROOTS_MAX: Final = 1000
@@ -184,6 +193,8 @@ class ATTR:
 #: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
 MAX_PK_BYTES: Final = 2048
 MAX_KEY_BYTES: Final = 1024
+#: S3's object key limit (UTF-8 bytes).
+MAX_S3_KEY_BYTES: Final = 1024
 
 SEP: Final = "|"
 
@@ -252,8 +263,35 @@ def checkpoint_sk(checkpoint_ns: str, checkpoint_id: str) -> str:
     return f"{checkpoint_prefix(checkpoint_ns)}{escape(checkpoint_id)}"
 
 
-def writes_sk(checkpoint_ns: str, checkpoint_id: str, task_id: str) -> str:
-    return f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}w{SEP}{escape(task_id)}"
+#: Regular writes (index >= 0) one writes item holds: index ``i`` lives in the
+#: item of shard ``i // WRITES_PER_ITEM``; each special write (a negative index:
+#: errors, interrupts, resumes) in an item of its own. So an item's update names
+#: at most this many writes (DynamoDB: 4 KB and 300 operators per expression), and
+#: what overwrites (the special channels) never grows the item that first-write-wins
+#: fills.
+WRITES_PER_ITEM: Final = 64
+#: The widest shard suffix (``|`` and up to 3 characters), for key-length checks.
+WIDEST_WRITES_SHARD: Final = -999
+
+
+def writes_shard(idx: int) -> int:
+    """The writes item (shard) of write index ``idx``: 0 holds indexes 0-63 (and old items every index)."""
+    return idx // WRITES_PER_ITEM if idx >= 0 else idx
+
+
+def writes_sk(checkpoint_ns: str, checkpoint_id: str, task_id: str, shard: int = 0) -> str:
+    """Sort key of a task's writes item of ``shard`` (see :func:`writes_shard`); shard 0 has no suffix."""
+    base = f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}w{SEP}{escape(task_id)}"
+    return base if shard == 0 else f"{base}{SEP}{shard}"
+
+
+def writes_task_prefix(checkpoint_ns: str, checkpoint_id: str, task_id: str) -> str:
+    """A prefix of every writes item of one task: shard 0's key.
+
+    Also a prefix of other tasks' keys (task ``ab``'s of task ``abc``'s): filter what a
+    ``begins_with`` returns by :func:`parse_sk`'s task id.
+    """
+    return writes_sk(checkpoint_ns, checkpoint_id, task_id)
 
 
 def checkpoint_range_end(checkpoint_ns: str, checkpoint_id: str) -> str:
@@ -295,6 +333,9 @@ def thread_shard(thread_id: str) -> str:
     return str(zlib.crc32(thread_id.encode()) % THREADS_INDEX_SHARDS)
 
 
+_SHARD: Final = re.compile(r"-?[1-9][0-9]{0,2}")
+
+
 def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     """Split a sort key into ``(namespace, kind, id, task_id)``.
 
@@ -306,7 +347,8 @@ def parse_sk(sk: str) -> tuple[str, str, str, str | None]:
     if (
         len(parts) < 3
         or parts[1] not in ("c", "v", META_ITEM)
-        or (parts[1] == "c" and len(parts) not in (3, 5))
+        or (parts[1] == "c" and len(parts) not in (3, 5, 6))
+        or (len(parts) == 6 and not _SHARD.fullmatch(parts[5]))
     ):
         from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 
@@ -467,7 +509,17 @@ def validate_s3_key_prefix(key_prefix: str) -> None:
         )
 
 
+#: What a new tenant name may be made of. A positive set, because a tenant name
+#: ends up inside IAM policies (``dynamodb:LeadingKeys``, ``s3:prefix``): ``*`` and
+#: ``?`` are wildcards there and ``${aws:username}`` a policy variable, either of
+#: which would widen a tenant's grant to other tenants' threads.
+_TENANT_NAME: Final = re.compile(r"[A-Za-z0-9._:#@+=,-]{1,256}")
+
+
 def validate_tenant_prefix(tenant_prefix: str) -> None:
-    """A tenant name must survive escaping and quoting unchanged, and never contain the delimiter ``|``."""
-    if not isinstance(tenant_prefix, str) or not _valid_tenant(tenant_prefix):
-        raise ValueError("tenant_prefix must be a non-empty string without '%', '|', '*', '?' or '/'")
+    """A tenant name: 1-256 of ``A-Z a-z 0-9 . _ : # @ + = , -``, safe in keys and IAM policies alike."""
+    if not isinstance(tenant_prefix, str) or not _TENANT_NAME.fullmatch(tenant_prefix):
+        raise ValueError(
+            f"tenant_prefix must be 1-256 characters of A-Z a-z 0-9 . _ : # @ + = , - "
+            f"(it is written into IAM policies); got {tenant_prefix!r}"
+        )

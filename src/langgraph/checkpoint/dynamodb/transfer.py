@@ -158,19 +158,18 @@ def _raw_writes(
         },
         ConsistentRead=True,
     )
+    by_checkpoint: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
         ns, kind, cid, task_id = schema.parse_sk(it[ATTR.SK]["S"])
-        if kind != schema.WRITES_ITEM or task_id is None:
-            continue
-        tid = it.get(ATTR.TASK_ID, {}).get("S", "")  # as the saver reads it
-        path = it.get(ATTR.TASK_PATH, {}).get("S", "")
-        run_id = it.get(ATTR.RUN_ID, {}).get("S")
+        if kind == schema.WRITES_ITEM and task_id is not None:
+            by_checkpoint.setdefault((ns, cid), []).append(it)
+    for (ns, cid), group in by_checkpoint.items():
         rows = out.setdefault((ns, cid), [])
-        for name, av in it.items():
-            idx = _write_idx(name)
-            if idx is None:
-                continue
-            channel = av["L"][0]["S"]
+        for it, name, idx in _items.task_writes(group):
+            tid = it.get(ATTR.TASK_ID, {}).get("S", "")  # as the saver reads it
+            path = it.get(ATTR.TASK_PATH, {}).get("S", "")
+            run_id = it.get(ATTR.RUN_ID, {}).get("S")
+            channel = it[name]["L"][0]["S"]
             rows.append(
                 (
                     writes_sort_key(path, tid, idx),
@@ -180,11 +179,6 @@ def _raw_writes(
     for rows in out.values():
         rows.sort(key=lambda r: r[0])
     return out
-
-
-def _write_idx(name: str) -> int | None:
-    """The index of a ``w<idx>`` attribute of a writes item, ``None`` for other attributes."""
-    return int(name[len(ATTR.WRITE_PREFIX) :]) if _items.is_write_attr(name) else None
 
 
 def _parents_first(tuples: list[Any]) -> list[Any]:

@@ -334,14 +334,22 @@ def fenced_write(fence: Fence, call: Call) -> Op[Any]:
     Raises:
         LeaseLostError: the lock item no longer carries our owner and fence.
     """
-    if call.service != "dynamodb" or call.method not in _TRANSACT_FIELDS:
+    if call.service == "dynamodb" and call.method == "transact_write_items":
+        # Several items of one call (a task's many writes): the check joins them.
+        actions = list(call.kwargs["TransactItems"])
+    elif call.service != "dynamodb" or call.method not in _TRANSACT_FIELDS:
         raise TypeError(f"cannot fence {call.service}.{call.method}")
-    kind, fields = _TRANSACT_FIELDS[call.method]
-    body = {k: v for k, v in call.kwargs.items() if k in fields}
-    key = body.get("Key") or body.get("Item") or {}
-    if key.get(ATTR.PK) != {"S": fence.where.pk} or body.get("TableName") != fence.where.table:
-        # The lease covers one thread: a write elsewhere would be unfenced.
-        raise ValueError(f"a saver bound to the lease of thread {fence.thread_id!r} cannot write elsewhere")
+    else:
+        kind, fields = _TRANSACT_FIELDS[call.method]
+        actions = [{kind: {k: v for k, v in call.kwargs.items() if k in fields}}]
+    for action in actions:
+        body = next(iter(action.values()))
+        key = body.get("Key") or body.get("Item") or {}
+        if key.get(ATTR.PK) != {"S": fence.where.pk} or body.get("TableName") != fence.where.table:
+            # The lease covers one thread: a write elsewhere would be unfenced.
+            raise ValueError(
+                f"a saver bound to the lease of thread {fence.thread_id!r} cannot write elsewhere"
+            )
     check = {
         "ConditionCheck": {
             "TableName": fence.where.table,
@@ -352,7 +360,7 @@ def fenced_write(fence: Fence, call: Call) -> Op[Any]:
         }
     }
     try:
-        return (yield ddb("transact_write_items", TransactItems=[check, {kind: body}]))
+        return (yield ddb("transact_write_items", TransactItems=[check, *actions]))
     except ClientError as exc:
         if error_code(exc) != "TransactionCanceledException":
             raise
@@ -362,7 +370,7 @@ def fenced_write(fence: Fence, call: Call) -> Op[Any]:
                 f"lease on thread {fence.thread_id!r} (fence {fence.token}) was lost: "
                 "another owner took the thread over; this write was not applied"
             ) from exc
-        if reasons[1:2] == ["ConditionalCheckFailed"]:
+        if len(actions) == 1 and reasons[1:2] == ["ConditionalCheckFailed"]:
             raise ClientError(
                 {"Error": {"Code": _CONDITION_FAILED, "Message": str(exc)}},
                 call.method,

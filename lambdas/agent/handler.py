@@ -13,12 +13,15 @@ payload in ``body``):
 * 200 ``{"status": "waiting", "question", "checkpoint_id"}`` after a start;
   ``{"status": "done", "result", "checkpoint_id"}`` after a resume.
   ``replayed: true`` when the request id was seen before and nothing ran.
-* 400 malformed event; 401 an HTTP request without an authenticated caller;
+* 400 malformed event (also: ids over 256 bytes, invalid Unicode, JSON too deep);
+  413 a body over 128 KB; 401 an HTTP request without an authenticated caller;
   404 unknown thread (also: another caller's thread, see below);
 * 409 ``stale_checkpoint`` (the thread moved past the ``checkpoint_id`` the
   caller saw), ``thread_exists`` (start on an existing thread), ``busy``
   (another request holds the thread; retry), ``not_waiting``.
-* 500 anything else (the request may be retried with the same request id).
+* 500 anything else (the request may be retried with the same request id); the
+  body and the log name the error's type only, never its message (which may
+  quote state), unless ``AGENT_DEBUG=1``.
 
 Why the lock: a double click or a client retry sends two resumes of one
 thread at once, possibly to two Lambda instances. LangGraph would run the
@@ -28,9 +31,12 @@ that replays the first result, and a check that the thread is still at the
 checkpoint the caller saw.
 
 Callers own their threads: a thread id names a thread *of the caller*. The
-caller is the authenticated principal of the request: with IAM auth (Function
-URL ``AWS_IAM``, API Gateway) ``requestContext.authorizer.iam.userArn`` (or
-``userId``; REST APIs: ``requestContext.identity.userArn``); with a JWT or
+caller is the authenticated principal of the request: with IAM auth through a
+Cognito identity pool, the identity id (``authorizer.iam.cognitoIdentity.identityId``;
+REST APIs: ``identity.cognitoIdentityId``), since all of a pool's users share its
+role; with other IAM auth (Function URL ``AWS_IAM``, API Gateway)
+``requestContext.authorizer.iam.userArn``, whose session name tells an assumed
+role's sessions apart (or ``userId``; REST APIs: ``requestContext.identity.userArn``); with a JWT or
 Cognito authorizer the claim named by ``CALLER_CLAIM`` (default ``sub``; set
 it to a tenant claim to let a tenant's users share threads). The store key of
 a thread is ``u-<sha256(caller)[:32]>/<thread_id>``, so caller B's
@@ -78,7 +84,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, handlers
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -92,6 +98,8 @@ from .graph import build_graph
 __all__ = ["caller_of", "get_graph", "get_saver", "handler", "reset", "thread_key"]
 
 log = logging.getLogger(__name__)
+#: ``AGENT_DEBUG=1``: log server errors with their traceback (which may quote state).
+_DEBUG = os.environ.get("AGENT_DEBUG") == "1"
 
 # Created on first use and kept for the life of the container: the clients'
 # connection pools then survive across warm invocations.
@@ -142,11 +150,16 @@ def _request(event: Any) -> dict[str, Any]:
     if _is_http(event):
         body = event.get("body") or ""
         if event.get("isBase64Encoded"):
-            body = base64.b64decode(body).decode("utf-8")
+            try:
+                body = base64.b64decode(body, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                raise _HTTPError(400, "bad_request", "body is not base64-encoded UTF-8") from None
+        if len(body) > 2 * _MAX_TEXT:
+            raise _HTTPError(413, "too_large", f"body is longer than {2 * _MAX_TEXT} bytes")
         try:
             event = json.loads(body)
-        except ValueError as exc:
-            raise _HTTPError(400, "bad_request", f"body is not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:
+            raise _HTTPError(400, "bad_request", f"body is not JSON: {type(exc).__name__}") from None
     if not isinstance(event, dict):
         raise _HTTPError(400, "bad_request", "event must be a JSON object")
     action = event.get("action")
@@ -157,7 +170,20 @@ def _request(event: Any) -> dict[str, Any]:
         value = event.get(name)
         if not isinstance(value, str) or not value.strip():
             raise _HTTPError(400, "bad_request", f"{name!r} must be a non-empty string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _HTTPError(400, "bad_request", f"{name!r} is not valid Unicode (a lone surrogate)") from None
+        limit = _MAX_TEXT if name in ("input", "answer") else _MAX_ID
+        if len(value.encode("utf-8")) > limit:
+            raise _HTTPError(400, "bad_request", f"{name!r} is longer than {limit} bytes")
     return event
+
+
+#: The longest id (thread, request, checkpoint) a request may carry: it becomes part
+#: of DynamoDB keys (1-2 KB); and the longest input or answer, in UTF-8 bytes.
+_MAX_ID = 256
+_MAX_TEXT = 64 * 1024
 
 
 def caller_of(event: Any) -> str | None:
@@ -181,17 +207,35 @@ def caller_of(event: Any) -> str | None:
         if not isinstance(caller, str) or not caller.strip():
             raise _HTTPError(400, "bad_request", "'caller' must be a non-empty string")
         return f"direct:{caller}"
-    rc = event.get("requestContext") or {}
-    auth = rc.get("authorizer") or {}
-    iam = auth.get("iam") or {}
-    principal = iam.get("userArn") or iam.get("userId") or (rc.get("identity") or {}).get("userArn")
-    if principal:
+    rc = _mapping(event.get("requestContext"))
+    auth = _mapping(rc.get("authorizer"))
+    iam = _mapping(auth.get("iam"))
+    identity = _mapping(rc.get("identity"))  # REST APIs (payload 1.0)
+    # Users of one Cognito identity pool share its role, and so its role ARN: the
+    # identity id is what tells them apart (HTTP APIs and Function URLs put it in
+    # authorizer.iam.cognitoIdentity, REST APIs in identity.cognitoIdentityId).
+    cognito = _mapping(iam.get("cognitoIdentity"))
+    identity_id = cognito.get("identityId") or identity.get("cognitoIdentityId")
+    if _text(identity_id):
+        pool = cognito.get("identityPoolId") or identity.get("cognitoIdentityPoolId") or ""
+        return f"cognito:{pool}:{identity_id}"
+    # Otherwise the full principal: for an assumed role, the ARN names the session.
+    principal = iam.get("userArn") or iam.get("userId") or identity.get("userArn")
+    if _text(principal):
         return f"iam:{principal}"
-    claims = (auth.get("jwt") or {}).get("claims") or auth.get("claims") or {}
+    claims = _mapping(_mapping(auth.get("jwt")).get("claims")) or _mapping(auth.get("claims"))
     claim = os.environ.get("CALLER_CLAIM", "sub")
-    if claims.get(claim):
+    if _text(claims.get(claim)):
         return f"jwt:{claim}:{claims[claim]}"
     raise _HTTPError(401, "unauthenticated", "the request carries no authenticated caller")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _event_thread_id(event: Any) -> str | None:
@@ -380,6 +424,13 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
         return _respond(409, busy, http)
     except ResultNotStoredError as err:
         return _respond(409, {"error": "result_not_stored", "message": str(err)}, http)
+    except KeyTooLongError as exc:
+        # The caller's ids or input, refused by the store before anything ran: a
+        # client error. Logged by type only (no traceback, no payload).
+        log.warning("agent request refused: %s", type(exc).__name__)
+        return _respond(400, {"error": "bad_request", "message": type(exc).__name__}, http)
     except Exception as exc:
-        log.exception("agent request failed")
-        return _respond(500, {"error": "internal", "message": f"{type(exc).__name__}: {exc}"}, http)
+        # The message may quote state (a decode error of a decrypted payload): the
+        # response and the log name the error's type only.
+        log.error("agent request failed: %s", type(exc).__name__, exc_info=_DEBUG)
+        return _respond(500, {"error": "internal", "message": type(exc).__name__}, http)

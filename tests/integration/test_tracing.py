@@ -173,3 +173,47 @@ def test_importing_the_savers_imports_no_opentelemetry_even_when_installed() -> 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_no_payload_in_errors_or_span_status(moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter) -> None:
+    """With encryption on, a value that decrypts but cannot be rebuilt names its type, never its data."""
+    import boto3
+    import ormsgpack
+    from langgraph.checkpoint.base.id import uuid6
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    from langgraph.checkpoint.dynamodb import CorruptPayloadError, schema
+    from langgraph.checkpoint.dynamodb.codec import PayloadCodec
+    from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
+    from tests.security import _serde_gadgets as gadgets
+
+    serde = EncryptedSerializer.from_pycryptodome_aes(serde=StateTypesSerializer(), key=b"s" * 32)
+    with DynamoDBSaver(table_name=names["table_name"], serde=serde) as saver:
+        saver.setup()
+        cp = empty_checkpoint()
+        cp["id"] = str(uuid6())
+        cp["channel_values"] = {"v": 1}
+        cp["channel_versions"] = {"v": "1"}
+        stored = saver.put(_cfg("t-secret"), cp, {}, {"v": "1"})
+        # A loaded dataclass, rebuilt with a field it does not have: the field name is the secret.
+        record = ormsgpack.packb(
+            ormsgpack.Ext(2, ormsgpack.packb((gadgets.__name__, "TouchOnInit", {"TOP_SECRET_FIELD": "TOP-SECRET-VALUE"})))
+        )
+        cipher, data = serde.cipher.encrypt(record)
+        boto3.client("dynamodb").update_item(
+            TableName=names["table_name"],
+            Key={"PK": {"S": "t-secret"}, "SK": {"S": schema.checkpoint_sk("", stored["configurable"]["checkpoint_id"])}},
+            UpdateExpression="SET vals.v = :v",
+            ExpressionAttributeValues={":v": {"B": PayloadCodec("none").pack((f"msgpack+{cipher}", data))}},
+        )
+        spans.clear()
+        with pytest.raises(CorruptPayloadError) as info:
+            saver.get_tuple(stored)
+    assert "TouchOnInit" in str(info.value)
+    import traceback
+
+    logged = "".join(traceback.format_exception(info.value))  # what a logger.exception would print
+    assert "TOP" not in logged
+    (span,) = [s for s in spans.get_finished_spans() if s.status.status_code is StatusCode.ERROR]
+    assert "TOP" not in (span.status.description or "")
+    assert all("TOP" not in str(dict(e.attributes or {})) for e in span.events)

@@ -350,7 +350,8 @@ def test_failed_run_is_retried_with_the_same_request_id(
 
     monkeypatch.setattr(agent_graph, "ON_IMPLEMENT", flaky)
     failed = resume(t, cp, "req-flaky")
-    assert failed["statusCode"] == 500 and "downstream timeout" in failed["message"]
+    # The error's type, never its message (which may quote state).
+    assert failed["statusCode"] == 500 and failed["message"] == "RuntimeError"
 
     # The thread moved (clarify's answer is saved), but this is a retry of the
     # same request from the same checkpoint: not stale, it continues.

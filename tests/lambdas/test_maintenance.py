@@ -493,6 +493,10 @@ def test_an_honest_token_replayed_after_the_target_gained_checkpoints_is_refused
         ({"action": "delete_thread", "thread_id": "a", "tenant_prefix": 5}, "tenant_prefix must be"),
         ({"action": "delete_thread", "thread_id": "a", "tenant_prefix": "a|b"}, "tenant_prefix"),
         ({"action": "delete_thread", "thread_id": "a", "continuation": ""}, "continuation must be"),
+        ({"action": "delete_thread", "thread_id": "a" * 3000}, "more than 2,048"),
+        ({"action": "delete_thread", "thread_id": "\ud800"}, "not valid Unicode"),
+        ({"action": "delete_for_runs", "run_ids": ["r", "x" * 3000]}, "more than 2,048"),
+        ({"action": "delete_thread", "thread_id": "a", "continuation": "x" * 20_000}, "more than 16,384"),
     ],
 )
 def test_bad_events_are_rejected_with_a_reason(
@@ -757,3 +761,12 @@ def test_a_forged_pointer_in_the_source_stops_the_copy_before_it_writes(store: d
     assert _objects(store["bucket_name"], writer.s3_thread_prefix(target)) == {}
     assert _objects(store["bucket_name"], writer.s3_thread_prefix(victim)) == victim_objects
     writer.close()
+
+
+def test_a_deeply_nested_token_is_rejected_not_raised(store: dict[str, str]) -> None:
+    """Before, json.loads hit the recursion limit: a failed (retried, alarmed) invocation."""
+    import base64
+
+    token = base64.urlsafe_b64encode(b"[" * 5000).decode().rstrip("=")
+    out = maintenance.handler({"action": "delete_thread", "thread_id": "a", "continuation": token}, AMPLE)
+    assert out["status"] == "rejected" and out["error"]["type"] == "rejected", out

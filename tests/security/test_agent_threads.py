@@ -147,3 +147,129 @@ def test_unauthenticated_http_request_is_refused(agent: Any) -> None:
     status, _ = _call(agent, None, {**body, "caller": ALICE})
     assert status == 401
     assert sum(agent_graph.EXECUTIONS.values()) == 0
+
+
+# ------------------------------------------ identities AWS delivers, by event shape
+
+POOL_ROLE = "arn:aws:sts::123456789012:assumed-role/CognitoAuthRole/CognitoIdentityCredentials"
+
+
+def _http_api_iam_event(body: dict[str, Any], identity_id: str | None, user_arn: str) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) or Function URL request with IAM auth, as AWS documents it."""
+    iam: dict[str, Any] = {
+        "accessKey": "ASIAEXAMPLE",
+        "accountId": "123456789012",
+        "callerId": "AROAEXAMPLE:CognitoIdentityCredentials",
+        "principalOrgId": None,
+        "userArn": user_arn,
+        "userId": "AROAEXAMPLE:CognitoIdentityCredentials",
+    }
+    if identity_id is not None:
+        iam["cognitoIdentity"] = {
+            "amr": ["authenticated"],
+            "identityId": identity_id,
+            "identityPoolId": "us-east-1:pool-1",
+        }
+    return {
+        "version": "2.0",
+        "headers": {"content-type": "application/json"},
+        "requestContext": {"http": {"method": "POST"}, "authorizer": {"iam": iam}},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def _rest_iam_event(body: dict[str, Any], identity_id: str | None, user_arn: str) -> dict[str, Any]:
+    """A REST API (payload 1.0) request with IAM auth: the identity is in requestContext.identity."""
+    return {
+        "resource": "/agent",
+        "httpMethod": "POST",
+        "headers": {"Content-Type": "application/json"},
+        "requestContext": {
+            "identity": {
+                "cognitoIdentityPoolId": "us-east-1:pool-1" if identity_id else None,
+                "cognitoIdentityId": identity_id,
+                "cognitoAuthenticationType": "authenticated" if identity_id else None,
+                "userArn": user_arn,
+                "user": "AROAEXAMPLE:CognitoIdentityCredentials",
+            }
+        },
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+def _rest_user_pool_event(body: dict[str, Any], sub: str) -> dict[str, Any]:
+    """A REST API request through a Cognito user-pool authorizer: claims in requestContext.authorizer."""
+    return {
+        "resource": "/agent",
+        "httpMethod": "POST",
+        "headers": {"Content-Type": "application/json"},
+        "requestContext": {"authorizer": {"claims": {"sub": sub, "cognito:username": "shared-name"}}},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+@pytest.mark.parametrize("shape", ["http-api", "function-url", "rest"])
+def test_users_of_one_identity_pool_are_different_callers(agent: Any, shape: str) -> None:
+    """They share the pool's role ARN; before, one user resumed the other's thread and got her result."""
+    make = _rest_iam_event if shape == "rest" else _http_api_iam_event
+    t = f"t-{uuid.uuid4().hex[:8]}"
+
+    def call(identity: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        resp = agent.handler(make(body, identity, POOL_ROLE))
+        return resp["statusCode"], json.loads(resp["body"])
+
+    status, started = call("us-east-1:alice", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "Export"})
+    assert status == 200, started
+    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    # Bob, same role: neither the thread nor a replay of Alice's request id.
+    assert call("us-east-1:bob", resume)[0] == 404
+    status, replay = call("us-east-1:bob", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "x"})
+    assert status == 200 and replay.get("replayed") is False and replay["checkpoint_id"] != started["checkpoint_id"]
+    assert call("us-east-1:alice", resume)[0] == 200
+
+
+def test_role_sessions_are_different_callers(agent: Any) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    role = "arn:aws:sts::123456789012:assumed-role/AgentUsers/"
+
+    def call(session: str, body: dict[str, Any]) -> int:
+        return int(agent.handler(_http_api_iam_event(body, None, role + session))["statusCode"])
+
+    resp = agent.handler(_http_api_iam_event({"action": "start", "thread_id": t, "request_id": "r-1", "input": "E"}, None, role + "alice"))
+    started = json.loads(resp["body"])
+    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    assert call("bob", resume) == 404
+    assert call("alice", resume) == 200
+
+
+def test_rest_user_pool_callers_are_scoped_by_sub(agent: Any) -> None:
+    t = f"t-{uuid.uuid4().hex[:8]}"
+    start = {"action": "start", "thread_id": t, "request_id": "r-1", "input": "Export"}
+    started = json.loads(agent.handler(_rest_user_pool_event(start, "sub-1"))["body"])
+    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    assert agent.handler(_rest_user_pool_event(resume, "sub-2"))["statusCode"] == 404
+    assert agent.handler(_rest_user_pool_event(resume, "sub-1"))["statusCode"] == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"action": "start", "thread_id": "\\ud800", "request_id": "r", "input": "x"}',  # lone surrogate
+        json.dumps({"action": "start", "thread_id": "t" * 5000, "request_id": "r", "input": "x"}),
+        "[" * 100_000 + "]" * 100_000,  # deep JSON
+        json.dumps({"action": "start", "thread_id": "t", "request_id": "r", "input": "x" * 300_000}),
+    ],
+    ids=["surrogate", "long-id", "deep-json", "huge-input"],
+)
+def test_client_errors_are_4xx_without_a_traceback(
+    agent: Any, body: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    event = _url_event(ALICE, {})
+    event["body"] = body
+    with caplog.at_level("DEBUG"):
+        resp = agent.handler(event)
+    assert 400 <= resp["statusCode"] < 500, resp
+    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)

@@ -283,7 +283,7 @@ def test_fenced_put_and_put_writes_stay_one_request(saver: DynamoDBSaver) -> Non
     with ThreadLease(saver, t, heartbeat=False) as lease:
         fenced = _measure(saver, t, lease.bind())
         lock_item = _get(saver, saver.partition_key(t), schema.LOCK_SK)
-    assert plain["put"] == ["PutItem"] and plain["put_writes"] == ["UpdateItem"]
+    assert plain["put"] == ["PutItem"] and plain["put_writes"] == ["PutItem"]
     assert fenced["put"] == ["TransactWriteItems"] and fenced["put_writes"] == ["TransactWriteItems"]
     for kind in ("put_item", "writes_item"):
         assert abs(item_size(plain[kind]) - item_size(fenced[kind])) < 64  # same sizes compared
@@ -411,12 +411,16 @@ def test_run_once_leaves_the_lock_released_with_its_count(saver: DynamoDBSaver) 
         assert lease.info is not None and lease.info.token == 3
 
 
-def test_an_expired_thread_reaped_keeps_its_count_and_a_deleted_one_starts_over(
-    moto_endpoint: str, names: dict[str, str]
-) -> None:
-    """The documented limits: the lock item has no TTL and the reaper leaves it; deleting
-    the thread deletes it (fencing out its holder), and the next acquisition counts from 1."""
+def test_fencing_tokens_only_grow_across_expiry_and_delete(moto_endpoint: str, names: dict[str, str]) -> None:
+    """The lock item has no TTL and neither the reaper nor ``delete_thread`` removes it.
+
+    Before, a delete during a held lease deleted it: a second holder got token 1 at once,
+    and a downstream that forgot tokens on delete took the stale holder's 3 after the new
+    holder's 1. Now a delete under a held lease is refused unless forced; a forced one
+    fences the holder out and the next holder's token is above every earlier one.
+    """
     from langgraph.checkpoint.dynamodb import clock
+    from langgraph.checkpoint.dynamodb.lock import LeaseUnavailableError
 
     t = f"t-{uuid.uuid4().hex[:8]}"
     with DynamoDBSaver(table_name=names["table_name"], ttl=60) as s:
@@ -428,12 +432,21 @@ def test_an_expired_thread_reaped_keeps_its_count_and_a_deleted_one_starts_over(
         with ThreadLease(s, t, heartbeat=False) as lease:
             assert lease.info is not None and lease.info.token == 2
             bound = lease.bind()
-            s.delete_thread(t)  # while held: the holder is fenced out
-            assert _lock_item(s, t) is None
+            bound.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
+            with pytest.raises(LeaseUnavailableError):
+                s.delete_thread(t)  # held: refused, nothing deleted
+            assert s.get_tuple(cfg(t)) is not None
+            s.delete_thread(t, force=True)  # forced: the holder is fenced out
+            assert s.get_tuple(cfg(t)) is None
+            lock = _lock_item(s, t)
+            assert lock is not None and "own" not in lock and lock["fen"] == {"N": "3"}
             with pytest.raises(LeaseLostError):
                 bound.put(cfg(t), checkpoint(), {"source": "input", "step": -1}, {})
         with ThreadLease(s, t, heartbeat=False) as lease:
-            assert lease.info is not None and lease.info.token == 1  # a deleted thread starts over
+            assert lease.info is not None and lease.info.token == 4  # above every earlier token
+        s.delete_thread(t)  # released: no force needed; the count stays
+        with ThreadLease(s, t, heartbeat=False) as lease:
+            assert lease.info is not None and lease.info.token == 5
 
 
 # ------------------------------ a bound saver refuses what its lease cannot fence

@@ -11,6 +11,7 @@ library under that grant.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -221,6 +222,23 @@ def test_maintenance_keeps_tenants_apart(tenants: Tenants) -> None:
     for tag, saver in scopes.items():
         assert [x.checkpoint["channel_values"] for x in t.list(saver, cfg(name))] == [{"v": f"{tag}:2"}]
 
+    # The reaper trusts the table, not the record: a's thread must have expired by its own
+    # activity stamps (these savers have no TTL; stamp a's checkpoints as expired ones are).
+    ddb = boto3.client("dynamodb")
+    expired = {"N": str(int(time.time()) - 60)}
+    for it in ddb.query(
+        TableName=t.h.table_name,
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": {"S": t.a.partition_key(name)}},
+    )["Items"]:
+        if it.get(ATTR.KIND, {}).get("S") == schema.CHECKPOINT_ITEM:
+            ddb.update_item(
+                TableName=t.h.table_name,
+                Key={ATTR.PK: it[ATTR.PK], ATTR.SK: it[ATTR.SK]},
+                UpdateExpression="SET #e = :e",
+                ExpressionAttributeNames={"#e": ATTR.EXPIRES},
+                ExpressionAttributeValues={":e": expired},
+            )
     event = {
         "Records": [
             {

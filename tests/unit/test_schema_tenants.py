@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from langgraph.checkpoint.dynamodb import schema
 
-TENANTS = st.text(min_size=1, max_size=12).filter(lambda t: not any(c in t for c in "%|*?/"))
+TENANTS = st.text(alphabet="abcXYZ019._:#@+=,-", min_size=1, max_size=12)
 THREADS = st.one_of(st.text(min_size=1, max_size=20), st.sampled_from(["|", "a|b", "%7C", "%", "/", "b|t"]))
 PREFIX = "checkpoints/"
 
@@ -39,3 +39,14 @@ def test_tenant_scopes_are_prefix_free(tenant: str, other: str, thread: str) -> 
 def test_meta_partitions_are_not_threads() -> None:
     for pk in ("|lifecycle", "|", "", "a|b|c", "a*|t", "a|"):
         assert schema.parse_partition_key(pk) is None, pk
+
+
+def test_tenant_names_that_would_widen_a_policy_are_refused() -> None:
+    import pytest
+
+    for bad in ("${aws:username}", "a*", "a?", "a|b", "a/b", "a%", "", "a b", "é", "x" * 257):
+        with pytest.raises(ValueError, match="IAM"):
+            schema.validate_tenant_prefix(bad)
+        with pytest.raises(ValueError):
+            schema.tenant_partition_prefix(bad)
+    schema.validate_tenant_prefix("acme-1.eu:prod#a@b+c=d,e_f")

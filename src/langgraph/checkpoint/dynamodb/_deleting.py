@@ -10,6 +10,7 @@ deletes nothing more than one run would.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -33,18 +34,40 @@ from langgraph.checkpoint.dynamodb.schema import ATTR
 BLOB_GRACE_SECONDS = 15 * 60
 
 
-def delete_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[None]:
+def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) -> Op[None]:
+    """Delete a thread; its lock item stays, so that fencing tokens only grow.
+
+    A thread whose lease is held (its lock item names an owner) is refused with
+    ``LeaseUnavailableError`` unless ``force``: the holder would go on writing.
+    A forced delete bumps the fencing token and clears the owner, so the old
+    holder's next lease-bound write fails (``LeaseLostError``) and the next
+    holder gets a token above every token handed out before.
+    """
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_id must be a non-empty string")
     pk = s._pk(thread_id)
     items = yield from _requests.query_all(
         TableName=s.table_name,
         KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#rt": ATTR.ROOT, "#dr": ATTR.DEAD},
+        ExpressionAttributeNames={
+            "#pk": ATTR.PK,
+            "#sk": ATTR.SK,
+            "#rt": ATTR.ROOT,
+            "#dr": ATTR.DEAD,
+            "#own": ATTR.OWNER,
+            "#fen": ATTR.FENCE,
+        },
         ExpressionAttributeValues={":pk": {"S": pk}},
-        ProjectionExpression="#pk, #sk, #rt, #dr",
+        ProjectionExpression="#pk, #sk, #rt, #dr, #own, #fen",
         ConsistentRead=True,
     )
+    lock = next((it for it in items if it[ATTR.SK]["S"] == schema.LOCK_SK), None)
+    holder = (lock or {}).get(ATTR.OWNER, {}).get("S")
+    if holder and not force:
+        from langgraph.checkpoint.dynamodb.lock._errors import LeaseUnavailableError
+
+        raise LeaseUnavailableError(thread_id, holder, None)
+    items = [it for it in items if it is not lock]
     # A thread id can be reused: forget where its old versions lived.
     for key in [k for k in list(s._placements) if k[0] == thread_id]:
         s._placements.pop(key, None)
@@ -79,6 +102,21 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[None]:
         yield from _bury(s, thread_id, roots, tombstones, retire_head=True)
         # The retired head stays: it refuses the dead lineages (see ``_heads.on_activity``).
         doomed = [it for it in doomed if it[ATTR.SK]["S"] != schema.HEAD_SK]
+    if holder:
+        # Fence the old holder out before anything goes: its lease-bound writes
+        # check owner and token, and the next acquisition counts on from here.
+        yield ddb(
+            "update_item",
+            TableName=s.table_name,
+            Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.LOCK_SK}},
+            UpdateExpression="SET #fen = if_not_exists(#fen, :zero) + :one, #rvn = :rvn REMOVE #own",
+            ExpressionAttributeNames={"#fen": ATTR.FENCE, "#rvn": ATTR.LOCK_VERSION, "#own": ATTR.OWNER},
+            ExpressionAttributeValues={
+                ":zero": {"N": "0"},
+                ":one": {"N": "1"},
+                ":rvn": {"S": uuid.uuid4().hex},
+            },
+        )
     # Items first: once they are gone nothing points to the S3 objects.
     yield from _requests.ordered_deletes(s.table_name, doomed)
     if s.bucket_name is not None:
@@ -154,8 +192,10 @@ def _bury(
     # cannot share an update). A root still listed fresh anywhere stays.
     forget: list[Call] = []
     stale_roots: set[str] = set()
+    kept_entries: set[str] = set()
     for tomb in tombstones:
-        old = [e for e in _items.dead_entries(tomb) if _items.entry_time(e) < now - schema.FINALITY_WINDOW]
+        old = _forgotten(_items.dead_entries(tomb), now, added=len(dead_here))
+        kept_entries.update(e for e in _items.dead_entries(tomb) if e not in old)
         if old:
             stale_roots.update(_items.entry_root(e) for e in old)
             forget.append(
@@ -168,12 +208,7 @@ def _bury(
                     ExpressionAttributeValues={":dr": {"SS": old}},
                 )
             )
-    live_entries = {
-        _items.entry_root(e)
-        for tomb in tombstones
-        for e in _items.dead_entries(tomb)
-        if _items.entry_time(e) >= now - schema.FINALITY_WINDOW
-    }
+    live_entries = {_items.entry_root(e) for e in kept_entries}
     stale_roots -= fresh | live_entries
     if stale_roots:
         forget.append(
@@ -188,6 +223,16 @@ def _bury(
         )
     if forget:
         yield Gather(forget)
+
+
+def _forgotten(entries: list[str], now: int, *, added: int) -> list[str]:
+    """The entries of a tombstone the next delete forgets: older than the finality window,
+    and the oldest beyond ``schema.TOMBSTONE_ENTRIES_MAX`` (``added`` new ones counted)."""
+    old = [e for e in entries if _items.entry_time(e) < now - schema.FINALITY_WINDOW]
+    gone = set(old)
+    rest = sorted((e for e in entries if e not in gone), key=_items.entry_time, reverse=True)
+    room = max(0, schema.TOMBSTONE_ENTRIES_MAX - added)
+    return old + rest[room:]
 
 
 def load_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
@@ -206,7 +251,7 @@ def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
 
 
 def delete_thread_counted(
-    s: BaseDynamoDBSaver, thread_id: str, loaded: ThreadItems | None = None
+    s: BaseDynamoDBSaver, thread_id: str, loaded: ThreadItems | None = None, *, force: bool = False
 ) -> Op[PruneResult]:
     """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given)."""
     thread = loaded if loaded is not None else (yield from load_thread(s, thread_id))
@@ -219,7 +264,7 @@ def delete_thread_counted(
         for group in (thread.checkpoints.values(), thread.blobs.values(), thread.meta)
         for it in group
     ) + sum(_items.item_size(w) for ws in thread.writes.values() for w in ws)
-    yield from delete_thread(s, thread_id)
+    yield from delete_thread(s, thread_id, force=force)
     return res
 
 
@@ -389,15 +434,31 @@ def _item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[st
     return s3_keys, blob_sks
 
 
-def reap_thread(s: BaseDynamoDBSaver, thread_id: str, *, expired_before: float) -> Op[PruneResult]:
+def reap_thread(
+    s: BaseDynamoDBSaver, thread_id: str, *, expired_before: float, claimed: bool = False
+) -> Op[PruneResult]:
     """Delete what an expired thread left: items stamped before the cutoff.
 
     Items written after ``expired_before`` (a thread that came back to
     life) stay, with the blobs and S3 objects they reference.
+
+    ``claimed``: the expiry is only a claim (a Streams record, which whoever
+    may invoke the reaper can forge). The table then decides: a thread whose
+    checkpoints carry no activity stamp (no TTL), or whose head has not
+    expired, is left alone; otherwise only what its own stamps say expired
+    before now goes (a thread that came back to life keeps its new part).
     """
     thread = yield from load_thread(s, thread_id)
     cutoff = int(expired_before)
     res = PruneResult(threads=1)
+    if claimed:
+        now = int(clock.now())
+        head = next((m for m in thread.meta if m[ATTR.SK]["S"] == schema.HEAD_SK), None)
+        head_ttl = _items.int_attr(head, ATTR.TTL) if head is not None else None
+        stamped = any(_items.int_attr(it, ATTR.EXPIRES) is not None for it in thread.checkpoints.values())
+        if not stamped or (head_ttl is not None and head_ttl > now):
+            return res  # not expired by the table's own account: nothing is deleted
+        cutoff = min(cutoff, now)
 
     def old(it: Item) -> bool:
         exp = _items.int_attr(it, ATTR.EXPIRES)

@@ -48,7 +48,8 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
             continue
         saver, thread_id = owner
         report.threads_scanned += 1
-        reap = _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now())
+        # A stream record is a claim: reap_thread checks the table before deleting anything.
+        reap = _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now(), claimed=True)
         # A thread whose items cannot be handled is recorded (the Lambda logs
         # the report and counts it in the Errors metric, which the construct's
         # JobErrorsAlarm watches) and the job goes on: see _aws.isolated.
@@ -224,7 +225,8 @@ def _prune_one(
         if last_active is None:
             last_active = _last_activity(thread)
         if last_active is not None and clock.now() - last_active > policy.idle_days * 86_400:
-            res = yield from _deleting.delete_thread_counted(s, thread_id, thread)
+            # Idle that long, a lease still held is a holder long gone: fenced out.
+            res = yield from _deleting.delete_thread_counted(s, thread_id, thread, force=True)
             report.add_prune(res)
             report.threads_deleted += 1
             return

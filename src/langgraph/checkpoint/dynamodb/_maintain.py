@@ -118,7 +118,8 @@ def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: s
             # An interrupted copy (it lands oldest first): start it over.
             yield from _deleting.delete_thread(dst, thread_id)
         yield from _copy(s, old, thread_id, into=dst)
-    yield from _deleting.delete_thread(s, old)
+    # The old key's data now lives under the tenant: a holder of its lease is fenced out.
+    yield from _deleting.delete_thread(s, old, force=True)
 
 
 def prune(

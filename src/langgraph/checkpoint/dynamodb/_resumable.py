@@ -148,7 +148,7 @@ def _decode(token: object, action: str, binding: str) -> dict[str, Any]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         doc = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
         raise ValueError("continuation is not a token returned by a previous step") from None
     if not isinstance(doc, dict) or doc.get("v") != _TOKEN_VERSION or not isinstance(doc.get("s"), dict):
         raise ValueError("continuation is not a token returned by a previous step (or of another version)")

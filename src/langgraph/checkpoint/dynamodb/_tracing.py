@@ -161,8 +161,10 @@ def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[An
         except GeneratorExit:
             raise
         except BaseException as exc:
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            # The type only: a message may quote state (a decode error of a decrypted
+            # payload, a model's validation error with its input).
+            span.add_event("exception", {"exception.type": type(exc).__name__})
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             raise
         finally:
             span.set_attributes(

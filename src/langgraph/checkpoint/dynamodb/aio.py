@@ -447,8 +447,9 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     ) -> None:
         await self._run(_write.put_writes(self, config, writes, task_id, task_path))
 
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(_deleting.delete_thread(self, thread_id))
+    async def adelete_thread(self, thread_id: str, *, force: bool = False) -> None:
+        """Delete every item and S3 object of a thread (see ``DynamoDBSaver.delete_thread``)."""
+        await self._run(_deleting.delete_thread(self, thread_id, force=force))
 
     # ------------------------------------------- sync calls on an async saver
 

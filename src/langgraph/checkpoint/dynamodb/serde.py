@@ -279,10 +279,11 @@ class _Decoder:
         try:
             return _construct(code, cls, arg)
         except Exception as exc:
+            # The error's type only: its message (a pydantic ValidationError's) quotes the stored data.
             raise RevivalError(
-                f"Cannot rebuild {module}.{name} from its stored data ({type(exc).__name__}: {exc}); "
+                f"Cannot rebuild {module}.{name} from its stored data ({type(exc).__name__}); "
                 "did its definition change since this checkpoint was written?"
-            ) from exc
+            ) from None  # the cause would carry the data into tracebacks
 
 
 class StateTypesSerializer(JsonPlusSerializer):

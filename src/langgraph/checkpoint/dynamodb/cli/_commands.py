@@ -773,7 +773,17 @@ def cmd_delete(ctx: Ctx) -> int:
         ctx,
         f"delete thread {shell_quote(args.thread)} ({count} checkpoint(s), all namespaces, its S3 objects)?",
     )
-    ctx.saver.delete_thread(args.thread)
+    from langgraph.checkpoint.dynamodb.lock._errors import LeaseUnavailableError
+
+    try:
+        ctx.saver.delete_thread(args.thread, force=getattr(args, "force", False))
+    except LeaseUnavailableError as exc:
+        raise CLIError(
+            f"{exc}: its lease is held, so a worker may still be writing to it; nothing was deleted. "
+            "Wait for it to finish, or pass --force (the holder is fenced out)",
+            EXIT_REFUSED,
+            "lease_held",
+        ) from exc
     if ctx.json:
         ctx.emit({"thread_id": args.thread, "deleted_checkpoints": count})
     else:

@@ -247,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("delete", "delete a thread: every item and S3 object, all namespaces", cmd_delete)
     p.add_argument("thread")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="delete even while the thread's lease is held (the holder is fenced out)",
+    )
 
     p = add("stats", "what the table and bucket hold: items, bytes, objects by kind", cmd_stats)
     _progress_option(p)

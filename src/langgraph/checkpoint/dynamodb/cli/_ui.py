@@ -44,6 +44,7 @@ from langgraph.checkpoint.dynamodb.cli._store import (
     missing_parent_reason,
 )
 from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID, RESUME_CHANNEL, next_tasks
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
@@ -93,7 +94,12 @@ def thread_summary(saver: Any, thread_id: str, *, max_items: int = SUMMARY_ITEMS
         size += item_size(it)
         if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM:
             checkpoints += 1
-    tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    error = None
+    try:
+        tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    except CheckpointStoreError as exc:
+        # A row, not the page: name what failed, never what the payload holds.
+        tup, error = None, f"{type(exc).__name__}: the latest checkpoint cannot be read"
     waiting: list[str] = []
     step = None
     if tup is not None:
@@ -106,6 +112,7 @@ def thread_summary(saver: Any, thread_id: str, *, max_items: int = SUMMARY_ITEMS
         "complete": "LastEvaluatedKey" not in resp,
         "waiting_on": waiting,
         "step": step,
+        "error": error,
     }
 
 

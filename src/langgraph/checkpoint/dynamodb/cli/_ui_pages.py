@@ -96,6 +96,10 @@ def threads_page(
             if t.get("waiting_on")
             else '<span class="dim">-</span>'
         )
+        if t.get("error"):
+            # One thread that cannot be read is shown as such; the page still renders.
+            waiting = f'<span class="badge err" title="{e(t["error"])}">unreadable</span>'
+
         rows.append(
             "<tr>"
             f'<td class="tid"><a href="{_url("/thread", id=t["thread_id"])}">{e(t["thread_id"])}</a></td>'

@@ -53,6 +53,10 @@ __all__ = [
 
 #: Largest id list one event may name (a Lambda event is at most 256 KB async).
 MAX_IDS = 1000
+#: Longest id (UTF-8 bytes): a partition key holds 2,048 bytes, tenant prefix included.
+MAX_ID_BYTES = 2048
+#: Longest continuation token the function hands out is far below this.
+MAX_TOKEN_CHARS = 16 * 1024
 
 
 class EventError(ValueError):
@@ -108,11 +112,21 @@ ACTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 _COMMON = ("action", "tenant_prefix", "continuation")
 
 
+def _checked(name: str, value: str, limit: int = MAX_ID_BYTES) -> str:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise EventError(f"{name} is not valid Unicode (a lone surrogate)") from None
+    if size > limit:
+        raise EventError(f"{name} is {size:,} bytes, more than {limit:,}")
+    return value
+
+
 def _text(event: Mapping[str, Any], name: str) -> str:
     value = event[name]
     if not isinstance(value, str) or not value:
-        raise EventError(f"{name} must be a non-empty string, got {value!r}")
-    return value
+        raise EventError(f"{name} must be a non-empty string, got {value!r:.200}")
+    return _checked(name, value)
 
 
 def _optional_text(event: Mapping[str, Any], name: str) -> str | None:
@@ -120,8 +134,8 @@ def _optional_text(event: Mapping[str, Any], name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise EventError(f"{name} must be a non-empty string or null, got {value!r}")
-    return value
+        raise EventError(f"{name} must be a non-empty string or null, got {value!r:.200}")
+    return _checked(name, value, MAX_TOKEN_CHARS if name == "continuation" else MAX_ID_BYTES)
 
 
 def _ids(event: Mapping[str, Any], name: str) -> tuple[str, ...]:
@@ -131,6 +145,7 @@ def _ids(event: Mapping[str, Any], name: str) -> tuple[str, ...]:
     for v in value:
         if not isinstance(v, str) or not v:
             raise EventError(f"every entry of {name} must be a non-empty string, got {v!r:.200}")
+        _checked(f"an entry of {name}", v)
     return tuple(value)
 
 
@@ -245,13 +260,13 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         budget = os.environ.get("TIME_BUDGET_SECONDS")
         deadline = deadline_from_context(context, budget=float(budget) if budget else None)
         step = run(request, deadline=deadline)
-    except (EventError, ValueError, TypeError) as exc:
+    except (EventError, ValueError, TypeError, RecursionError) as exc:
         # Refused before or without changing anything (bad event, foreign or
         # malformed token, a copy target that is not empty): the caller's
         # mistake, answered with a result, not a failed invocation (which would
         # be retried and raise the errors alarm).
         kind = "invalid_event" if isinstance(exc, EventError) else "rejected"
-        error = {"type": kind, "message": str(exc)}
+        error = {"type": kind, "message": str(exc)[:500] or type(exc).__name__}
         log_event("maintenance", action=str(action), status="rejected", rejected=1, error=error)
         return {"status": "rejected", "continuation": None, "report": {}, "errors": [], "error": error}
     result = step.to_dict()

@@ -71,7 +71,7 @@ def _build_thread(saver: Any, thread_id: str, n: int) -> str:
     return str(parent["configurable"]["checkpoint_id"])
 
 
-def _view(base: str, path: str, meter: Meter, repeats: int) -> dict[str, Any]:
+def _view(base: str, path: str, meter: Meter, repeats: int, headers: dict[str, str]) -> dict[str, Any]:
     """GET ``path`` ``repeats`` times: the median time, and the meter's counts of the first view."""
     times: list[float] = []
     cpu: list[float] = []
@@ -79,7 +79,9 @@ def _view(base: str, path: str, meter: Meter, repeats: int) -> dict[str, Any]:
     for i in range(repeats):
         before = meter.snapshot()
         began, cpu0 = time.perf_counter(), time.process_time()
-        with urllib.request.urlopen(base + path, timeout=300) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(base + path, headers=headers), timeout=300
+        ) as resp:
             body = resp.read()
             status = resp.status
         times.append(time.perf_counter() - began)
@@ -132,16 +134,22 @@ def run_ui(
             middle = _nth_id(saver, big, p.checkpoints // 2)
             q = urllib.parse.urlencode
             views = {
-                "thread page (newest 50)": _view(base, "/thread?" + q({"id": big}), meter, p.repeats),
+                "thread page (newest 50)": _view(
+                    base, "/thread?" + q({"id": big}), meter, p.repeats, server.auth_headers
+                ),
                 "thread page (older 50, mid-thread)": _view(
-                    base, "/thread?" + q({"id": big, "before": middle}), meter, p.repeats
+                    base, "/thread?" + q({"id": big, "before": middle}), meter, p.repeats, server.auth_headers
                 ),
                 "checkpoint page": _view(
-                    base, "/checkpoint?" + q({"thread": big, "id": latest}), meter, p.repeats
+                    base,
+                    "/checkpoint?" + q({"thread": big, "id": latest}),
+                    meter,
+                    p.repeats,
+                    server.auth_headers,
                 ),
-                "threads page (25 threads)": _view(base, "/", meter, p.repeats),
+                "threads page (25 threads)": _view(base, "/", meter, p.repeats, server.auth_headers),
                 "threads page (prefix: the big thread)": _view(
-                    base, "/?" + q({"prefix": "big-"}), meter, p.repeats
+                    base, "/?" + q({"prefix": "big-"}), meter, p.repeats, server.auth_headers
                 ),
             }
         finally:

@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m demo", description="the demo, on a local AWS endpoint")
     parser.add_argument(
-        "--ui", action="store_true", help="afterwards, serve the inspector on what the demo stored (Ctrl-C ends)"
+        "--ui",
+        action="store_true",
+        help="afterwards, serve the inspector on what the demo stored (Ctrl-C ends)",
     )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
@@ -160,7 +162,9 @@ def _serve_inspector(saver: Any) -> None:
     server = serve(saver)
     try:
         # Inside the try: a Ctrl-C that lands while these lines print still stops the server.
-        print(f"\ninspector on {server.url} (read-only): the demo's threads, forks, interrupts and state")
+        print(
+            f"\ninspector on {server.login_url} (read-only): the demo's threads, forks, interrupts and state"
+        )
         print("Ctrl-C stops it, and the demo's endpoint with it.", flush=True)
         wait_until_interrupted()
     except KeyboardInterrupt:

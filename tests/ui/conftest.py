@@ -8,6 +8,7 @@ with the command that installs it: a skipped browser test proves nothing.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 import uuid
@@ -22,6 +23,10 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+
+#: The inspector fixture's secret: a test signs in with it (``AUTH`` header, or the browser's ``?token=``).
+UI_TOKEN = secrets.token_urlsafe(32)
+AUTH = {"Authorization": f"Bearer {UI_TOKEN}"}
 
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_IMG = "<img src=x onerror=window.__xss=2>"
@@ -135,10 +140,13 @@ def _threads(saver: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def inspector(ui_store: Store) -> Iterator[str]:
-    """The inspector on a free port of 127.0.0.1, reading the fixture's store; yields its base URL."""
+    """The inspector on a free port of 127.0.0.1, reading the fixture's store; yields its base URL.
+
+    Its secret is ``UI_TOKEN``: send ``AUTH``, or sign a browser in with ``signed_in``.
+    """
     from langgraph.checkpoint.dynamodb.cli._ui import serve
 
-    server = serve(ui_store.saver)
+    server = serve(ui_store.saver, token=UI_TOKEN)
     try:
         yield server.url.rstrip("/")
     finally:
@@ -185,6 +193,22 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
+def sign_in(driver: Any, base: str) -> None:
+    """Open the inspector's printed URL (``?token=``) once: the session cookie does the rest."""
+    driver.get(f"{base}/?token={UI_TOKEN}")
+    assert "?token" not in driver.current_url  # the secret left the address bar
+    assert driver.title == "Threads · langgraph-dynamodb"
+
+
+def opener(auth: dict[str, str] | None = None) -> Any:
+    """A ``urllib`` opener sending ``auth`` (default: the fixture's ``AUTH``) with every request."""
+    import urllib.request
+
+    op = urllib.request.build_opener()
+    op.addheaders = list((auth if auth is not None else AUTH).items())
+    return op
+
+
 def screenshot(driver: Any, name: str) -> Path:
     """A PNG of the whole page in tests/ui/artifacts/ (and docs/img/ when UPDATE_SCREENSHOTS=1)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -202,4 +226,14 @@ def screenshot(driver: Any, name: str) -> Path:
     return path
 
 
-__all__ = ["ARTIFACTS", "XSS_IMG", "XSS_SCRIPT", "Store", "screenshot"]
+__all__ = [
+    "ARTIFACTS",
+    "AUTH",
+    "UI_TOKEN",
+    "XSS_IMG",
+    "XSS_SCRIPT",
+    "Store",
+    "opener",
+    "screenshot",
+    "sign_in",
+]

@@ -5,11 +5,18 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
+import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.ui.conftest import XSS_IMG, XSS_SCRIPT, Store, screenshot
+from tests.ui.conftest import XSS_IMG, XSS_SCRIPT, Store, screenshot, sign_in
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _signed_in(browser: Any, inspector: str) -> None:
+    """The browser opens the URL the inspector prints once; its cookie signs in every later page."""
+    sign_in(browser, inspector)
 
 
 def url(base: str, path: str, **params: Any) -> str:
@@ -22,6 +29,21 @@ def rows(driver: Any, table: str) -> list[Any]:
 
 def no_xss(driver: Any) -> None:
     assert driver.execute_script("return typeof window.__xss") == "undefined"
+
+
+def test_sign_in_cookie_is_http_only_and_the_secret_leaves_the_url(browser: Any, inspector: str) -> None:
+    sign_in(browser, inspector)
+    assert browser.current_url == inspector + "/"
+    assert browser.execute_script("return document.cookie") == ""  # HttpOnly: no script on the page reads it
+    cookies = {c["name"]: c for c in browser.get_cookies()}
+    port = urllib.parse.urlsplit(inspector).port
+    cookie = cookies[f"lg_dynamodb_ui_{port}"]
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+    # Without the cookie, even this browser gets nothing but the refusal.
+    browser.delete_all_cookies()
+    browser.get(url(inspector, "/"))
+    assert "forbidden" in browser.find_element(By.TAG_NAME, "body").text
+    sign_in(browser, inspector)
 
 
 def test_threads_page(browser: Any, inspector: str, ui_store: Store) -> None:

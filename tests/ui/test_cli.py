@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,13 +86,57 @@ def test_ui_against_local_prints_its_url_and_serves(local_env: dict[str, str]) -
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        m = re.search(r"on (http://127\.0\.0\.1:\d+/) \(read-only", line)
+        m = re.search(r"on (http://127\.0\.0\.1:\d+/)\?token=([\w-]{43}) \(read-only", line)
         assert m, (line, proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-        with urllib.request.urlopen(m.group(1), timeout=30) as resp:
-            page = resp.read().decode()
+        base, printed = m.group(1), m.group(0)[3:].split(" ")[0]
+        with pytest.raises(urllib.error.HTTPError) as refused:  # the base URL alone: nothing
+            urllib.request.urlopen(base, timeout=30)
+        assert refused.value.code == 403
+        page, final = _browse(printed)
+        assert final == base  # signed in, the secret gone from the URL
         assert ">from-local</a>" in page and "waiting: pm" in page
     finally:
         assert _stop(proc) == 0
+
+
+def test_ui_token_from_the_environment(local_env: dict[str, str]) -> None:
+    """``LANGGRAPH_DYNAMODB_UI_TOKEN`` chooses the secret (scripts); ``--json`` prints the URL with it."""
+    token = "scripted-token-0123456789"
+    proc = _cli("--json", "ui", env=_env(**local_env, LANGGRAPH_DYNAMODB_UI_TOKEN=token))
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+        url = json.loads(line)["url"]
+        assert url.endswith(f"/?token={token}")
+        base = url.split("?", 1)[0]
+        req = urllib.request.Request(base, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200
+    finally:
+        assert _stop(proc) == 0
+
+
+def test_ui_refuses_a_weak_chosen_token(local_env: dict[str, str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "langgraph.checkpoint.dynamodb", "ui"],
+        env=_env(**local_env, LANGGRAPH_DYNAMODB_UI_TOKEN="short"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "at least 16 characters" in proc.stderr
+
+
+def _browse(url: str) -> tuple[str, str]:
+    """GET ``url`` as a browser would: follow the sign-in redirect, keeping its cookie. (body, final URL)."""
+    import http.cookiejar
+
+    jar = http.cookiejar.CookieJar()
+    op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with op.open(url, timeout=30) as resp:
+        return resp.read().decode(), resp.geturl()
 
 
 def test_ui_without_a_table_says_so() -> None:
@@ -133,13 +178,12 @@ def test_demo_ui_serves_what_the_demo_stored(sigint: str) -> None:
         assert proc.stdout is not None
         url = None
         for line in proc.stdout:
-            m = re.search(r"inspector on (http://127\.0\.0\.1:\d+/)", line)
+            m = re.search(r"inspector on (http://127\.0\.0\.1:\d+/\?token=[\w-]{43}) ", line)
             if m:
                 url = m.group(1)
                 break
         assert url, proc.stderr.read() if proc.stderr else ""
-        with urllib.request.urlopen(url, timeout=30) as resp:
-            page = resp.read().decode()
+        page, _ = _browse(url)
         assert len(re.findall(r">export-(?:feature|crash)-\w+(?:-archive)?</a>", page)) == 3
     finally:
         assert _stop(proc) == 0

@@ -1,4 +1,8 @@
-"""The inspector over plain HTTP: guards (Host, Origin, methods), headers, escaping, errors, paging."""
+"""The inspector over plain HTTP: guards (Host, Origin, methods), headers, escaping, errors, paging.
+
+Every request here carries the fixture's secret (``auth=False`` leaves it out);
+``tests/security/test_inspector_auth.py`` covers requests without it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import XSS_IMG, XSS_SCRIPT, Store
+from tests.ui.conftest import AUTH, XSS_IMG, XSS_SCRIPT, Store
 
 
 def request(
@@ -19,13 +23,15 @@ def request(
     method: str = "GET",
     headers: dict[str, str] | None = None,
     body: bytes | None = None,
+    auth: bool = True,
 ) -> tuple[int, dict[str, str], str]:
-    """One raw request, with exactly the headers given (Host included, when given)."""
+    """One raw request, with exactly the headers given (Host included, when given), plus the secret unless ``auth=False``."""
     url = urllib.parse.urlsplit(base)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    sent = {**(AUTH if auth else {}), **(headers or {})}
     try:
-        conn.putrequest(method, path, skip_host="Host" in (headers or {}))
-        for k, v in (headers or {}).items():
+        conn.putrequest(method, path, skip_host="Host" in sent)
+        for k, v in sent.items():
             conn.putheader(k, v)
         if body is not None:
             conn.putheader("Content-Length", str(len(body)))

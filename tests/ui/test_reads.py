@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from langgraph.checkpoint.dynamodb.cli._ui import (
     thread_namespaces,
     thread_summary,
 )
-from tests.ui.conftest import Store
+from tests.ui.conftest import Store, opener
 
 
 def _ids(saver: Any, thread_id: str, ns: str = "") -> list[str]:
@@ -111,7 +110,9 @@ def test_thread_page_cost_does_not_grow_with_the_thread(
         costs = []
         for tid in long_thread:
             calls.ops.clear()
-            with urllib.request.urlopen(server.url + "thread?" + urllib.parse.urlencode({"id": tid})) as resp:
+            with opener(server.auth_headers).open(
+                server.url + "thread?" + urllib.parse.urlencode({"id": tid})
+            ) as resp:
                 page = resp.read().decode()
             assert page.count('<tr data-id="') == 50
             costs.append(dict(calls.ops))
@@ -152,7 +153,7 @@ def test_a_threads_page_row_reads_a_bounded_page_of_a_long_thread(
         try:
             calls.ops.clear()
             url = server.url + "?" + urllib.parse.urlencode({"prefix": long})
-            with urllib.request.urlopen(url) as resp:
+            with opener(server.auth_headers).open(url) as resp:
                 page = resp.read().decode()
             assert long in page and "≥ " in page
             assert calls.ops["items read"] < 300, calls.ops
@@ -198,14 +199,14 @@ def test_connection_options_tenant_and_encryption(
     saver = make_saver(args)
     server = serve(saver)
     try:
-        with urllib.request.urlopen(server.url) as resp:
+        with opener(server.auth_headers).open(server.url) as resp:
             page = resp.read().decode()
         assert ">acme-chat</a>" in page and "other-chat" not in page
-        with urllib.request.urlopen(server.url + "checkpoint?thread=acme-chat") as resp:
+        with opener(server.auth_headers).open(server.url + "checkpoint?thread=acme-chat") as resp:
             page = resp.read().decode()
         assert "secret of acme" in page
         with pytest.raises(urllib.error.HTTPError) as err:  # another tenant's thread is not there for it
-            urllib.request.urlopen(server.url + "thread?id=other-chat")
+            opener(server.auth_headers).open(server.url + "thread?id=other-chat")
         assert err.value.code == 404
     finally:
         server.shutdown()

@@ -1,7 +1,9 @@
 """``langgraph-dynamodb ui``: a local, read-only thread inspector in the browser.
 
 The server is the standard library's ``ThreadingHTTPServer`` bound to
-127.0.0.1; pages are rendered on the server (``_ui_pages``) with every stored
+127.0.0.1, and every request needs the run's secret (the ``?token=`` of the
+URL it prints, then an HttpOnly cookie, or an ``Authorization: Bearer``
+header for scripts), as notebook servers do; pages are rendered on the server (``_ui_pages``) with every stored
 string escaped, plus one small stylesheet and script from ``ui_static/``.
 This module holds the server, its routing and guards, and the reads behind
 each page; nothing here writes to the store.
@@ -17,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hmac
 import json
+import os
+import secrets
 import signal
 import threading
 import urllib.parse
@@ -47,7 +52,12 @@ from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
-__all__ = ["InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
+__all__ = ["ENV_UI_TOKEN", "InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
+
+#: The environment variable that chooses the inspector's secret (scripts, tests): never needed, never off.
+ENV_UI_TOKEN: Final = "LANGGRAPH_DYNAMODB_UI_TOKEN"
+#: A chosen secret must be at least this long (a generated one is 43 characters, 256 bits).
+MIN_TOKEN_LENGTH: Final = 16
 
 #: Checkpoints per timeline page, threads per threads page.
 TIMELINE_PAGE: Final = 50
@@ -519,7 +529,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         if self.server.log is not None:
-            self.server.log(format % args)
+            # The request line carries the secret on sign-in: never into a log.
+            self.server.log((format % args).replace(self.server.token, "<token>"))
 
     # Only GET and HEAD: whatever else arrives is refused before it is read.
     def _method_not_allowed(self) -> None:
@@ -574,14 +585,58 @@ class _Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
+    def _forbid(self, why: str, *, head: bool) -> None:
+        self._send(
+            HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", f"forbidden: {why}\n".encode(), head=head
+        )
+
+    def _signed_in(self) -> bool:
+        """Whether the request carries this run's session cookie or its secret as a bearer token."""
+        server = self.server
+        for header in self.headers.get_all("Cookie") or []:
+            for part in header.split(";"):
+                name, _, value = part.strip().partition("=")
+                if name == server.cookie_name and _same(value, server.session):
+                    return True
+        auth = self.headers.get("Authorization") or ""
+        scheme, _, value = auth.partition(" ")
+        return scheme.lower() == "bearer" and _same(value.strip(), server.token)
+
     def _handle(self, *, head: bool) -> None:
         why = self._refusal()
         if why is not None:
-            self._send(
-                HTTPStatus.FORBIDDEN, "text/plain; charset=utf-8", f"forbidden: {why}\n".encode(), head=head
-            )
+            self._forbid(why, head=head)
             return
         url = urllib.parse.urlsplit(self.path)
+        pairs = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+        offered = [v for k, v in pairs if k == "token"]
+        if offered:
+            # The printed URL: a right secret signs the browser in (a cookie scripts on
+            # the page cannot read, sent to no other site) and takes the secret out of
+            # the address bar and the history; a wrong one is refused like none.
+            if not all(_same(v, self.server.token) for v in offered):
+                self._forbid("wrong token", head=head)
+                return
+            rest = urllib.parse.urlencode([(k, v) for k, v in pairs if k != "token"])
+            self._send(
+                HTTPStatus.SEE_OTHER,
+                "text/plain; charset=utf-8",
+                b"signed in\n",
+                head=head,
+                extra={
+                    "Location": (url.path or "/") + (f"?{rest}" if rest else ""),
+                    "Set-Cookie": (
+                        f"{self.server.cookie_name}={self.server.session}; Path=/; HttpOnly; SameSite=Strict"
+                    ),
+                },
+            )
+            return
+        if not self._signed_in():
+            self._forbid(
+                "open the URL the inspector printed (with ?token=...), or send Authorization: Bearer <token>",
+                head=head,
+            )
+            return
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         if url.path.startswith("/static/"):
             name = url.path[len("/static/") :]
@@ -616,12 +671,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class InspectorServer(ThreadingHTTPServer):
-    """The inspector's HTTP server: 127.0.0.1 only, read-only, one saver.
+    """The inspector's HTTP server: 127.0.0.1 only, read-only, one saver, one secret per run.
 
     Example:
         ```python
-        server = serve(saver)  # a free port; serve_forever() in a thread
-        print(server.url)      # http://127.0.0.1:PORT/
+        server = serve(saver)   # a free port; serve_forever() in a thread
+        print(server.login_url)  # http://127.0.0.1:PORT/?token=...
         server.shutdown()
         ```
     """
@@ -629,37 +684,83 @@ class InspectorServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = False
 
-    def __init__(self, saver: Any, port: int = 0, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        saver: Any,
+        port: int = 0,
+        log: Callable[[str], None] | None = None,
+        *,
+        token: str | None = None,
+    ) -> None:
+        self.token = check_token(token) if token is not None else secrets.token_urlsafe(32)
         super().__init__(("127.0.0.1", port), _Handler)
         self.saver = saver
         self.lock = threading.Lock()
         self.log = log
         self.port = int(self.server_address[1])
+        # The cookie is a second secret, not the token: what a browser stores is not what was printed.
+        self.session = secrets.token_urlsafe(32)
+        # Cookies are not per port: one name per inspector, so two of them never sign each other out.
+        self.cookie_name = f"lg_dynamodb_ui_{self.port}"
 
     @property
     def url(self) -> str:
+        """The base URL, without the secret (every request to it needs one: see ``login_url``)."""
         return f"http://127.0.0.1:{self.port}/"
 
+    @property
+    def login_url(self) -> str:
+        """The URL to open: the base URL with ``?token=``; the first visit sets the session cookie."""
+        return f"{self.url}?token={urllib.parse.quote(self.token, safe='')}"
 
-def serve(saver: Any, port: int = 0, log: Callable[[str], None] | None = None) -> InspectorServer:
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The header a script sends instead of the cookie."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def _same(offered: str, expected: str) -> bool:
+    """A constant-time comparison of secrets (any text: ``compare_digest`` takes bytes for non-ASCII)."""
+    return hmac.compare_digest(offered.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
+
+
+def check_token(token: str) -> str:
+    """A chosen secret, refused when it is short or would not survive a URL and a header unchanged."""
+    if len(token) < MIN_TOKEN_LENGTH or not all(c.isascii() and (c.isalnum() or c in "-_.~") for c in token):
+        raise CLIError(
+            f"the inspector's token must be at least {MIN_TOKEN_LENGTH} characters of A-Z a-z 0-9 - _ . ~ "
+            f"(unset {ENV_UI_TOKEN} for a generated one)",
+            EXIT_USAGE,
+            "bad_token",
+        )
+    return token
+
+
+def serve(
+    saver: Any, port: int = 0, log: Callable[[str], None] | None = None, *, token: str | None = None
+) -> InspectorServer:
     """Start the inspector for ``saver`` on 127.0.0.1 in a background thread.
 
     Args:
         saver: a ``DynamoDBSaver`` (the CLI's reads its own).
         port: TCP port; ``0`` picks a free one (``server.port``).
         log: called with one line per request (``None``: quiet).
+        token: the secret every request must carry (``None``: a random one,
+            ``secrets.token_urlsafe(32)``); there is no way to serve without one.
 
     Returns:
-        The running server; ``server.shutdown()`` stops it.
+        The running server; ``server.shutdown()`` stops it. Open
+        ``server.login_url`` in a browser; a script sends ``server.auth_headers``.
 
     Example:
         ```python
         server = serve(saver)
-        urllib.request.urlopen(server.url).status  # 200
+        req = urllib.request.Request(server.url, headers=server.auth_headers)
+        urllib.request.urlopen(req).status  # 200 (403 without the header)
         server.shutdown()
         ```
     """
-    server = InspectorServer(saver, port, log)
+    server = InspectorServer(saver, port, log, token=token)
     threading.Thread(target=server.serve_forever, name="lg-dynamodb-ui", daemon=True).start()
     return server
 
@@ -697,21 +798,27 @@ def wait_until_interrupted() -> None:
 
 def cmd_ui(ctx: Ctx) -> int:
     args = ctx.args
+    # The environment, not an option: another local user can read a process's arguments, not its environment.
+    chosen = os.environ.get(ENV_UI_TOKEN) or None
     try:
-        server = serve(ctx.saver, args.port, log=ctx.note if args.verbose else None)
+        server = serve(ctx.saver, args.port, log=ctx.note if args.verbose else None, token=chosen)
     except OSError as exc:
         raise CLIError(f"cannot listen on 127.0.0.1:{args.port}: {exc}", EXIT_USAGE, "bad_port") from exc
     if ctx.json:
         ctx.out(
-            json.dumps({"url": server.url, "table": ctx.saver.table_name, "bucket": ctx.saver.bucket_name})
+            json.dumps(
+                {"url": server.login_url, "table": ctx.saver.table_name, "bucket": ctx.saver.bucket_name}
+            )
         )
     else:
-        ctx.out(f"inspector for table {ctx.saver.table_name!r} on {server.url} (read-only; Ctrl-C stops it)")
+        ctx.out(
+            f"inspector for table {ctx.saver.table_name!r} on {server.login_url} (read-only; Ctrl-C stops it)"
+        )
     ctx.stdout.flush()
     if args.open:
         import webbrowser
 
-        webbrowser.open(server.url)
+        webbrowser.open(server.login_url)
     wait_until_interrupted()
     threading.Thread(target=server.shutdown, daemon=True).start()
     EXIT_AT_ONCE.set()  # a browser's keep-alive connection must not hold the exit up
@@ -722,7 +829,8 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add the ``ui`` command to the parser (``add`` is ``build_parser``'s helper)."""
     p = add(
         "ui",
-        "serve a read-only thread inspector on 127.0.0.1 and print its URL; Ctrl-C stops it",
+        "serve a read-only thread inspector on 127.0.0.1 and print its URL (with this run's secret); "
+        f"Ctrl-C stops it. {ENV_UI_TOKEN} chooses the secret",
         cmd_ui,
     )
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed)")

@@ -10,6 +10,11 @@ it): a test that sends a request real AWS would refuse fails, unless it is
 marked ``@pytest.mark.aws_violation("substring", ...)``, which says it sends
 one on purpose. ``STRICT_AWS_LOG=DIR`` writes every recorded violation there
 when a server stops.
+
+moto enforces no IAM: every request a Lambda handler issues is attributed to
+its function and checked against the role the synthesized reference stack
+gives that function (tests/support/iam.py); a request the role does not allow
+fails the test, unless it is marked ``@pytest.mark.iam_violation("substring", ...)``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ os.environ.update(
     }
 )
 os.environ.pop("AWS_PROFILE", None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module imports a handler: each is wrapped as its module loads.
+    from tests.support import iam
+
+    iam.GUARD.install()
 
 
 @pytest.fixture(scope="session")
@@ -147,6 +159,66 @@ def _strict_aws(request: pytest.FixtureRequest) -> Iterator[None]:
         )
     if not new:
         pytest.fail(f"marked aws_violation{tuple(expected)!r}, yet no request broke a limit", pytrace=False)
+
+
+_roles: list[Any] = []  # the reference stack's functions, once per process
+
+
+@pytest.fixture(scope="session")
+def _iam_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A folder all xdist workers of this session share (the synthesized template)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "iam"
+
+
+@pytest.fixture(autouse=True)
+def _iam_roles(request: pytest.FixtureRequest, _iam_cache: Any) -> Iterator[None]:
+    """Fail a test during which a Lambda handler sent a request its function's role does not allow.
+
+    Every request a handler issues (tests/support/iam.py, ``HandlerGuard``) is evaluated against
+    the role the reference stack (infra/, synthesized once per session) gives the function that
+    runs the handler. A test marked ``@pytest.mark.iam_violation("substring", ...)`` makes such a
+    request on purpose: every denial must contain one of the substrings, and there must be one.
+    Without the cdk extra the check is skipped (the template cannot be synthesized).
+    """
+    if "moto_endpoint" not in request.fixturenames:
+        yield
+        return
+    from tests.support import iam
+
+    start = iam.GUARD.mark()
+    yield
+    records = iam.GUARD.since(start)
+    marker = request.node.get_closest_marker("iam_violation")
+    if not records and marker is None:
+        return
+    if not _roles:
+        roles = iam.reference_roles(_iam_cache)
+        if roles is None:
+            return  # no cdk extra: nothing to check against
+        _roles.append(roles)
+    found = iam.denials(records, _roles[0])
+    if marker is None:
+        if found:
+            pytest.fail(
+                f"{sum(d.count for d in found)} request(s) a Lambda handler sent that its function's "
+                f"role does not allow (tests/support/iam.py):\n{iam.describe(found)}",
+                pytrace=False,
+            )
+        return
+    expected = [str(a) for a in marker.args]
+    if not expected:
+        pytest.fail("@pytest.mark.iam_violation needs a substring of the expected denial", pytrace=False)
+    unexpected = [d for d in found if not any(e in d.message for e in expected)]
+    if unexpected:
+        pytest.fail(
+            f"denials not matching iam_violation{tuple(expected)!r}:\n{iam.describe(unexpected)}",
+            pytrace=False,
+        )
+    if not found:
+        pytest.fail(
+            f"marked iam_violation{tuple(expected)!r}, yet every handler request was allowed", pytrace=False
+        )
 
 
 @pytest.fixture

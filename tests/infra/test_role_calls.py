@@ -8,7 +8,9 @@ level (each element of a ``TransactWriteItems`` as the action IAM authorizes
 it as: ``ConditionCheck`` -> ``dynamodb:ConditionCheckItem``, ``Put`` ->
 ``PutItem``, ...); each request is then evaluated against the synthesized
 role policy (actions, resources, ``dynamodb:LeadingKeys`` and ``s3:prefix``
-conditions), and every granted action must have been used by some request.
+conditions), and every granted action must have been used by some request
+(the recorder and the evaluator are ``tests/support/iam.py``, which also
+checks every request of every handler in the other tiers against its role).
 So a code change that needs a new permission fails here (moto enforces no
 IAM), and so does a grant that the code no longer needs. The agent role
 (``grant_read_write``) and a tenant role (``grant_tenant_read_write``) are
@@ -18,13 +20,10 @@ checked the same way, with a lease-bound saver (``lock.run_once``,
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import os
-import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -32,7 +31,8 @@ import pytest
 
 pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
-from cdk_helpers import flatten
+from tests.support.iam import Recorder, Request, check_role, data_statements
+from tests.support.iam import matching as _matching
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, handlers, schema
 from langgraph.checkpoint.dynamodb.handlers import StoreConfig
@@ -44,135 +44,6 @@ STATE_PK = "|lifecycle"
 _UUID_EPOCH_100NS = 0x01B21DD213814000
 
 
-#: A TransactWriteItems element -> the IAM action that authorizes it.
-_TRANSACT_ACTIONS = {
-    "ConditionCheck": "ConditionCheckItem",
-    "Put": "PutItem",
-    "Update": "UpdateItem",
-    "Delete": "DeleteItem",
-}
-
-
-@dataclass(frozen=True)
-class Request:
-    """One authorization check a request makes: IAM action, resource, condition keys."""
-
-    action: str
-    resource: str
-    leading_keys: frozenset[str] = frozenset()
-    s3_prefix: str | None = None
-
-
-@dataclass
-class Recorder:
-    """Records requests at botocore's parameter-build step (thread-safe: batches run in threads)."""
-
-    table: str
-    bucket: str
-    #: How the synthesized template names the table's and the bucket's ARNs.
-    table_arn: str = TABLE
-    bucket_arn: str = BUCKET
-    requests: list[Request] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def attach(self, client: Any) -> Any:
-        client.meta.events.register("before-parameter-build.*.*", self._hook)
-        return client
-
-    def _hook(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        found = list(self._checks(model.service_model.service_name, model.name, params))
-        with self.lock:
-            self.requests.extend(found)
-
-    def _checks(self, service: str, op: str, p: dict[str, Any]) -> Any:
-        if service == "dynamodb":
-            assert p.get("TableName", self.table) == self.table and set(
-                p.get("RequestItems", {self.table: 0})
-            ) == {self.table}
-            resource = self.table_arn + (f"/index/{p['IndexName']}" if "IndexName" in p else "")
-            keys: set[str] = set()
-            if op == "TransactWriteItems":
-                # IAM authorizes each element on its own, as the action it stands for
-                # (docs: "Using IAM with DynamoDB transactions"); there is no
-                # dynamodb:TransactWriteItems action.
-                for element in p["TransactItems"]:
-                    ((kind, body),) = element.items()
-                    assert body["TableName"] == self.table, body
-                    key = body["Item"] if kind == "Put" else body["Key"]
-                    yield Request(
-                        f"dynamodb:{_TRANSACT_ACTIONS[kind]}", resource, frozenset({key["PK"]["S"]})
-                    )
-                return
-            if op in ("GetItem", "DeleteItem", "UpdateItem"):
-                keys.add(p["Key"]["PK"]["S"])
-            elif op == "PutItem":
-                keys.add(p["Item"]["PK"]["S"])
-            elif op == "Query":
-                assert "IndexName" in p or p["KeyConditionExpression"].startswith("#pk = :pk"), p
-                if "IndexName" not in p:
-                    keys.add(p["ExpressionAttributeValues"][":pk"]["S"])
-            elif op == "BatchGetItem":
-                for key in p["RequestItems"][self.table]["Keys"]:
-                    keys.add(key["PK"]["S"])
-            elif op == "BatchWriteItem":
-                for req in p["RequestItems"][self.table]:
-                    item = req["PutRequest"]["Item"] if "PutRequest" in req else req["DeleteRequest"]["Key"]
-                    keys.add(item["PK"]["S"])
-            elif op != "Scan":
-                raise AssertionError(f"unexpected DynamoDB operation {op}: add it to the recorder")
-            yield Request(f"dynamodb:{op}", resource, frozenset(keys))
-            return
-        assert service == "s3" and p["Bucket"] == self.bucket, (service, p)
-        bucket = self.bucket_arn
-        if op == "ListObjectsV2":
-            yield Request("s3:ListBucket", bucket, s3_prefix=p.get("Prefix", ""))
-        elif op == "DeleteObjects":
-            for obj in p["Delete"]["Objects"]:
-                yield Request("s3:DeleteObject", f"{bucket}/{obj['Key']}")
-        elif op in ("PutObject", "GetObject", "DeleteObject"):
-            yield Request(f"s3:{op}", f"{bucket}/{p['Key']}")
-        elif op == "CopyObject":
-            # Authorized as a read of the source and a write of the target.
-            source = p["CopySource"]
-            assert source["Bucket"] == self.bucket, source
-            yield Request("s3:GetObject", f"{bucket}/{source['Key']}")
-            yield Request("s3:PutObject", f"{bucket}/{p['Key']}")
-        else:
-            raise AssertionError(f"unexpected S3 operation {op}: add it to the recorder")
-
-
-def _condition_holds(condition: dict[str, Any], req: Request) -> bool:
-    for operator, entries in condition.items():
-        for key, values in entries.items():
-            values = [values] if isinstance(values, str) else values
-            if key == "dynamodb:LeadingKeys" and operator in (
-                "ForAllValues:StringEquals",
-                "ForAllValues:StringLike",
-            ):
-                match = (lambda a, b: a == b) if operator.endswith("Equals") else fnmatch.fnmatchcase
-                if not all(any(match(k, v) for v in values) for k in req.leading_keys):
-                    return False
-            elif key == "s3:prefix" and operator == "StringLike":
-                if req.s3_prefix is None or not any(fnmatch.fnmatchcase(req.s3_prefix, v) for v in values):
-                    return False
-            else:
-                raise AssertionError(f"the evaluator does not know {operator} {key}")
-    return True
-
-
-def _matching(statements: list[dict[str, Any]], req: Request) -> list[int]:
-    """Indexes of the Allow statements that authorize ``req``."""
-    out = []
-    for i, stmt in enumerate(statements):
-        if (
-            req.action in stmt["Action"]
-            and any(fnmatch.fnmatchcase(req.resource, flatten(r)) for r in _resources(stmt))
-            and _condition_holds(stmt.get("Condition", {}), req)
-        ):
-            out.append(i)
-    return out
-
-
 def _data_statements(
     synth: Any, role: str, *, stack: str = REF, role_prefix: str | None = None
 ) -> list[dict[str, Any]]:
@@ -181,38 +52,14 @@ def _data_statements(
     ``role`` names a maintenance function's role (``CheckpointStore<role>Role``);
     ``role_prefix`` any other role's logical id prefix in ``stack``.
     """
-    return [
-        s
-        for s in synth.role_statements(stack, role_prefix or f"CheckpointStore{role}Role")
-        if s["Action"][0].split(":")[0] in ("dynamodb", "s3")
-        and not [r for r in _resources(s) if r == "*" or "StreamArn" in flatten(r)]
-    ]
-
-
-def _resources(statement: dict[str, Any]) -> list[Any]:
-    res = statement["Resource"]
-    return res if isinstance(res, list) else [res]
+    return data_statements(synth.role_statements(stack, role_prefix or f"CheckpointStore{role}Role"))
 
 
 def _check_role(
     synth: Any, role: str, requests: list[Request], *, stack: str = REF, role_prefix: str | None = None
 ) -> None:
-    statements = _data_statements(synth, role, stack=stack, role_prefix=role_prefix)
-    used: set[tuple[int, str]] = set()
-    denied = []
-    for req in requests:
-        found = _matching(statements, req)
-        if not found:
-            denied.append(req)
-        used.update((i, req.action) for i in found)
-    assert not denied, f"{role}: requests its role does not allow: {sorted(set(denied), key=str)[:10]}"
-    unused = [
-        (a, stmt["Resource"])
-        for i, stmt in enumerate(statements)
-        for a in stmt["Action"]
-        if (i, a) not in used
-    ]
-    assert not unused, f"{role}: granted but never called: {unused}"
+    """Every request allowed, every granted action used (tests/support/iam.py evaluates)."""
+    check_role(_data_statements(synth, role, stack=stack, role_prefix=role_prefix), requests, role)
 
 
 # ------------------------------------------------------------------ scenario

@@ -45,7 +45,14 @@ def test_handlers_runtime_and_environment(reference) -> None:
         "Reaper": common,
         "OrphanSweeper": {**common, "ORPHAN_GRACE_HOURS": "24", "TIME_BUDGET_SECONDS": "840"},
         # A step answers within the CLI's and SDKs' default 60 s read timeout.
-        "Maintenance": {**common, "TIME_BUDGET_SECONDS": "45"},
+        "Maintenance": {
+            **common,
+            "TIME_BUDGET_SECONDS": "45",
+            # The token key's secret, by its name (tests/infra/test_token_key.py).
+            "MAINTENANCE_TOKEN_SECRET": reference.one(REF, "AWS::SecretsManager::Secret")[1]["Properties"][
+                "Name"
+            ],
+        },
     }
     timeouts = {"Pruner": 300, "Reaper": 300, "OrphanSweeper": 900, "Maintenance": 300}
     codes = set()

@@ -256,7 +256,7 @@ def _role_parts(synth, stack: str, role: str, prefix: str) -> tuple[list[dict], 
         streams = service == "dynamodb" and (
             stmt["Resource"] == "*" or stmt["Resource"] == {"Fn::GetAtt": [f"{prefix}Table", "StreamArn"]}
         )
-        if service in ("logs", "sqs") or streams:
+        if service in ("logs", "sqs", "secretsmanager") or streams:
             other.setdefault("stream" if streams else service, []).append(stmt)
         else:
             data.append(stmt)
@@ -298,6 +298,14 @@ def test_maintenance_roles_get_only_what_their_code_path_calls(
     ]
     dlq, _ = reference.one(REF, "AWS::SQS::Queue", f"CheckpointStore{role}Dlq")
     assert [s["Resource"] for s in other["sqs"]] == [_arn(dlq)]
+    # The maintenance function alone reads its token key, and nothing else in Secrets Manager.
+    if name == "maintenance":
+        secret, _ = reference.one(REF, "AWS::SecretsManager::Secret", "CheckpointStoreMaintenanceTokenKey")
+        assert other["secretsmanager"] == [
+            {"Action": ["secretsmanager:GetSecretValue"], "Effect": "Allow", "Resource": {"Ref": secret}}
+        ]
+    else:
+        assert "secretsmanager" not in other
     assert ("stream" in other) == (name == "reaper")
     # The construct's own account of it agrees with the template.
     store = reference.stores[REF]

@@ -16,6 +16,8 @@ REFERENCE_ACKS = {
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/OrphanSweeper/Resource"),
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/Pruner/Resource"),
     ("AwsSolutions-L1", "LangGraphCheckpointStack/CheckpointStore/Reaper/Resource"),
+    # The continuation-token key is rotated on demand, not on a schedule.
+    ("AwsSolutions-SMG4", "LangGraphCheckpointStack/CheckpointStore/MaintenanceTokenKey/Resource"),
     # The reaper's DLQ is itself an on-failure destination.
     ("AwsSolutions-SQS3", "LangGraphCheckpointStack/CheckpointStore/ReaperDlq/Resource"),
     # dynamodb:ListStreams has no resource-level permissions.

@@ -770,3 +770,110 @@ def test_a_deeply_nested_token_is_rejected_not_raised(store: dict[str, str]) -> 
     token = base64.urlsafe_b64encode(b"[" * 5000).decode().rstrip("=")
     out = maintenance.handler({"action": "delete_thread", "thread_id": "a", "continuation": token}, AMPLE)
     assert out["status"] == "rejected" and out["error"]["type"] == "rejected", out
+
+
+# ------------------------------------------------------- no phantom threads
+
+
+def _listed(names: dict[str, str]) -> set[str]:
+    from langgraph.checkpoint.dynamodb.cli import list_threads
+
+    with DynamoDBSaver(**names) as reader:
+        return {t["thread_id"] for t in list_threads(reader, limit=1000)["threads"]}
+
+
+def test_a_copy_from_a_missing_source_is_rejected_and_leaves_no_thread(store: dict[str, str]) -> None:
+    """Before, it answered ``done`` and wrote the target's head: an empty thread in every listing."""
+    target = new_thread()
+    out = maintenance.handler(_copy_event(new_thread(), target), AMPLE)
+    assert out["status"] == "rejected" and "has no checkpoints" in out["error"]["message"], out
+    assert _items(store["table_name"], schema.partition_key(target)) == {}
+    assert target not in _listed(store)
+
+
+def test_a_forged_finish_token_leaves_no_thread(store: dict[str, str]) -> None:
+    """Unsigned (no key configured): a computed ``finish`` token used to answer ``done`` with nothing copied."""
+    from langgraph.checkpoint.dynamodb import _resumable
+    from langgraph.checkpoint.dynamodb._items import ThreadItems
+
+    writer = _writer(store)
+    source = new_thread()
+    _chat(writer, source, turns=1)
+    for job in ("0" * 32, None):
+        target = new_thread()
+        root = _resumable._copy_root(writer, source, target, ThreadItems(target))
+        state = {"phase": "finish"} if job is None else {"phase": "finish", "job": job}
+        token = _computed_token(writer, source, target, root, **state)
+        out = maintenance.handler(_copy_event(source, target, continuation=token), AMPLE)
+        assert out["status"] in ("rejected", "done"), out
+        if out["status"] == "done":  # restarted as a new job: a real, complete copy
+            assert _same_tuple(writer.get_tuple(cfg(target)), writer.get_tuple(cfg(source)))
+            assert out["report"]["checkpoints_copied"] == len(_all(writer, source))
+        else:
+            assert _items(store["table_name"], schema.partition_key(target)) == {}
+    writer.close()
+
+
+def test_a_copy_that_fails_half_way_leaves_no_partial_thread(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that fails after writing removes what the copy wrote: nothing to read, list or find."""
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TRACK_THREADS", "1")  # the function keeps thread heads
+    handlers.reset_saver()
+    writer = _writer(store, track_threads=True)
+    source, target = new_thread(), new_thread()
+    _chat(writer, source)
+    out = maintenance.handler(_copy_event(source, target), TINY)
+    saver = handlers.get_saver()
+    calls = {"n": 0}
+
+    def fail_the_second_checkpoint_batch(params: dict[str, Any], **_: Any) -> None:
+        puts = [
+            r["PutRequest"]["Item"] for r in next(iter(params["RequestItems"].values())) if "PutRequest" in r
+        ]
+        if any(it[ATTR.SK]["S"].startswith(schema.checkpoint_prefix("")) for it in puts):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise RuntimeError("injected: connection reset")
+
+    saver.clients["dynamodb"].meta.events.register(
+        "before-parameter-build.dynamodb.BatchWriteItem", fail_the_second_checkpoint_batch
+    )
+    seen_marker = False
+    with pytest.raises(RuntimeError, match="injected"):
+        while out["status"] == "continue":
+            seen_marker |= _resumable_marker() in _items(store["table_name"], schema.partition_key(target))
+            out = maintenance.handler(
+                {**_copy_event(source, target), "continuation": out["continuation"]}, TINY
+            )
+    assert seen_marker, "a copy under way carries its marker"
+    assert calls["n"] == 2
+    assert writer.get_tuple(cfg(target)) is None and _all(writer, target) == []
+    assert _items(store["table_name"], schema.partition_key(target)) == {}
+    assert _objects(store["bucket_name"], writer.s3_thread_prefix(target)) == {}
+    assert target not in _listed(store)
+    writer.close()
+
+
+def test_a_finished_copy_leaves_no_marker_and_is_listed(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TRACK_THREADS", "1")  # the function keeps thread heads
+    handlers.reset_saver()
+    writer = _writer(store, track_threads=True)
+    source, target = new_thread(), new_thread()
+    _chat(writer, source, turns=1)
+    first = maintenance.handler(_copy_event(source, target), TINY)
+    assert first["status"] == "continue"
+    assert _resumable_marker() in _items(store["table_name"], schema.partition_key(target))
+    assert target not in _listed(store)  # under way: no head yet
+    _run_to_end(_copy_event(source, target, continuation=first["continuation"]))
+    assert _resumable_marker() not in _items(store["table_name"], schema.partition_key(target))
+    assert target in _listed(store)
+    writer.close()
+
+
+def _resumable_marker() -> str:
+    from langgraph.checkpoint.dynamodb._resumable import COPY_MARKER_SK
+
+    return COPY_MARKER_SK

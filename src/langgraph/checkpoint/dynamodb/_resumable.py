@@ -34,27 +34,53 @@ action, the thread or run ids, the options) and to the saver's tenant by a
 digest it carries: a token from another request, thread or tenant is refused
 (``ValueError``), so it can never point a step at another thread. The digest
 is no signature: anyone who may call the step can compute a token, so a token
-is trusted with nothing a step cannot check. Every copy step, with a token or
-without, checks that the target holds nothing but this copy's own items (its
-checkpoints, whose lineage roots carry the copy's ``@copy-<root>`` suffix, and
-their writes and blobs) and that the token's root is the one the step
-derives; a target with a history of its own is refused, whatever the token
-says. What a forged token can still do is skip part of the copy it names
-(resume past objects or items not copied yet): the target then misses them
-until the copy is run again from its first step.
+is trusted with nothing a step cannot check. (The maintenance Lambda signs the
+tokens it hands out with a key only it holds, HMAC-SHA256 over the token and
+the request, and refuses any other: ``lambdas/maintenance.py``.) Every copy
+step, with a token or without, checks that the target holds nothing but this
+copy's own items (its checkpoints, whose lineage roots carry the copy's
+``@copy-<root>`` suffix, and their writes and blobs) and that the token's root
+is the one the step derives; a target with a history of its own is refused,
+whatever the token says.
+
+A copy is a *job*: its first step (a request without a token) draws a random
+job id and puts a copy marker item (``COPY_MARKER_SK``) in the target before
+anything else, and every token carries the job id. A step resumes from a
+token's cursors only while the target's marker names the token's job, or when
+the target already holds everything the copy writes (a finished copy: nothing
+can be skipped); a token of another job, which a later request took the copy
+over from, is refused; a token whose job is gone (its copy failed and was
+removed) starts the copy again from its first step. The last step writes the
+target's thread head only after checking that every item the copy writes is
+there (a forged ``finish`` token cannot make a thread appear), then removes
+the marker. A source without checkpoints is refused: nothing is written.
+
+A step that fails after its first write (a service error that outlasts the
+retries, a payload it cannot copy) removes the job: the marker first (so a
+retry of its token cannot resume past what is then deleted), then the target's
+checkpoints newest first, the writes and blobs, the copied objects; then it
+re-raises. The target reads as it did before the copy: no partial thread is
+left for ``get_tuple``, ``list`` or the thread listings, and a retry of the
+same token copies again from the start. What a killed invocation (a Lambda
+timeout, no ``except`` runs) or a caller that stops leaves is the copy so far:
+a consistent prefix of the source, with its marker, and no thread head (the
+threads index does not list it); the same request finishes it or
+``delete_thread`` removes it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock
+from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock, schema
 from langgraph.checkpoint.dynamodb._aws import isolated
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
 from langgraph.checkpoint.dynamodb._ops import Op
@@ -65,6 +91,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 
 __all__ = [
+    "COPY_MARKER_SK",
     "DEFAULT_BATCH_SIZE",
     "MAX_TOKEN_CHARS",
     "StepResult",
@@ -79,6 +106,10 @@ DEFAULT_BATCH_SIZE = _requests.BATCH_WRITE_MAX
 MAX_TOKEN_CHARS = 8192
 _TOKEN_VERSION = 1
 _COPY_PHASES = ("objects", "items", "checkpoints", "finish")
+#: Sort key of the marker a step-wise copy keeps in its target while under way (a meta item).
+COPY_MARKER_SK = f"{schema.META_PREFIX}copy"
+#: The marker's attribute naming its job (the id every token of that copy carries).
+_JOB = "job"
 
 
 @dataclass(frozen=True)
@@ -225,6 +256,55 @@ def _checkpoint_cursor(it: Item) -> str:
     return f"{cid}\x00{ns}"
 
 
+def _is_job(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 32 and not value.strip("0123456789abcdef")
+
+
+def _marker_of(target: ThreadItems) -> Item | None:
+    return next((m for m in target.meta if m.get(ATTR.SK, {}).get("S") == COPY_MARKER_SK), None)
+
+
+def _marker_item(s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str, job: str) -> Item:
+    return {
+        ATTR.PK: {"S": s._pk(target_thread_id)},
+        ATTR.SK: {"S": COPY_MARKER_SK},
+        ATTR.KIND: {"S": schema.META_ITEM},
+        ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+        ATTR.THREAD_ID: {"S": target_thread_id},
+        ATTR.CREATED: {"N": str(int(clock.now()))},
+        ATTR.IMPORT_SOURCE: {"S": source_thread_id},
+        _JOB: {"S": job},
+    }
+
+
+def _missing(plan: _maintain.CopyPlan, target: ThreadItems, written: set[str]) -> int:
+    """How many items the copy writes are neither in ``target`` (as read) nor in ``written`` (this step's)."""
+    have = set(written)
+    have.update(it[ATTR.SK]["S"] for it in target.checkpoints.values())
+    have.update(w[ATTR.SK]["S"] for ws in target.writes.values() for w in ws)
+    have.update(b[ATTR.SK]["S"] for b in target.blobs.values())
+    return sum(1 for it in (*plan.items, *plan.checkpoints) if it[ATTR.SK]["S"] not in have)
+
+
+def _remove_copy(s: BaseDynamoDBSaver, target_thread_id: str, plan: _maintain.CopyPlan) -> Op[None]:
+    """Undo a failed copy job: its marker first, then what it wrote (newest checkpoints first), then its objects.
+
+    The marker goes first: if this stops half way, a retry of the job's
+    token finds no marker and copies again from the start, instead of
+    resuming past items deleted here. Only keys this copy writes are
+    deleted (the step checked that the target holds nothing else).
+    """
+    pk = {"S": s._pk(target_thread_id)}
+    yield from _requests.batch_write(
+        s.table_name, [{"DeleteRequest": {"Key": {ATTR.PK: pk, ATTR.SK: {"S": COPY_MARKER_SK}}}}]
+    )
+    yield from _requests.ordered_deletes(
+        s.table_name, [{ATTR.PK: pk, ATTR.SK: it[ATTR.SK]} for it in (*plan.checkpoints, *plan.items)]
+    )
+    if plan.objects and s.bucket_name is not None:
+        yield from _requests.delete_s3_keys(s.bucket_name, [dst for _, dst, _ in plan.objects])
+
+
 def copy_thread_step(
     s: BaseDynamoDBSaver,
     source_thread_id: str,
@@ -239,8 +319,8 @@ def copy_thread_step(
     Call again with the returned ``continuation`` until ``status`` is
     ``"done"``. Replaying a step (same token, or an earlier one) is safe.
     Midway the target reads as empty, then as an older state of the
-    source (every visible checkpoint complete); it reads as the source's
-    latest only when done.
+    source (every visible checkpoint complete), without a thread head; it
+    reads as the source's latest, and is listed, only when done.
 
     Every step refuses a target that holds anything this copy would not
     write (as ``copy_thread`` refuses a non-empty target), with a token or
@@ -248,7 +328,10 @@ def copy_thread_step(
     a thread with a history of its own, nor does an honest one replayed
     after the target gained checkpoints. A target holding only what an
     interrupted run of the same request wrote is taken over, so the request
-    can be replayed without its token too.
+    can be replayed without its token too (the earlier job's tokens are
+    then refused). A step that fails after writing removes what the copy
+    wrote and re-raises (see the module's docstring); a source without
+    checkpoints is refused.
 
     Example:
         >>> step = saver.copy_thread_step("src", "dst", deadline=time.time() + 60)  # doctest: +SKIP
@@ -266,23 +349,28 @@ def copy_thread_step(
     binding = _binding(
         "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
     )
+    token_state = None if continuation is None else _decode(continuation, "copy_thread", binding)
     source = yield from _deleting.load_thread(s, source_thread_id)
+    live = set(source.checkpoints) - source.dead()
+    if not live:
+        # Nothing to copy: writing the target's head would list a phantom, empty thread.
+        raise ValueError(f"source thread {source_thread_id!r} has no checkpoints: nothing to copy")
     # Read on every step, not only the first: a token (which anyone can
     # compute, or an honest one replayed late) must not skip the check.
     target = yield from _deleting.load_thread(s, target_thread_id)
     root = _copy_root(s, source_thread_id, target_thread_id, target)
-    if continuation is None:
-        upto = max((cid for _, cid in set(source.checkpoints) - source.dead()), default="")
-        state: dict[str, Any] = {"root": root, "upto": upto, "phase": _COPY_PHASES[0], "after": None}
-    else:
-        state = _decode(continuation, "copy_thread", binding)
-        token_root, token_upto = state.get("root"), state.get("upto")
+    marker = _marker_of(target)
+    marker_job = (marker or {}).get(_JOB, {}).get("S")
+    state: dict[str, Any] | None = None
+    if token_state is not None:
+        token_root, token_upto = token_state.get("root"), token_state.get("upto")
         if not isinstance(token_root, str) or len(token_root) != 32 or token_root.strip("0123456789abcdef"):
             raise ValueError("continuation is malformed ('root')")
-        if not isinstance(token_upto, str) or state.get("phase") not in _COPY_PHASES:
+        if not isinstance(token_upto, str) or token_state.get("phase") not in _COPY_PHASES:
             raise ValueError("continuation is malformed ('upto', 'phase')")
-        upto = token_upto
-        _str_or_none(state, "after")
+        if not _is_job(token_state.get("job")):
+            raise ValueError("continuation is malformed ('job')")
+        _str_or_none(token_state, "after")
         if token_root != root:
             # The root is derived from the target's tombstones: another root is
             # a forged token, or the target was deleted since the copy began.
@@ -290,11 +378,31 @@ def copy_thread_step(
                 f"continuation does not match target thread {target_thread_id!r} (forged, or the target "
                 "changed since the copy began): start the copy again without a token"
             )
-    plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto)
+        if marker is not None and marker_job != token_state["job"]:
+            raise ValueError(
+                f"continuation belongs to another copy job into thread {target_thread_id!r} (a later "
+                "request took the copy over): go on with that job's token, or start again without a token"
+            )
+        state = token_state
+    upto_now = max((cid for _, cid in live), default="")
+    plan_upto = state["upto"] if state is not None else upto_now
+    plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, plan_upto)
     _check_only_this_copy(target, plan, target_thread_id)
+    if state is not None and marker is None and _missing(plan, target, set()):
+        # The token's job is gone (it failed and was removed) and the target
+        # lacks part of the copy: resuming past its cursors would skip it.
+        state = None
+        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto_now)
+        _check_only_this_copy(target, plan, target_thread_id)
+    new_job = state is None
+    if state is None:
+        state = {"root": root, "upto": upto_now, "phase": _COPY_PHASES[0], "after": None}
+        state["job"] = secrets.token_hex(16)
 
     report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
     units = 0
+    written: set[str] = set()
+    wrote = False
 
     def more() -> bool:
         # At least one unit per call: an invocation that starts late still moves on.
@@ -304,39 +412,77 @@ def copy_thread_step(
         after = state["after"]
         return [e for e in entries if after is None or key(e) > after]
 
-    while state["phase"] != "finish":
-        phase = state["phase"]
-        if phase == "objects":
-            todo: list[Any] = pending(plan.objects, lambda o: o[0])
-        elif phase == "items":
-            todo = pending(plan.items, lambda it: it[ATTR.SK]["S"])
-        else:
-            todo = pending(plan.checkpoints, _checkpoint_cursor)
-        for i in range(0, len(todo), batch_size):
-            if not more():
-                return StepResult("continue", _encode("copy_thread", binding, state), report)
-            chunk = todo[i : i + batch_size]
+    try:
+        if new_job:
+            # Before anything else: the target is this job's (a token of an earlier one is refused).
+            wrote = True
+            yield from _requests.batch_write(
+                s.table_name,
+                [{"PutRequest": {"Item": _marker_item(s, source_thread_id, target_thread_id, state["job"])}}],
+            )
+        while state["phase"] != "finish":
+            phase = state["phase"]
             if phase == "objects":
-                yield from _maintain.copy_objects(s, chunk)
-                state["after"] = chunk[-1][0]
-                report["objects_copied"] += len(chunk)
+                todo: list[Any] = pending(plan.objects, lambda o: o[0])
             elif phase == "items":
-                yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in chunk])
-                state["after"] = chunk[-1][ATTR.SK]["S"]
-                report["items_copied"] += len(chunk)
+                todo = pending(plan.items, lambda it: it[ATTR.SK]["S"])
             else:
-                # in_order (as copy_thread): a failure leaves the batch's older
-                # 25-item chunks landed, never a newer one without them.
-                yield from _requests.batch_write(
-                    s.table_name, [{"PutRequest": {"Item": it}} for it in chunk], in_order=True
-                )
-                state["after"] = _checkpoint_cursor(chunk[-1])
-                report["checkpoints_copied"] += len(chunk)
-            units += 1
-        state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
-        state["after"] = None
-    # The head (one small request when threads are tracked) needs no unit of its own.
-    yield from _heads.on_activity(s, target_thread_id)
+                todo = pending(plan.checkpoints, _checkpoint_cursor)
+            for i in range(0, len(todo), batch_size):
+                if not more():
+                    return StepResult("continue", _encode("copy_thread", binding, state), report)
+                chunk = todo[i : i + batch_size]
+                wrote = True
+                if phase == "objects":
+                    yield from _maintain.copy_objects(s, chunk)
+                    state["after"] = chunk[-1][0]
+                    report["objects_copied"] += len(chunk)
+                elif phase == "items":
+                    yield from _requests.batch_write(
+                        s.table_name, [{"PutRequest": {"Item": it}} for it in chunk]
+                    )
+                    state["after"] = chunk[-1][ATTR.SK]["S"]
+                    report["items_copied"] += len(chunk)
+                else:
+                    # in_order (as copy_thread): a failure leaves the batch's older
+                    # 25-item chunks landed, never a newer one without them.
+                    yield from _requests.batch_write(
+                        s.table_name, [{"PutRequest": {"Item": it}} for it in chunk], in_order=True
+                    )
+                    state["after"] = _checkpoint_cursor(chunk[-1])
+                    report["checkpoints_copied"] += len(chunk)
+                written.update(it[ATTR.SK]["S"] for it in chunk if phase != "objects")
+                units += 1
+            state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
+            state["after"] = None
+        missing = _missing(plan, target, written)
+        if missing:
+            # Only a token that skipped part of the copy gets here (unsigned: computed).
+            raise ValueError(
+                f"continuation skipped part of the copy into thread {target_thread_id!r} ({missing} items "
+                "missing): start the copy again without a token"
+            )
+        # The head (one small request when threads are tracked) needs no unit of its own.
+        wrote = True
+        yield from _heads.on_activity(s, target_thread_id)
+        yield from _requests.batch_write(
+            s.table_name,
+            [
+                {
+                    "DeleteRequest": {
+                        "Key": {ATTR.PK: {"S": s._pk(target_thread_id)}, ATTR.SK: {"S": COPY_MARKER_SK}}
+                    }
+                }
+            ],
+        )
+    except Exception:
+        # Not BaseException: a cancelled or closed step does no more I/O (what it
+        # leaves is the copy so far, with its marker, as after a killed invocation).
+        if wrote:
+            # The original error is the one to raise; what is left is marked or gone.
+            with contextlib.suppress(Exception):
+                yield from _remove_copy(s, target_thread_id, plan)
+        raise
     return StepResult("done", None, report)
 
 

@@ -15,6 +15,7 @@ from aws_cdk import (
     Duration,
     RemovalPolicy,
     Stack,
+    Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -27,6 +28,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -49,6 +51,7 @@ from langgraph.checkpoint.dynamodb.lambdas.metrics import (
     JOB_METRICS,
     metrics_namespace,
 )
+from langgraph.checkpoint.dynamodb.lambdas.tokens import ENV_MAINTENANCE_TOKEN_SECRET
 
 __all__ = [
     "CURSOR_ACTIONS",
@@ -493,6 +496,9 @@ class CheckpointStore(Construct):
         self.track_threads = track_threads or thread_ttl is not None
         self.reserved_concurrency = reserved_concurrency
         self.functions: dict[str, lambda_.Function] = {}
+        #: The key the maintenance function signs its continuation tokens with
+        #: (``None`` with ``enable_maintenance=False``); only that function reads it.
+        self.maintenance_token_key: secretsmanager.Secret | None = None
         self.dlqs: dict[str, sqs.Queue] = {}
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         self._logs_key_allowed = False
@@ -609,16 +615,21 @@ class CheckpointStore(Construct):
                 )
             if wanted["maintenance"]:
                 budget = maintenance_time_budget or Duration.seconds(45)
-                self._maintenance_function(
+                token_key = self._maintenance_token_key()
+                fn = self._maintenance_function(
                     "maintenance",
                     "Maintenance",
                     description="On request: copy_thread, prune, delete_thread, delete_for_runs "
                     "(resumable steps, via the library).",
                     timeout=Duration.minutes(5),
                     memory_size=1024,
-                    environment={"TIME_BUDGET_SECONDS": str(int(budget.to_seconds()))},
+                    environment={
+                        "TIME_BUDGET_SECONDS": str(int(budget.to_seconds())),
+                        ENV_MAINTENANCE_TOKEN_SECRET: self._secret_id(token_key),
+                    },
                     **common,
                 )
+                self._grant_token_key(token_key, fn)
         self._table_alarms()
         #: The store's CloudWatch dashboard (``None`` with ``dashboard=False``);
         #: add widgets of your own with ``store.dashboard.add_widgets(...)``.
@@ -641,6 +652,69 @@ class CheckpointStore(Construct):
             cfn_dashboard = self.dashboard.node.default_child
             assert isinstance(cfn_dashboard, cloudwatch.CfnDashboard)
             cfn_dashboard.override_logical_id(f"{self.node.id}Dashboard")
+
+    # ------------------------------------------------- maintenance token key
+
+    def _maintenance_token_key(self) -> secretsmanager.Secret:
+        """The key the maintenance function signs its continuation tokens with (HMAC-SHA256).
+
+        A generated 64-character secret in Secrets Manager (AWS managed key).
+        Only the maintenance function's role may read it: its own policy
+        grants ``GetSecretValue`` on this secret alone, and the secret's
+        resource policy denies ``GetSecretValue`` to every other principal,
+        however wide its IAM grants. Its name is fixed (stack name and this
+        construct's address), so the function's environment names it as a
+        plain string; CloudFormation deletes a secret without a recovery
+        window, so a stack deleted and deployed again can reuse it. It is
+        never retained: it only signs tokens of copies under way.
+        """
+        stack_name = Stack.of(self).stack_name
+        name = (
+            None
+            if Token.is_unresolved(stack_name)
+            else f"{stack_name}-{self.node.addr[:16]}-maintenance-token-key"
+        )
+        self._token_key_name = name
+        secret = secretsmanager.Secret(
+            self,
+            "MaintenanceTokenKey",
+            secret_name=name,
+            description="Signs the continuation tokens of the checkpoint maintenance function (HMAC-SHA256).",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=64, exclude_punctuation=True, include_space=False
+            ),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            secret,
+            "AwsSolutions-SMG4",
+            "The key signs continuation tokens of copies under way only; rotating it (put a new value) "
+            "makes in-flight copies start again, so it is rotated on demand, not on a schedule.",
+        )
+        self.maintenance_token_key = secret
+        return secret
+
+    def _secret_id(self, secret: secretsmanager.Secret) -> str:
+        """The name the construct gave the secret (a plain string); the ARN when the stack's name is a token."""
+        name = self._token_key_name
+        return secret.secret_arn if name is None else name
+
+    def _grant_token_key(self, secret: secretsmanager.Secret, fn: lambda_.Function) -> None:
+        role = fn.role
+        assert role is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secret.secret_arn])
+        )
+        # Nobody else, whatever their IAM grants (an account admin changes the policy first, in CloudTrail).
+        secret.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=["secretsmanager:GetSecretValue"],
+                principals=[iam.AnyPrincipal()],
+                resources=["*"],
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": role.role_arn}},
+            )
+        )
 
     @property
     def maintenance_function(self) -> lambda_.Function | None:

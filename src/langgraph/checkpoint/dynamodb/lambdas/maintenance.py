@@ -23,13 +23,22 @@ is listed in ``errors`` and skipped, and the step goes on with the next: the
 invocation succeeds, the log record carries the list and its ``Errors``
 metric (the construct's ``MaintenanceJobErrorsAlarm``) counts it.
 
+Continuation tokens are signed: with ``MAINTENANCE_TOKEN_SECRET`` set (the
+construct sets it to a Secrets Manager secret only this function can read),
+every token returned carries an HMAC-SHA256 over the token and the request
+(action, tenant, ids, options; a copy's token also names its job), and a
+token without this function's valid signature for the request it comes with
+is ``rejected``. Without the variable, tokens are the library's own, unsigned
+(see ``lambdas.tokens``).
+
 Environment: the store's (``langgraph.checkpoint.dynamodb.config``),
-``TIME_BUDGET_SECONDS`` and ``MAINTENANCE_BATCH_SIZE`` (items or objects a
-copy writes per unit, default 25).
+``TIME_BUDGET_SECONDS``, ``MAINTENANCE_BATCH_SIZE`` (items or objects a
+copy writes per unit, default 25) and ``MAINTENANCE_TOKEN_SECRET``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +46,7 @@ from typing import Any, Literal
 
 from langgraph.checkpoint.dynamodb._resumable import DEFAULT_BATCH_SIZE, StepResult
 from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas import tokens
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = [
@@ -110,6 +120,12 @@ ACTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "delete_for_runs": (("run_ids",), ()),
 }
 _COMMON = ("action", "tenant_prefix", "continuation")
+_CLASSES: Mapping[str, type] = {
+    "copy_thread": CopyThread,
+    "prune": Prune,
+    "delete_thread": DeleteThread,
+    "delete_for_runs": DeleteForRuns,
+}
 
 
 def _checked(name: str, value: str, limit: int = MAX_ID_BYTES) -> str:
@@ -221,10 +237,42 @@ def _batch_size() -> int:
     return int(raw) if raw else DEFAULT_BATCH_SIZE
 
 
+def _params(request: MaintenanceRequest) -> tuple[str, dict[str, Any]]:
+    """The action and the parameters a signed token is bound to (everything but the token and tenant)."""
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(request).items()}
+    fields.pop("continuation")
+    fields.pop("tenant_prefix")
+    action = next(a for a, cls in _CLASSES.items() if isinstance(request, cls))
+    return action, fields
+
+
 def run(request: MaintenanceRequest, *, deadline: float | None) -> StepResult:
-    """One step of ``request`` with the Lambda's saver (the handler without the logging)."""
+    """One step of ``request`` with the Lambda's saver (the handler without the logging).
+
+    With a signing key configured (``tokens.ENV_MAINTENANCE_TOKEN_SECRET``),
+    the incoming token must carry this function's signature for this
+    request, and the token returned is signed; see ``lambdas.tokens``.
+    """
     saver = _saver_for(request.tenant_prefix)
+    secret = tokens.key() if request.continuation is not None else None
+    action, params = _params(request)
+    tenant = saver.tenant_prefix or ""
     token = request.continuation
+    if secret is not None and token is not None:
+        token = tokens.verify(secret, action, tenant, params, token)
+    step = _step(saver, request, token, deadline)
+    if step.continuation is not None:
+        secret = secret if secret is not None else tokens.key()
+        if secret is not None:
+            step = dataclasses.replace(
+                step, continuation=tokens.sign(secret, action, tenant, params, step.continuation)
+            )
+    return step
+
+
+def _step(
+    saver: DynamoDBSaver, request: MaintenanceRequest, token: str | None, deadline: float | None
+) -> StepResult:
     if isinstance(request, CopyThread):
         return saver.copy_thread_step(
             request.source_thread_id,

@@ -573,7 +573,7 @@ HOSTILE: dict[str, tuple[Callable[[list[dict[str, Any]]], Any], str]] = {
     "number as id": (_mutate("checkpoint_id", 12), "'checkpoint_id' is missing or not a str"),
     "bool as idx": (lambda r: _bool_idx(r), "'idx' is missing or not a int"),
     "deep json": (lambda r: _lines(r[:1]) + "[" * 100_000 + "]" * 100_000 + "\n", "not JSON"),
-    "namespace too long": (_mutate("checkpoint_ns", "n" * 1100), "too long"),
+    "namespace too long": (_mutate("checkpoint_ns", "n" * 16_385), "ids of up to 16384 bytes"),
     "tombstone id": (_mutate("checkpoint_id", "\U0010ffffx"), "must not start with U+10FFFF"),
     "lends nothing": (
         lambda r: _same_as_parent(r, "no-such-channel"),

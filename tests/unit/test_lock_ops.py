@@ -733,7 +733,7 @@ BOUND_READS = {
 BOUND_FENCED = {"put", "aput", "put_writes", "aput_writes"}
 BOUND_NEUTRAL = {
     "check_ids", "clients", "close", "aclose", "config_specs", "ensure_clients", "from_env",
-    "get_next_version", "load_payload", "partition_key", "s3_thread_prefix", "serde", "setup",
+    "get_next_version", "load_payload", "partition_key", "s3_thread_prefix", "s3_thread_prefixes", "serde", "setup",
     "thread_id_of", "value_s3_key", "with_allowlist", "with_write_guard",
 }  # fmt: skip
 

@@ -56,9 +56,10 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) 
             "#dr": ATTR.DEAD,
             "#own": ATTR.OWNER,
             "#fen": ATTR.FENCE,
+            "#k": ATTR.KEY,
         },
         ExpressionAttributeValues={":pk": {"S": pk}},
-        ProjectionExpression="#pk, #sk, #rt, #dr, #own, #fen",
+        ProjectionExpression="#pk, #sk, #rt, #dr, #own, #fen, #k",
         ConsistentRead=True,
     )
     lock = next((it for it in items if it[ATTR.SK]["S"] == schema.LOCK_SK), None)
@@ -73,7 +74,8 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) 
         s._placements.pop(key, None)
     # Never served again (a recreated thread's references carry new tags,
     # its checkpoints new ids): only memory to give back.
-    s._value_cache.forget_prefix(s.bucket_name or "", s._s3_thread(thread_id))
+    for prefix in s._s3_thread_prefixes(thread_id):
+        s._value_cache.forget_prefix(s.bucket_name or "", prefix)
     s._chain_cache.forget_partition(pk)
     s._head_until.pop(thread_id, None)  # a new conversation writes a head again
     # Deletion is final: tombstones for every lineage deleted go first, so
@@ -120,7 +122,8 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) 
     # Items first: once they are gone nothing points to the S3 objects.
     yield from _requests.ordered_deletes(s.table_name, doomed)
     if s.bucket_name is not None:
-        yield from _requests.delete_s3_prefix(s.bucket_name, s._s3_thread(thread_id))
+        for prefix in s._s3_thread_prefixes(thread_id):
+            yield from _requests.delete_s3_prefix(s.bucket_name, prefix)
 
 
 def _bury(
@@ -154,18 +157,28 @@ def _bury(
         # namespace inherits an enclosing graph's (deleted) root, and the
         # latest read of this namespace only sees this tombstone.
         rs = dead_here
+        sk = schema.tombstone_sk(ns)
+        names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD}
+        values: dict[str, Any] = {
+            ":t": {"S": schema.TOMBSTONE_ITEM},
+            ":f": {"N": str(schema.TOMBSTONE_FORMAT_VERSION)},
+            ":dr": {"SS": sorted(f"{now}:{r}" for r in rs)},
+        }
+        expr = "SET #t = :t, #f = :f ADD #dr :dr"
+        whole = schema.whole_ids(sk, ns=ns)
+        if whole is not None:
+            names["#k"] = ATTR.KEY
+            values[":k"] = whole
+            values[":f"] = {"N": str(schema.DIGESTED_FORMAT_VERSION)}
+            expr = "SET #t = :t, #f = :f, #k = :k ADD #dr :dr"
         calls.append(
             ddb(
                 "update_item",
                 TableName=s.table_name,
-                Key={ATTR.PK: pk, ATTR.SK: {"S": schema.tombstone_sk(ns)}},
-                UpdateExpression="SET #t = :t, #f = :f ADD #dr :dr",
-                ExpressionAttributeNames={"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD},
-                ExpressionAttributeValues={
-                    ":t": {"S": schema.TOMBSTONE_ITEM},
-                    ":f": {"N": str(schema.TOMBSTONE_FORMAT_VERSION)},
-                    ":dr": {"SS": sorted(f"{now}:{r}" for r in rs)},
-                },
+                Key={ATTR.PK: pk, ATTR.SK: {"S": sk}},
+                UpdateExpression=expr,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
             )
         )
     head_names = {"#t": ATTR.KIND, "#f": ATTR.FORMAT, "#dr": ATTR.DEAD}
@@ -408,7 +421,7 @@ def item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str
 def _item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
     s3_keys: set[str] = set()
     blob_sks: set[str] = set()
-    ns, kind, _, _ = schema.parse_sk(item[ATTR.SK]["S"])
+    ns, kind, _, _ = _items.parse_sk(item)
     for attr, av in item.items():
         if (attr in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
             _items.is_write_attr(attr) and "M" in av["L"][1]
@@ -492,7 +505,8 @@ def reap_thread(
     if not keep and s.bucket_name is not None:
         # Nothing live remains: objects that no item ever pointed to
         # (failed writes) go too, unless written after the cutoff.
-        res.s3_objects_deleted += yield from _delete_s3_prefix_before(s, s._s3_thread(thread_id), cutoff)
+        for prefix in s._s3_thread_prefixes(thread_id):
+            res.s3_objects_deleted += yield from _delete_s3_prefix_before(s, prefix, cutoff)
     return res
 
 

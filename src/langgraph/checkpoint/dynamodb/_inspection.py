@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -41,7 +42,11 @@ def s3_client(saver: Any) -> Any:
 
 def s3_in_scope(saver: Any, key: str) -> bool:
     """Whether an S3 key belongs to a thread of the saver's tenant (or to an untenanted one)."""
-    parsed = schema.parse_s3_thread_segment(key[len(saver.s3_key_prefix) :].split("/", 1)[0])
+    segment = key[len(saver.s3_key_prefix) :].split("/", 1)[0]
+    if schema.is_digested(segment):  # a long thread id's: the tenant is still whole in front
+        tenant, sep, _ = segment.partition(schema.SEP)
+        return (unquote(tenant) if sep else "") == (saver.tenant_prefix or "")
+    parsed = schema.parse_s3_thread_segment(segment)
     return parsed is not None and parsed[0] == (saver.tenant_prefix or "")
 
 
@@ -108,7 +113,11 @@ def thread_items(
     """Every item of a thread (strongly consistent), optionally under a sort-key prefix or keys only."""
     kwargs: dict[str, Any] = {
         "KeyConditionExpression": "#pk = :pk" + (" AND begins_with(#sk, :pre)" if sk_prefix else ""),
-        "ExpressionAttributeNames": {"#pk": ATTR.PK, **({"#sk": ATTR.SK} if sk_prefix or projection else {})},
+        "ExpressionAttributeNames": {
+            "#pk": ATTR.PK,
+            **({"#sk": ATTR.SK} if sk_prefix or projection else {}),
+            **({"#k": ATTR.KEY} if projection else {}),
+        },
         "ExpressionAttributeValues": {
             ":pk": {"S": saver.partition_key(thread_id)},
             **({":pre": {"S": sk_prefix}} if sk_prefix else {}),
@@ -116,5 +125,5 @@ def thread_items(
         "ConsistentRead": True,
     }
     if projection:
-        kwargs["ProjectionExpression"] = "#pk, #sk"
+        kwargs["ProjectionExpression"] = "#pk, #sk, #k"  # the ids too, where a key digests one
     return query(saver, **kwargs)

@@ -168,11 +168,62 @@ def str_attr(item: Item, attr: str, where: str) -> str | None:
 
 
 def parse_sk(item: Item) -> tuple[str, str, str, str | None]:
-    """``schema.parse_sk`` of an item, naming the item if the key is foreign."""
+    """``schema.parse_sk`` of an item, naming the item if the key is foreign.
+
+    A key that digests an id (``schema.fit``) gives the ids the item keeps
+    whole (``ATTR.KEY``), once proven to make exactly that key: a forged map
+    cannot rename an item.
+    """
+    sk = item[ATTR.SK]["S"]
     try:
-        return schema.parse_sk(item[ATTR.SK]["S"])
+        parsed = schema.parse_sk(sk)
     except CorruptPayloadError as exc:
         raise CorruptPayloadError(f"item of partition {item[ATTR.PK]['S']!r}: {exc}") from None
+    if not schema.is_digested(sk) or parsed[1] == schema.META_ITEM:
+        return parsed
+    return _whole_ids(item, sk, parsed[1])
+
+
+def _whole_ids(item: Item, sk: str, kind: str) -> tuple[str, str, str, str | None]:
+    where = item_name(item)
+    ids = map_attr(item, ATTR.KEY, where)
+
+    def get(name: str) -> str:
+        av = ids.get(name)
+        if not isinstance(av, dict) or not isinstance(av.get("S"), str):
+            raise CorruptPayloadError(f"{where}: its key digests an id, and {ATTR.KEY!r} lacks {name!r}")
+        return cast(str, av["S"])
+
+    ns = get("ns")
+    parsed: tuple[str, str, str, str | None]
+    if kind == schema.CHECKPOINT_ITEM:
+        parsed = (ns, kind, get("id"), None)
+        own = schema.checkpoint_sk(ns, parsed[2])
+    elif kind == schema.WRITES_ITEM:
+        parsed = (ns, kind, get("id"), get("task"))
+        parts = sk.split(schema.SEP)
+        own = schema.writes_sk(ns, parsed[2], get("task"), int(parts[5]) if len(parts) == 6 else 0)
+    elif kind == schema.BLOB_ITEM:
+        parsed = (ns, kind, get("ch"), get("ver"))
+        own = schema.blob_sk(ns, parsed[2], get("ver"))
+    else:
+        parsed = (ns, kind, "", None)
+        own = schema.tombstone_sk(ns)
+    if own != sk:
+        raise CorruptPayloadError(f"{where}: the ids it keeps whole ({ATTR.KEY!r}) make another key; refused")
+    return parsed
+
+
+def keep_whole_ids(item: Item, **ids: str) -> Item:
+    """Give an item whose key digests an id its ids whole, and the format that says so.
+
+    Only such items change (``schema.whole_ids``): every other stays as it was.
+    """
+    whole = schema.whole_ids(item[ATTR.SK]["S"], **ids)
+    if whole is not None:
+        item[ATTR.KEY] = whole
+        item[ATTR.FORMAT] = {"N": str(schema.DIGESTED_FORMAT_VERSION)}
+    return item
 
 
 def held_value(item: Item, channel: str) -> bytes | None:

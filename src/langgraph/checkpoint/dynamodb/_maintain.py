@@ -7,8 +7,9 @@ checkpoint whose values are missing.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,7 +210,7 @@ def delete_for_runs_isolated(
             IndexName=schema.RUN_INDEX_NAME,
             KeyConditionExpression="#rid = :rid",
             ExpressionAttributeNames={"#rid": ATTR.RUN_ID},
-            ExpressionAttributeValues={":rid": {"S": run_id}},
+            ExpressionAttributeValues={":rid": {"S": schema.run_key(run_id)}},
         )
         while True:
             resp = yield ddb("query", **kwargs)
@@ -218,7 +219,7 @@ def delete_for_runs_isolated(
             if "LastEvaluatedKey" not in resp:
                 break
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-    run_set = set(runs)
+    run_set = {schema.run_key(r) for r in runs}  # as the items hold them
     for pk in sorted(by_thread):
         # An untenanted (operator) saver deletes the runs of every
         # tenant, each through a view of that tenant (see _owner_of_pk).
@@ -303,10 +304,18 @@ def plan_copy(
     for dead_key in source.dead():
         del source.checkpoints[dead_key]
         source.writes.pop(dead_key, None)
-    src_prefix = s._s3_thread(source_id)
-    dst_prefix = dst._s3_thread(target_id)
     dst_pk = {"S": dst._pk(target_id)}
-    s3_keys: set[str] = set()
+    # Source key -> target key. Each target key is derived from the item's ids as the
+    # target's own (never by swapping a prefix): a long id's key is digested on one
+    # side and may not be on the other.
+    s3_keys: dict[str, str] = {}
+
+    def rekey(it: Item, name: str, key: str) -> str:
+        src_own = s._own_s3_key(source_id, it, name)
+        dst_own = dst._own_s3_key(target_id, it, name)
+        assert src_own is not None and dst_own is not None  # checked by _s3_pointer first
+        s3_keys[key] = dst_own[0] + key[len(src_own[0]) :]
+        return s3_keys[key]
 
     def retarget(items: Iterable[Item]) -> list[Item]:
         out = []
@@ -319,7 +328,7 @@ def plan_copy(
                         _items.is_write_attr(name) and "M" in av["L"][1]
                     ):
                         s._s3_pointer(source_id, it, name)
-            copy = retarget_item(it, src_prefix, dst_prefix, s3_keys)
+            copy = retarget_item(it, functools.partial(rekey, it))
             copy[ATTR.PK] = dst_pk
             out.append(copy)
         return out
@@ -332,7 +341,7 @@ def plan_copy(
     for it in checkpoints:
         _, _, cid, _ = _items.parse_sk(it)
         it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
-    maybe: set[str] = set()
+    maybe: dict[str, str] = {}
     if s.bucket_name is not None:
         for key in included:
             it = source.checkpoints[key]
@@ -343,18 +352,21 @@ def plan_copy(
                 ref = av["M"]
                 version = ref["v"]["S"]
                 s3_key = s._value_s3_key(source_id, ns, channel, version)
+                dst_key = dst._value_s3_key(target_id, ns, channel, version)
                 if ref["l"]["S"] == "s3":
-                    s3_keys.add(s3_key)
+                    s3_keys[s3_key] = dst_key
                     continue
                 if schema.blob_sk(ns, channel, version) in source.blobs:
                     continue
                 held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
                 if held is None or _items.held_value(held, channel) is None:
-                    maybe.add(s3_key)
-    maybe -= s3_keys
+                    maybe[s3_key] = dst_key
+    for known in s3_keys:
+        maybe.pop(known, None)
     if (s3_keys or maybe) and s.bucket_name is None:
         raise ValueError("source thread has S3 payloads but no bucket_name is configured")
-    objects = [(k, dst_prefix + k[len(src_prefix) :], k in maybe) for k in sorted(s3_keys | maybe)]
+    pairs = {**maybe, **s3_keys}
+    objects = [(k, pairs[k], k in maybe) for k in sorted(pairs)]
     return CopyPlan(objects, items, checkpoints)
 
 
@@ -377,23 +389,20 @@ def copy_objects(s: BaseDynamoDBSaver, chunk: Sequence[tuple[str, str, bool]]) -
 # ------------------------------------------------------ prune, delete_for_runs
 
 
-def retarget_item(item: Item, src_prefix: str, dst_prefix: str, s3_keys: set[str]) -> Item:
-    """Copy an item, moving its S3 references from one thread prefix to another."""
+def retarget_item(item: Item, rekey: Callable[[str, str], str]) -> Item:
+    """Copy an item, its S3 references moved to the keys ``rekey(attribute, key)`` gives."""
 
-    def fix(av: dict[str, Any]) -> dict[str, Any]:
+    def fix(name: str, av: dict[str, Any]) -> dict[str, Any]:
         if "M" in av and "s3" in av["M"]:
-            key = av["M"]["s3"]["S"]
-            if key.startswith(src_prefix):
-                s3_keys.add(key)
-                return {"M": {**av["M"], "s3": {"S": dst_prefix + key[len(src_prefix) :]}}}
+            return {"M": {**av["M"], "s3": {"S": rekey(name, av["M"]["s3"]["S"])}}}
         return av
 
     out: Item = {}
     for name, av in item.items():
         if name in (ATTR.BODY, ATTR.METADATA):
-            out[name] = fix(av)
+            out[name] = fix(name, av)
         elif _items.is_write_attr(name):
-            out[name] = {"L": [av["L"][0], fix(av["L"][1])]}
+            out[name] = {"L": [av["L"][0], fix(name, av["L"][1])]}
         else:
             out[name] = av
     return out

@@ -137,18 +137,17 @@ def stage_value(
         uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
         return key
     else:
-        blob_items.append(
-            {
-                ATTR.PK: {"S": s._pk(thread_id)},
-                ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
-                ATTR.KIND: {"S": schema.BLOB_ITEM},
-                ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
-                ATTR.BLOB: {"B": packed},
-                # Prune never deletes an unreferenced blob younger than a
-                # grace period: it may belong to a put still in flight.
-                ATTR.CREATED: {"N": str(int(clock.now()))},
-            }
-        )
+        item: Item = {
+            ATTR.PK: {"S": s._pk(thread_id)},
+            ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
+            ATTR.KIND: {"S": schema.BLOB_ITEM},
+            ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
+            ATTR.BLOB: {"B": packed},
+            # Prune never deletes an unreferenced blob younger than a
+            # grace period: it may belong to a put still in flight.
+            ATTR.CREATED: {"N": str(int(clock.now()))},
+        }
+        blob_items.append(_items.keep_whole_ids(item, ns=ns, ch=channel, ver=version))
     return None
 
 
@@ -180,6 +179,6 @@ def write_to_s3(
 ) -> AttributeValue:
     # A fresh key per attempt: if a first write already won, this object
     # is an orphan for the sweeper, never a changed value under a live key.
-    key = f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/w/{schema.s3_segment(task_id)}/{idx}.{_uuid6ish()}"
+    key = f"{s._write_s3_prefix(thread_id, ns, cid, task_id, str(idx))}{_uuid6ish()}"
     uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
     return {"L": [{"S": channel}, {"M": {"s3": {"S": key}}}]}

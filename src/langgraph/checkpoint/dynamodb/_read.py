@@ -108,6 +108,8 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
                     position += 1
                 _items.check_format(it)
                 item_ns, kind, item_cid, _ = _items.parse_sk(it)
+                if item_ns != ns:
+                    continue  # another namespace whose digested key collides: never merged
                 if kind == schema.TOMBSTONE_ITEM:
                     # Sorts first: known before any checkpoint is considered.
                     dead = _items.tomb_roots(it)

@@ -85,6 +85,8 @@ class _Staging:
     def place(self, channel: str, version: str, packed: bytes) -> None:
         """A version stored by this put: inline, held by this item, or S3 (``value_location``)."""
         s = self.s
+        # Whatever its size now: a later version may have to move out under its own key.
+        s._check_value_keys(self.thread_id, self.ns, channel, version, keyed=False)
         key = (self.thread_id, self.ns, channel, version)
         loc = _placement.value_location(s, len(packed))
         if loc == "s3":
@@ -195,10 +197,10 @@ def put(
 
     item = _checkpoint_item(s, pk, ns, cid, parent_id, md, staging)
     item[ATTR.BODY] = _placement.doc_payload(
-        s, body_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/body", staging.uploads
+        s, body_packed, s._checkpoint_s3_key(thread_id, ns, cid, "body"), staging.uploads
     )
     item[ATTR.METADATA] = _placement.doc_payload(
-        s, md_packed, f"{s._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/metadata", staging.uploads
+        s, md_packed, s._checkpoint_s3_key(thread_id, ns, cid, "metadata"), staging.uploads
     )
     # Delta channels whose value at this checkpoint must be rebuilt from
     # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
@@ -254,11 +256,12 @@ def _checkpoint_item(
         ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
         ATTR.CHECKPOINT_ID: {"S": cid},
     }
+    _items.keep_whole_ids(item, ns=ns, id=cid)
     if parent_id:
         item[ATTR.PARENT_ID] = {"S": parent_id}
     run_id = md.get("run_id")
     if run_id:
-        item[ATTR.RUN_ID] = {"S": str(run_id)}
+        item[ATTR.RUN_ID] = {"S": schema.run_key(str(run_id))}
     item[ATTR.VALUES] = {"M": staging.vals}  # the same dict: moving a value out updates it
     if s.ttl:
         # An activity stamp, not the TTL attribute: DynamoDB never deletes
@@ -281,7 +284,7 @@ def _fit(item: Item, staging: _Staging, versions: dict[str, str]) -> None:
                 "nothing was written"
             )
         staging.move_out(channel, versions[channel], dest)
-    if staging.holds_refs():
+    if staging.holds_refs() and int(item[ATTR.FORMAT]["N"]) < schema.REF_FORMAT_VERSION:
         item[ATTR.FORMAT] = {"N": str(schema.REF_FORMAT_VERSION)}
 
 
@@ -358,10 +361,11 @@ def put_writes(
         base[ATTR.EXPIRES] = {"N": str(int(clock.now()) + s.ttl)}
     run_id = (config.get("metadata") or {}).get("run_id")
     if run_id:
-        base[ATTR.RUN_ID] = {"S": str(run_id)}
+        base[ATTR.RUN_ID] = {"S": schema.run_key(str(run_id))}
     items: dict[int, Item] = {}
     for shard, members in shards.items():
         item = {**base, ATTR.SK: {"S": schema.writes_sk(ns, cid, task_id, shard)}}
+        _items.keep_whole_ids(item, ns=ns, id=cid, task=task_id)
         for idx in members:
             item[f"{ATTR.WRITE_PREFIX}{idx}"] = entries[idx]
         items[shard] = item

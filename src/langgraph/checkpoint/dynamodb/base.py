@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal, Required, Self, TypedDict, cast
+from urllib.parse import quote
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
@@ -93,6 +94,8 @@ Placement = tuple[Location, bytes | str | None]
 
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each).
+#: A pending write's S3 key ends in a random suffix of this many characters (see _placement).
+_S3_SUFFIX_CHARS: Final = 32
 PLACEMENT_CACHE_MAX = 4096
 
 
@@ -287,7 +290,10 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """Refuse ids this store cannot key, before anything is written.
 
         Raises:
-            KeyTooLongError: a key built from them would pass DynamoDB's key limits.
+            KeyTooLongError: the thread id passes the partition key's 2,048 bytes (with
+                the tenant prefix), another id passes ``schema.MAX_ID_BYTES`` (16 KB), or
+                the S3 key prefix and tenant leave an object key no room. Shorter ids
+                that do not fit a key whole are digested there (``schema.fit``).
             ValueError: an id is not valid Unicode, or takes a range the store reserves.
 
         Example:
@@ -305,55 +311,58 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             ("task_id", task_id),
         ):
             try:
-                value.encode()
+                size = len(value.encode())
             except UnicodeEncodeError:
                 raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value!r}") from None
+            if size > schema.MAX_ID_BYTES:
+                raise KeyTooLongError(
+                    f"{name} is {size} bytes once encoded; this store takes ids of up to "
+                    f"{schema.MAX_ID_BYTES} bytes (longer key parts are digested, the whole id kept in the item)"
+                )
         if cid is not None and cid.startswith(schema.TOMBSTONE_MARK):
             # That key range is the tombstone's (see schema.tombstone_sk).
             raise ValueError("checkpoint_id must not start with U+10FFFF")
-        # The partition key as stored: under the tenant prefix.
+        # The partition key as stored: under the tenant prefix. The thread id is the
+        # one id kept whole in a key (tools and IAM's LeadingKeys read it there).
         pk_len = len(self._pk(thread_id).encode())
         if pk_len > schema.MAX_PK_BYTES:
             raise KeyTooLongError(
                 f"thread_id is {pk_len} bytes once encoded (with the tenant prefix); DynamoDB allows "
                 f"{schema.MAX_PK_BYTES} bytes in a partition key"
             )
-        sk = schema.writes_sk(ns, cid or "0" * 36, task_id or "0" * 36, schema.WIDEST_WRITES_SHARD)
-        if len(sk.encode()) > schema.MAX_KEY_BYTES:
-            raise KeyTooLongError(
-                f"checkpoint_ns / checkpoint_id / task_id are too long: the sort key would be "
-                f"{len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES} "
-                f"(checkpoint_ns is {len(ns.encode())} bytes)"
-            )
         if self.bucket_name is not None:
             # The longest object key these ids make: a pending write's (see _placement.write_to_s3).
-            key = (
-                f"{self._s3_base(thread_id, ns)}c/{schema.s3_segment(cid or '0' * 36)}/w/"
-                f"{schema.s3_segment(task_id or '0' * 36)}/-999.{'0' * 32}"
-            )
-            if len(key.encode()) > schema.MAX_S3_KEY_BYTES:
-                raise KeyTooLongError(
-                    f"thread_id / checkpoint_ns / checkpoint_id / task_id are too long for S3: an object "
-                    f"key would be {len(key.encode())} bytes once percent-encoded; S3 allows "
-                    f"{schema.MAX_S3_KEY_BYTES} (thread_id is {len(thread_id.encode())} bytes, checkpoint_ns "
-                    f"{len(ns.encode())})"
-                )
+            key = self._write_s3_prefix(thread_id, ns, cid or "0" * 36, task_id or "0" * 36, "-999")
+            self._check_s3_key(key + "0" * _S3_SUFFIX_CHARS)
 
-    def _check_value_keys(self, thread_id: str, ns: str, channel: str, version: str) -> None:
-        """Refuse a channel or version whose blob item or S3 object could not be keyed."""
-        sk = schema.blob_sk(ns, channel, version)
-        if len(sk.encode()) > schema.MAX_KEY_BYTES:
-            raise KeyTooLongError(
-                f"channel {channel[:80]!r} (version {version[:40]!r}) in namespace of {len(ns.encode())} bytes: "
-                f"its blob item's sort key would be {len(sk.encode())} bytes; DynamoDB allows {schema.MAX_KEY_BYTES}"
-            )
-        if self.bucket_name is not None:
-            key = self._value_s3_key(thread_id, ns, channel, version)
-            if len(key.encode()) > schema.MAX_S3_KEY_BYTES:
+    def _check_value_keys(
+        self, thread_id: str, ns: str, channel: str, version: str, *, keyed: bool = True
+    ) -> None:
+        """Refuse a channel or version too long to store (their keys are digested to fit).
+
+        ``keyed``: the value is stored under its own key (a blob item or an S3
+        object), whose length is checked too.
+        """
+        for name, value in (("channel", channel), ("version", version)):
+            try:
+                size = len(value.encode())
+            except UnicodeEncodeError:
+                raise ValueError(f"{name} is not valid Unicode (lone surrogate?): {value[:80]!r}") from None
+            if size > schema.MAX_ID_BYTES:
                 raise KeyTooLongError(
-                    f"channel {channel[:80]!r} (version {version[:40]!r}): its S3 key would be "
-                    f"{len(key.encode())} bytes once percent-encoded; S3 allows {schema.MAX_S3_KEY_BYTES}"
+                    f"{name} {value[:80]!r} is {size} bytes once encoded; this store takes up to "
+                    f"{schema.MAX_ID_BYTES}"
                 )
+        if keyed and self.bucket_name is not None:
+            self._check_s3_key(self._value_s3_key(thread_id, ns, channel, version))
+
+    def _check_s3_key(self, key: str) -> None:
+        if len(key.encode()) > schema.MAX_S3_KEY_BYTES:
+            raise KeyTooLongError(
+                f"an S3 key of this thread would be {len(key.encode())} bytes even with its ids digested; "
+                f"S3 allows {schema.MAX_S3_KEY_BYTES}: s3_key_prefix and tenant_prefix take "
+                f"{len(self._s3_root().encode())} bytes of it (keep them under 400 together)"
+            )
 
     # ---------------------------------------------------------------- keys
 
@@ -441,21 +450,62 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """The S3 key prefix of every object of a thread (no other thread's keys start with it)."""
         return self._s3_thread(thread_id)
 
+    def s3_thread_prefixes(self, thread_id: str) -> tuple[str, ...]:
+        """Every S3 prefix the thread's objects may be under: ``s3_thread_prefix``, and for a
+        thread id of over 200 bytes quoted the digested one its too-long keys use."""
+        return self._s3_thread_prefixes(thread_id)
+
     def value_s3_key(self, thread_id: str, checkpoint_ns: str, channel: str, version: str) -> str:
         """The S3 key a channel version has when it is stored (or re-homed) in S3."""
         return self._value_s3_key(thread_id, checkpoint_ns, channel, version)
 
     # -------------------------------------------------------------- payloads
 
-    def _s3_base(self, thread_id: str, ns: str) -> str:
-        from urllib.parse import quote
+    def _s3_root(self) -> str:
+        """The key prefix every object of this saver's threads starts with (its tenant's)."""
+        if self.tenant_prefix:
+            return schema.tenant_s3_prefix(self.s3_key_prefix, self.tenant_prefix)
+        return self.s3_key_prefix
 
-        return f"{self._s3_thread(thread_id)}_{quote(ns, safe='')}/"
+    def _s3_key(self, thread_id: str, ns: str, *rest: tuple[str, str, int], reserve: int = 0) -> str:
+        """An object key of a thread's namespace (see ``schema.s3_object_key``)."""
+        segments = [
+            (quote(thread_id, safe=""), thread_id, schema.S3_THREAD_ROOM),
+            (f"_{quote(ns, safe='')}", ns, schema.S3_NS_ROOM),
+            *rest,
+        ]
+        return schema.s3_object_key(self._s3_root(), segments, reserve)
+
+    def _checkpoint_s3_key(self, thread_id: str, ns: str, cid: str, leaf: str) -> str:
+        """The key of a checkpoint's ``body`` or ``metadata`` object."""
+        cid_segment = (schema.s3_segment(cid), cid, schema.S3_ID_ROOM)
+        return self._s3_key(thread_id, ns, ("c", "", 0), cid_segment, (leaf, "", 0))
+
+    def _write_s3_prefix(self, thread_id: str, ns: str, cid: str, task_id: str, idx: str) -> str:
+        """A pending write's key up to its random suffix (``_S3_SUFFIX_CHARS`` more)."""
+        return self._s3_key(
+            thread_id,
+            ns,
+            ("c", "", 0),
+            (schema.s3_segment(cid), cid, schema.S3_ID_ROOM),
+            ("w", "", 0),
+            (schema.s3_segment(task_id), task_id, schema.S3_ID_ROOM),
+            (f"{idx}.", "", 0),
+            reserve=_S3_SUFFIX_CHARS,
+        )
 
     def _value_s3_key(self, thread_id: str, ns: str, channel: str, version: str) -> str:
-        from urllib.parse import quote
+        return self._s3_key(
+            thread_id,
+            ns,
+            ("v", "", 0),
+            (quote(channel, safe=""), channel, schema.S3_CHANNEL_ROOM),
+            (quote(version, safe=""), version, schema.S3_ID_ROOM),
+        )
 
-        return f"{self._s3_base(thread_id, ns)}v/{quote(channel, safe='')}/{quote(version, safe='')}"
+    def _s3_thread_prefixes(self, thread_id: str) -> tuple[str, ...]:
+        """Every prefix the thread's objects may be under (two for a long thread id)."""
+        return schema.s3_thread_prefixes(self.s3_key_prefix, thread_id, self.tenant_prefix)
 
     def _own_s3_key(self, thread_id: str, item: Item, attr: str) -> tuple[str, bool] | None:
         """The S3 key a pointer in ``item[attr]`` must have, derived from the item's identity.
@@ -466,13 +516,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         this kind of item never holds a pointer.
         """
         ns, kind, cid, task_id = _items.parse_sk(item)
-        base = f"{self._s3_base(thread_id, ns)}c/{schema.s3_segment(cid)}/"
         if kind == schema.CHECKPOINT_ITEM and attr == ATTR.BODY:
-            return f"{base}body", True
+            return self._checkpoint_s3_key(thread_id, ns, cid, "body"), True
         if kind == schema.CHECKPOINT_ITEM and attr == ATTR.METADATA:
-            return f"{base}metadata", True
+            return self._checkpoint_s3_key(thread_id, ns, cid, "metadata"), True
         if kind == schema.WRITES_ITEM and _items.is_write_attr(attr):
-            return f"{base}w/{schema.s3_segment(task_id or '')}/{attr[len(ATTR.WRITE_PREFIX) :]}.", False
+            idx = attr[len(ATTR.WRITE_PREFIX) :]
+            return self._write_s3_prefix(thread_id, ns, cid, task_id or "", idx), False
         return None
 
     def _s3_pointer(self, thread_id: str, item: Item, attr: str) -> str:

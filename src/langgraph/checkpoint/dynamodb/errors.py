@@ -35,7 +35,9 @@ class PayloadTooLargeError(CheckpointStoreError, ValueError):
 
 
 class KeyTooLongError(CheckpointStoreError, ValueError):
-    """A thread id, namespace, checkpoint id or task id exceeds DynamoDB key limits."""
+    """An id too long to store at all: a thread id over the partition key's 2,048 bytes, or
+    another id over ``schema.MAX_ID_BYTES``. (Shorter ids that do not fit a key whole are
+    digested in it, see ``schema.fit``.)"""
 
 
 class MissingPayloadError(CheckpointStoreError):

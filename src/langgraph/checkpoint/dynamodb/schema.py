@@ -36,7 +36,10 @@ checkpoint together with its pending writes.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
@@ -45,7 +48,9 @@ __all__ = [
     "BASE_FORMAT_VERSION",
     "BLOB_ITEM",
     "CHECKPOINT_ITEM",
+    "DIGEST_MARK",
     "FORMAT_VERSION",
+    "MAX_ID_BYTES",
     "MAX_KEY_BYTES",
     "MAX_PK_BYTES",
     "MAX_S3_KEY_BYTES",
@@ -55,11 +60,16 @@ __all__ = [
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "WRITES_PER_ITEM",
+    "digest",
     "escape",
+    "fit",
     "parse_partition_key",
     "parse_s3_thread_segment",
     "partition_key",
+    "run_key",
+    "s3_object_key",
     "s3_thread_prefix",
+    "s3_thread_prefixes",
     "table_definition",
     "tenant_partition_prefix",
     "tenant_s3_prefix",
@@ -82,12 +92,17 @@ __all__ = [
 #:   refuses it with "upgrade" instead of resurrecting what was deleted.
 #:   The lineage root (``ATTR.ROOT``) on checkpoint items is an extra
 #:   attribute older readers ignore, so checkpoint items keep versions 1-2.
-FORMAT_VERSION: Final = 3
+#: - 4: items whose sort key digests an id too long to keep whole (see
+#:   :func:`fit`); they carry the whole ids in ``ATTR.KEY``. A reader of
+#:   version 3 would take the digest for the id, so it refuses them instead.
+FORMAT_VERSION: Final = 4
 BASE_FORMAT_VERSION: Final = 1
 #: Items holding a reference to a value held by another checkpoint item.
 REF_FORMAT_VERSION: Final = 2
 #: Tombstone items.
 TOMBSTONE_FORMAT_VERSION: Final = 3
+#: Items whose sort key holds a digested id.
+DIGESTED_FORMAT_VERSION: Final = 4
 
 PK: Final = "PK"
 SK: Final = "SK"
@@ -188,6 +203,9 @@ class ATTR:
     RESULT_SIZE: Final = "rs"  # serialized result size, bytes
     # Import markers (``IMPORT_SK``) carry KIND, FORMAT, THREAD_ID and CREATED too.
     IMPORT_SOURCE: Final = "src"  # the exported thread's id
+    # On an item whose sort key digests an id (format 4): every id of its key, whole
+    # ("ns", "id", "task"; a blob item's "ns", "ch", "ver").
+    KEY: Final = "k"
 
 
 #: DynamoDB limits: 2048 bytes for a partition key, 1024 for a sort key.
@@ -197,6 +215,80 @@ MAX_KEY_BYTES: Final = 1024
 MAX_S3_KEY_BYTES: Final = 1024
 
 SEP: Final = "|"
+
+#: Marks a key part too long to keep whole: its readable start, this mark, then
+#: :func:`digest` of the whole value. :func:`escape` and ``quote`` only ever write
+#: ``%`` before two hex digits, so no part kept whole contains the mark.
+DIGEST_MARK: Final = "%!"
+_DIGEST_CHARS: Final = 26  # 130 bits of SHA-256
+#: The smallest digested part: the mark and the digest, no readable start.
+DIGESTED_MIN_BYTES: Final = len(DIGEST_MARK) + _DIGEST_CHARS
+#: The longest namespace, checkpoint id, task id, channel or version the store
+#: takes (UTF-8 bytes). Key parts longer than their room are digested and the
+#: whole values kept in the item (``ATTR.KEY``), which bounds what they may cost.
+MAX_ID_BYTES: Final = 16_384
+#: An escaped namespace up to this many bytes stays whole in sort keys: with
+#: 36-character checkpoint and task ids the widest writes key then fits, which is
+#: what versions without digests accepted (their keys stay the same).
+NS_KEEP_BYTES: Final = MAX_KEY_BYTES - len(f"{SEP}c{SEP}{'0' * 36}{SEP}w{SEP}{'0' * 36}{SEP}-999")
+#: A longer one is digested to this size, leaving half a sort key for the rest.
+NS_DIGESTED_BYTES: Final = 512
+
+
+def digest(value: str) -> str:
+    """A digest of ``value`` fit for any key: 26 characters of base32 SHA-256 (130 bits).
+
+    Example:
+        >>> digest("thread")
+        'heqa2hukrw53nv545ji6ak4z6b'
+    """
+    raw = hashlib.sha256(value.encode()).digest()
+    return base64.b32encode(raw).decode("ascii")[:_DIGEST_CHARS].lower()
+
+
+def fit(part: str, value: str, limit: int) -> str:
+    """``part`` (the encoded form of ``value``) if it fits in ``limit`` UTF-8 bytes, else it digested.
+
+    A digested part is the longest start of ``part`` that leaves room (never
+    cut inside a character or a ``%XX`` escape), :data:`DIGEST_MARK` and
+    :func:`digest` of the whole ``value``: it stays readable and sorts near the
+    whole value, and two values share it only if SHA-256 collides. The item
+    keeps the whole value, and readers check the key it makes is the item's.
+
+    Example:
+        >>> fit("short", "short", 64)
+        'short'
+        >>> fit("x" * 100, "x" * 100, 40)
+        'xxxxxxxxxxxx%!bhwln26ixtx4om7w6lwej54rvp'
+    """
+    data = part.encode()
+    if len(data) <= limit:
+        return part
+    room = limit - DIGESTED_MIN_BYTES
+    if room < 0:
+        raise ValueError(f"no room for a digested key part ({limit} bytes)")
+    head = data[:room].decode(errors="ignore")
+    cut = head.rfind("%", max(0, len(head) - 2))
+    if cut != -1:  # an escape cut in two
+        head = head[:cut]
+    return f"{head}{DIGEST_MARK}{digest(value)}"
+
+
+def is_digested(part: str) -> bool:
+    """Whether a key (or a part of one) holds a digested id (see :func:`fit`)."""
+    return DIGEST_MARK in part
+
+
+def whole_ids(sk: str, **ids: str) -> dict[str, Any] | None:
+    """The ``ATTR.KEY`` attribute of an item keyed ``sk``: its ids whole, if ``sk`` digests one.
+
+    Names: ``ns``, ``id`` and ``task`` (checkpoint, writes and tombstone
+    items), ``ns``, ``ch`` and ``ver`` (blob items). ``None`` when the key
+    holds every id whole, which is what almost every item's does.
+    """
+    if DIGEST_MARK not in sk:
+        return None
+    return {"M": {name: {"S": value} for name, value in ids.items()}}
 
 
 def escape(value: str) -> str:
@@ -250,8 +342,15 @@ def parse_partition_key(pk: str) -> tuple[str, str] | None:
     return tenant, unescape(rest)
 
 
+def _ns_part(checkpoint_ns: str) -> str:
+    escaped = escape(checkpoint_ns)
+    if len(escaped.encode()) <= NS_KEEP_BYTES:
+        return escaped
+    return fit(escaped, checkpoint_ns, NS_DIGESTED_BYTES)
+
+
 def ns_prefix(checkpoint_ns: str) -> str:
-    return f"{escape(checkpoint_ns)}{SEP}"
+    return f"{_ns_part(checkpoint_ns)}{SEP}"
 
 
 def checkpoint_prefix(checkpoint_ns: str) -> str:
@@ -259,8 +358,20 @@ def checkpoint_prefix(checkpoint_ns: str) -> str:
     return f"{ns_prefix(checkpoint_ns)}c{SEP}"
 
 
+#: Behind a checkpoint's key: the widest writes suffix a 36-character task id makes.
+_WRITES_TAIL: Final = len(f"{SEP}w{SEP}{'0' * 36}{SEP}-999")
+
+
 def checkpoint_sk(checkpoint_ns: str, checkpoint_id: str) -> str:
-    return f"{checkpoint_prefix(checkpoint_ns)}{escape(checkpoint_id)}"
+    """Sort key of a checkpoint item; an over-long id is digested (see :func:`fit`).
+
+    The id keeps room for the writes items of a LangGraph task id (36
+    characters) behind it, so every key this store accepted whole before
+    digests existed is still whole.
+    """
+    prefix = checkpoint_prefix(checkpoint_ns)
+    limit = MAX_KEY_BYTES - len(prefix.encode()) - _WRITES_TAIL
+    return f"{prefix}{fit(escape(checkpoint_id), checkpoint_id, limit)}"
 
 
 #: Regular writes (index >= 0) one writes item holds: index ``i`` lives in the
@@ -281,7 +392,9 @@ def writes_shard(idx: int) -> int:
 
 def writes_sk(checkpoint_ns: str, checkpoint_id: str, task_id: str, shard: int = 0) -> str:
     """Sort key of a task's writes item of ``shard`` (see :func:`writes_shard`); shard 0 has no suffix."""
-    base = f"{checkpoint_sk(checkpoint_ns, checkpoint_id)}{SEP}w{SEP}{escape(task_id)}"
+    checkpoint = checkpoint_sk(checkpoint_ns, checkpoint_id)
+    limit = MAX_KEY_BYTES - len(checkpoint.encode()) - len(f"{SEP}w{SEP}{SEP}{WIDEST_WRITES_SHARD}")
+    base = f"{checkpoint}{SEP}w{SEP}{fit(escape(task_id), task_id, limit)}"
     return base if shard == 0 else f"{base}{SEP}{shard}"
 
 
@@ -305,7 +418,15 @@ def tombstone_sk(checkpoint_ns: str) -> str:
 
 
 def blob_sk(checkpoint_ns: str, channel: str, version: str) -> str:
-    return f"{ns_prefix(checkpoint_ns)}v{SEP}{escape(channel)}{SEP}{escape(version)}"
+    """Sort key of a blob item; when channel and version do not fit whole, the version gets
+    at most half the room left, then the channel the rest (see :func:`fit`)."""
+    prefix = f"{ns_prefix(checkpoint_ns)}v{SEP}"
+    room = MAX_KEY_BYTES - len(prefix.encode()) - len(SEP)
+    ch, ver = escape(channel), escape(version)
+    if len(ch.encode()) + len(ver.encode()) > room:
+        ver = fit(ver, version, room // 2)
+        ch = fit(ch, channel, room - len(ver.encode()))
+    return f"{prefix}{ch}{SEP}{ver}"
 
 
 HEAD_SK: Final = f"{SEP}{META_ITEM}{SEP}thread"
@@ -324,6 +445,16 @@ IMPORT_SK: Final = f"{META_PREFIX}import"
 
 def request_sk(request_id: str) -> str:
     return f"{META_PREFIX}req{SEP}{escape(request_id)}"
+
+
+def run_key(run_id: str) -> str:
+    """The run index's key of a run id (``ATTR.RUN_ID``): whole, or digested past 2,048 bytes.
+
+    Example:
+        >>> run_key("run-1")
+        'run-1'
+    """
+    return fit(run_id, run_id, MAX_PK_BYTES)
 
 
 def thread_shard(thread_id: str) -> str:
@@ -388,12 +519,59 @@ def s3_thread_prefix(key_prefix: str, thread_id: str, tenant_prefix: str = "") -
     return f"{key_prefix}{quote(thread_id, safe='')}/"
 
 
+#: In an S3 key too long to keep whole, each segment longer than its room (quoted
+#: bytes) is digested to it: a key then fits S3's 1,024 bytes behind an
+#: ``s3_key_prefix`` and tenant of up to 400 bytes together, whatever the ids.
+S3_THREAD_ROOM: Final = 200
+S3_NS_ROOM: Final = 200
+#: Checkpoint ids, task ids and versions.
+S3_ID_ROOM: Final = 64
+S3_CHANNEL_ROOM: Final = 100
+
+
+def s3_object_key(root: str, segments: Sequence[tuple[str, str, int]], reserve: int = 0) -> str:
+    """An object key: ``root``, then ``segments`` joined by ``/``.
+
+    Each segment is ``(encoded, value, room)``. All stay whole while the whole
+    key, plus ``reserve`` bytes (a random suffix the caller adds), fits S3's
+    1,024 bytes: every key this store wrote before digests existed is
+    unchanged. Otherwise each segment with a room is digested to it
+    (:func:`fit`; ``room`` 0: a literal, always whole). The caller checks the
+    result still fits (a huge ``root`` leaves it too long).
+
+    Example:
+        >>> s3_object_key("p/", [("t", "t", 200), ("body", "", 0)])
+        'p/t/body'
+    """
+    whole = root + "/".join(part for part, _, _ in segments)
+    if len(whole.encode()) + reserve <= MAX_S3_KEY_BYTES:
+        return whole
+    return root + "/".join(fit(part, value, room) if room else part for part, value, room in segments)
+
+
+def s3_thread_prefixes(key_prefix: str, thread_id: str, tenant_prefix: str = "") -> tuple[str, ...]:
+    """Every S3 prefix under which a thread's objects may live: its whole one, and
+    (for a thread id longer than :data:`S3_THREAD_ROOM` once quoted) the digested
+    one its too-long keys use (see :func:`s3_object_key`)."""
+    whole = s3_thread_prefix(key_prefix, thread_id, tenant_prefix)
+    segment = quote(thread_id, safe="")
+    short = fit(segment, thread_id, S3_THREAD_ROOM)
+    if short == segment:
+        return (whole,)
+    digested = f"{whole[: len(whole) - len(segment) - 1]}{short}/"
+    # A whole prefix of S3's full key length holds no object (nor may it be listed).
+    return (whole, digested) if len(whole.encode()) < MAX_S3_KEY_BYTES else (digested,)
+
+
 def parse_s3_thread_segment(segment: str) -> tuple[str, str] | None:
     """``(tenant_prefix, thread_id)`` of the first key segment after the key prefix.
 
     The inverse of :func:`s3_thread_prefix` for a segment (without its
-    trailing ``/``); ``None`` if this library never writes such a segment.
+    trailing ``/``); ``None`` if this library never writes such a segment, or
+    if it holds a digested thread id (see :func:`s3_thread_prefixes`).
     """
+    if DIGEST_MARK in segment:  # the thread id is not in it whole
+        return None
     tenant, sep, rest = segment.partition(SEP)
     if not sep:
         return ("", unquote(segment)) if segment else None

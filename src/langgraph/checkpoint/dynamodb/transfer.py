@@ -160,7 +160,7 @@ def _raw_writes(
     )
     by_checkpoint: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
-        ns, kind, cid, task_id = schema.parse_sk(it[ATTR.SK]["S"])
+        ns, kind, cid, task_id = _items.parse_sk(it)
         if kind == schema.WRITES_ITEM and task_id is not None:
             by_checkpoint.setdefault((ns, cid), []).append(it)
     for (ns, cid), group in by_checkpoint.items():

@@ -562,15 +562,15 @@ def _threads_from_scan(
     by_thread: dict[str, dict[str, Any]] = {}
     for it in scan(
         saver,
-        ProjectionExpression="#pk, #sk",
-        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+        ProjectionExpression="#pk, #sk, #k",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#k": ATTR.KEY},
         ConsistentRead=True,
     ):
         pk = it[ATTR.PK]["S"]
         if saver.thread_id_of(pk) is None:  # another tenant's thread, or the lifecycle state
             continue
         try:
-            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+            ns, kind, cid, _ = _items.parse_sk(it)
         except CorruptPayloadError:
             continue  # not an item this library writes in a thread: not a checkpoint to count
         if kind != schema.CHECKPOINT_ITEM:
@@ -611,7 +611,7 @@ def _threads_from_scan(
 
 
 def _value_sizes(
-    saver: Any, thread_id: str, items: Iterable[dict[str, Any]], s3_prefix: str
+    saver: Any, thread_id: str, items: Iterable[dict[str, Any]], s3_prefixes: Iterable[str]
 ) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
     """Split raw items, and collect blob item sizes and S3 object sizes of a thread."""
     kept: list[dict[str, Any]] = []
@@ -622,7 +622,7 @@ def _value_sizes(
             blobs[it[ATTR.SK]["S"]] = item_size(it)
         else:
             kept.append(it)
-    objects = {o["Key"]: int(o["Size"]) for o in s3_objects(saver, s3_prefix)}
+    objects = {o["Key"]: int(o["Size"]) for prefix in s3_prefixes for o in s3_objects(saver, prefix)}
     return kept, blobs, objects
 
 
@@ -641,16 +641,16 @@ def checkpoint_sizes(
         saver,
         thread_id,
         thread_items(saver, thread_id, sk_prefix=prefix),
-        saver.s3_thread_prefix(thread_id),
+        saver.s3_thread_prefixes(thread_id),
     )
     sizes: dict[tuple[str, str], int] = {}
     holders: dict[tuple[str, str], Any] = {}
     for it in items:
-        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        ns, kind, cid, _ = _items.parse_sk(it)
         if kind == schema.CHECKPOINT_ITEM:
             holders[(ns, cid)] = it
     for it in items:
-        ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+        ns, kind, cid, _ = _items.parse_sk(it)
         if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
             continue
         total = item_size(it)
@@ -816,10 +816,10 @@ def collect_stats(
         items: Iterable[dict[str, Any]] = (
             it for it in scan(saver, ConsistentRead=True) if saver.thread_id_of(it[ATTR.PK]["S"]) is not None
         )
-        s3_prefix = s3_root(saver)
+        s3_prefixes: tuple[str, ...] = (s3_root(saver),)
     else:
         items = thread_items(saver, thread_id)
-        s3_prefix = saver.s3_thread_prefix(thread_id)
+        s3_prefixes = saver.s3_thread_prefixes(thread_id)
     by_kind: dict[str, dict[str, int]] = {}
     threads: set[str] = set()
     # Namespaces are counted as subgraphs (root included), whatever the number
@@ -842,18 +842,18 @@ def collect_stats(
         if kind == "checkpoint":
             checkpoints += 1
             threads.add(it[ATTR.PK]["S"])
-            ns = schema.parse_sk(sk)[0]
+            ns = _items.parse_sk(it)[0]
             paths.add(subgraph_path(ns))
             if ns:
                 runs.add((it[ATTR.PK]["S"], ns))
     s3: dict[str, Any] = {
         "bucket": saver.bucket_name,
-        "prefix": s3_prefix,
+        "prefix": s3_prefixes[0],
         "objects": 0,
         "bytes": 0,
         "by_kind": {},
     }
-    for obj in s3_objects(saver, s3_prefix):
+    for obj in (o for prefix in s3_prefixes for o in s3_objects(saver, prefix)):
         if thread_id is None and not s3_in_scope(saver, obj["Key"]):
             continue  # another tenant's (an untenanted root lists every tenant's objects)
         kind = s3_kind(obj["Key"], saver.s3_key_prefix)

@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import _deleting, schema
+from langgraph.checkpoint.dynamodb import _deleting, _items, schema
 from langgraph.checkpoint.dynamodb._inspection import ddb_client, s3_client
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb.cli import _ui_pages as pages
@@ -143,9 +143,9 @@ def thread_namespaces(saver: Any, thread_id: str, cap: int = MAX_NAMESPACES) -> 
         resp = ddb_client(saver).query(
             TableName=saver.table_name,
             KeyConditionExpression=cond,
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
+            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#k": ATTR.KEY},
             ExpressionAttributeValues=values,
-            ProjectionExpression="#sk",
+            ProjectionExpression="#pk, #sk, #k",  # the ids too, where a key digests one
             Limit=1,
             ConsistentRead=True,
         )
@@ -153,7 +153,7 @@ def thread_namespaces(saver: Any, thread_id: str, cap: int = MAX_NAMESPACES) -> 
         if not items:
             break
         sk = items[0][ATTR.SK]["S"]
-        ns = schema.parse_sk(sk)[0]
+        ns = _items.parse_sk(items[0])[0]
         escaped = sk.split(schema.SEP, 1)[0]
         if ns not in found:
             found.append(ns)
@@ -201,12 +201,13 @@ def prune_marks(saver: Any, thread_id: str, checkpoint_ns: str, keep_last: int) 
             "#p": ATTR.PARENT_ID,
             "#dn": ATTR.DELTA_NEEDS,
             "#v": ATTR.VALUES,
+            "#k": ATTR.KEY,
         },
         "ExpressionAttributeValues": {
             ":pk": {"S": saver.partition_key(thread_id)},
             ":pre": {"S": schema.checkpoint_prefix(checkpoint_ns)},
         },
-        "ProjectionExpression": "#pk, #sk, #p, #dn, #v",
+        "ProjectionExpression": "#pk, #sk, #p, #dn, #v, #k",
         "ScanIndexForward": False,
         "ConsistentRead": True,
         "Limit": min(1000, keep_last * 4 + 8),
@@ -216,7 +217,7 @@ def prune_marks(saver: Any, thread_id: str, checkpoint_ns: str, keep_last: int) 
     while True:
         resp = ddb_client(saver).query(**kwargs)
         for it in resp.get("Items", []):
-            ns, kind, cid, _ = schema.parse_sk(it[ATTR.SK]["S"])
+            ns, kind, cid, _ = _items.parse_sk(it)
             if kind == schema.CHECKPOINT_ITEM:
                 seen[(ns, cid)] = it
                 order.append(cid)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import math
 import re
@@ -198,8 +199,10 @@ class Mirror:
         return self.tables[table].items.get(pk, {}).get(sk)
 
     def put(self, table: str, item: Item) -> None:
+        # A copy: the caller may go on changing the dicts it sent (a saver's staging
+        # map is shared with its item), and another thread may be sizing this one.
         pk, sk = self._key(table, item)
-        self.tables[table].items.setdefault(pk, {})[sk] = item
+        self.tables[table].items.setdefault(pk, {})[sk] = copy.deepcopy(item)
 
     def delete(self, table: str, key: Mapping[str, AttributeValue]) -> None:
         pk, sk = self._key(table, key)

@@ -65,7 +65,7 @@ deploy-local: setup  ## cdk deploy into a local moto server, then run a graph ag
 	bash infra/deploy_local.sh
 
 soak: setup  ## long fault-injection and differential runs
-	SOAK=1 $(BIN)/python -m pytest -q tests/reliability tests/security/test_reuse.py
+	SOAK=1 $(BIN)/python -m pytest -q tests/reliability tests/security/test_reuse.py tests/e2e/test_fanout.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out node_modules

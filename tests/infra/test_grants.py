@@ -300,9 +300,10 @@ def test_maintenance_roles_get_only_what_their_code_path_calls(
     assert [s["Resource"] for s in other["sqs"]] == [_arn(dlq)]
     # The maintenance function alone reads its token key, and nothing else in Secrets Manager.
     if name == "maintenance":
-        secret, _ = reference.one(REF, "AWS::SecretsManager::Secret", "CheckpointStoreMaintenanceTokenKey")
+        from test_token_key import key_arn
+
         assert other["secretsmanager"] == [
-            {"Action": ["secretsmanager:GetSecretValue"], "Effect": "Allow", "Resource": {"Ref": secret}}
+            {"Action": ["secretsmanager:GetSecretValue"], "Effect": "Allow", "Resource": key_arn(reference)}
         ]
     else:
         assert "secretsmanager" not in other

@@ -34,6 +34,27 @@ def test_the_key_is_a_generated_secret_named_in_the_function_environment(referen
         assert ENV_MAINTENANCE_TOKEN_SECRET not in f["Properties"]["Environment"]["Variables"], other
 
 
+def key_arn(reference) -> dict:
+    """The grant names the key by its fixed name: ``...:secret:<name>-??????`` (Secrets Manager's
+    six-character suffix), so it holds even where the secret resource does not resolve."""
+    _, secret = reference.one(REF, "AWS::SecretsManager::Secret")
+    name = secret["Properties"]["Name"]
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":secretsmanager:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":secret:{name}-??????",
+            ],
+        ]
+    }
+
+
 def test_only_the_maintenance_role_can_read_the_key(reference) -> None:
     secret_id, _ = reference.one(REF, "AWS::SecretsManager::Secret")
     readers = set()
@@ -44,7 +65,7 @@ def test_only_the_maintenance_role_can_read_the_key(reference) -> None:
                 assert stmt["Action"] == "secretsmanager:GetSecretValue" or stmt["Action"] == [
                     "secretsmanager:GetSecretValue"
                 ], stmt
-                assert stmt["Resource"] == {"Ref": secret_id}, stmt
+                assert stmt["Resource"] == key_arn(reference), stmt
     role_id, _ = reference.one(REF, "AWS::IAM::Role", "CheckpointStoreMaintenanceRole")
     assert readers == {role_id}
     # And the secret's own policy denies everyone else, whatever their IAM grants.

@@ -702,8 +702,22 @@ class CheckpointStore(Construct):
     def _grant_token_key(self, secret: secretsmanager.Secret, fn: lambda_.Function) -> None:
         role = fn.role
         assert role is not None
+        # By name when it is fixed: the ARN Secrets Manager gives it ends in "-" and six
+        # random characters (the documented IAM pattern). It does not depend on the secret
+        # resource resolving, which moto's CloudFormation skips (`make deploy-local`).
+        name = self._token_key_name
+        arn = (
+            secret.secret_arn
+            if name is None
+            else Stack.of(self).format_arn(
+                service="secretsmanager",
+                resource="secret",
+                resource_name=f"{name}-??????",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+        )
         role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secret.secret_arn])
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[arn])
         )
         # Nobody else, whatever their IAM grants (an account admin changes the policy first, in CloudTrail).
         secret.add_to_resource_policy(

@@ -313,7 +313,8 @@ def plan_copy(
     def rekey(it: Item, name: str, key: str) -> str:
         src_own = s._own_s3_key(source_id, it, name)
         dst_own = dst._own_s3_key(target_id, it, name)
-        assert src_own is not None and dst_own is not None  # checked by _s3_pointer first
+        if src_own is None or dst_own is None:  # _s3_pointer refused such an item first
+            raise CorruptPayloadError(f"{_items.item_name(it)}: attribute {name!r} holds no pointer")
         s3_keys[key] = dst_own[0] + key[len(src_own[0]) :]
         return s3_keys[key]
 

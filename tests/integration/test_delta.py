@@ -145,6 +145,7 @@ def _chain(h: Harness, thread: str, n: int, snapshot_every: int) -> dict[str, An
     return parent
 
 
+@HEAVY
 def test_delta_history_matches_base_walk_in_constant_round_trips(harness: Harness) -> None:
     counts = {}
     for n in (10, 200):

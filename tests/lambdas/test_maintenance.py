@@ -200,6 +200,7 @@ def _forge(token: str, **changes: Any) -> str:
 # ------------------------------------------------------- library (sync/async)
 
 
+@pytest.mark.parametrize("harness", ["sync-s3", "async-s3-encrypted"], indirect=True)
 def test_copy_steps_end_identical_to_copy_thread(harness: Harness) -> None:
     """Step by step (one batch of 2 per call), sync and async: a prefix after each step, ``copy_thread``'s result at the end."""
     source, stepped, whole = new_thread(), new_thread(), new_thread()

@@ -704,7 +704,7 @@ def diff_store(moto_endpoint: str) -> dict[str, str]:
 
 
 #: Examples per configuration in CI (soak: 100 each, 30 steps).
-CI_EXAMPLES = {"s3": 25, "s3-encrypted": 12, "no-bucket": 12}
+CI_EXAMPLES = {"s3": 15, "s3-encrypted": 12, "no-bucket": 12}
 
 
 @pytest.mark.timeout(3000 if SOAK else 300)

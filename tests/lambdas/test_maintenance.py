@@ -27,24 +27,10 @@ from langgraph.checkpoint.dynamodb.lambdas import maintenance
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, checkpoint_of, new_thread
+from tests.support.lambda_context import AMPLE, TINY
 
 FUNCTION = "Stack-CheckpointStoreMaintenance-0123ABCD"
 
-
-class FakeContext:
-    """The part of a Lambda context the handler reads."""
-
-    def __init__(self, remaining_ms: int) -> None:
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
-
-
-#: Budget already spent (remaining time == the safety margin): one unit per call.
-TINY = FakeContext(int(handlers.SAFETY_SECONDS * 1000))
-#: Plenty of time: a whole operation in one call.
-AMPLE = FakeContext(900_000)
 
 
 # ------------------------------------------------------------------ fixtures

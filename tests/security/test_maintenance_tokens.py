@@ -24,20 +24,11 @@ import pytest
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers, schema
 from langgraph.checkpoint.dynamodb.lambdas import maintenance, tokens
 from tests.support.harness import cfg, checkpoint_of, new_thread
+from tests.support.lambda_context import AMPLE, TINY
 
 KEY = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
 
 
-class _Context:
-    def __init__(self, remaining_ms: int) -> None:
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
-
-
-TINY = _Context(int(handlers.SAFETY_SECONDS * 1000))  # one unit per invocation
-AMPLE = _Context(900_000)
 
 
 @pytest.fixture

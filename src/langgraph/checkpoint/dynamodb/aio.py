@@ -31,6 +31,7 @@ from langgraph.checkpoint.dynamodb._aws import (
     client_region,
     fail_fast_on_local_endpoint,
     region_required,
+    share_models,
     translate_errors,
 )
 from langgraph.checkpoint.dynamodb._driver import (
@@ -345,7 +346,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                         "(or pass session= an aioboto3 Session, or ready-made async clients)"
                     ) from exc
 
-                session = get_session()
+                # The process's parsed API models, as the sync saver's (``share_models``).
+                session = share_models(get_session())
             if self._stack is None:
                 self._stack = AsyncExitStack()
             for name in need:

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
-import boto3
+import botocore.session
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -22,6 +22,7 @@ from langgraph.checkpoint.dynamodb._aws import (
     client_region,
     fail_fast_on_local_endpoint,
     region_required,
+    share_models,
     translate_errors,
 )
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
@@ -118,16 +119,22 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
         region_name = client_region(self._region_name, boto3_session)
-        session = boto3_session or boto3.session.Session(region_name=region_name)
+        # Without a session of the caller's, clients come from a botocore
+        # session sharing the process's parsed API models (``share_models``):
+        # the same clients boto3 would make, without parsing the models again.
+        if boto3_session is not None:
+            make = boto3_session.client
+        else:
+            make = share_models(botocore.session.Session()).create_client
         opts = {"region_name": region_name, "endpoint_url": self._endpoint_url, "config": self._client_config}
         self._owned: list[Any] = []
         with region_required():
             if dynamodb_client is None:
-                dynamodb_client = session.client("dynamodb", **opts)
+                dynamodb_client = make("dynamodb", **opts)
                 fail_fast_on_local_endpoint(dynamodb_client)
                 self._owned.append(dynamodb_client)
             if s3_client is None and self.bucket_name is not None:
-                s3_client = session.client("s3", **opts)
+                s3_client = make("s3", **opts)
                 fail_fast_on_local_endpoint(s3_client)
                 self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}

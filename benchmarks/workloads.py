@@ -553,7 +553,27 @@ def w_calls(ctx: Context) -> dict[str, Any]:
     cp["channel_versions"] = dict(versions)
     md = {"source": "loop", "step": len(sizes), "parents": {}}
     ctx.measure("put[500k unchanged]", partial(saver.put, parent, cp, md, {}))
+    out["held_far_steps"] = _held_far(ctx, f"{thread}-held")
     return out
+
+
+def _held_far(ctx: Context, thread: str, steps: int = 10) -> int:
+    """``get_tuple[20k, 10 back]``: a 20 KB value set once, then ``steps`` checkpoints (each with a
+    task's write) that leave it unchanged: the checkpoint that stored it is far below the latest."""
+    saver = ctx.saver
+    config: dict[str, Any] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    versions: dict[str, Any] = {}
+    values = {"profile": big_text(7, 20 * 1024), "turn": 0}
+    for step in range(steps + 1):
+        values["turn"] = step
+        changed = values if step == 0 else {"turn": step}
+        cp, new = _checkpoint(saver, changed, versions)
+        cp["channel_values"] = dict(values)
+        versions = dict(cp["channel_versions"])
+        config = saver.put(config, cp, {"source": "loop", "step": step, "parents": {}}, new)
+        saver.put_writes(config, [("turn", step + 1)], f"task-{step}")
+    got = ctx.measure("get_tuple[20k, 10 back]", partial(saver.get_tuple, {"configurable": {"thread_id": thread}}))
+    return int(got.checkpoint["channel_values"]["turn"]) if got else -1
 
 
 def w_async(ctx: Context) -> dict[str, Any]:

@@ -362,8 +362,10 @@ def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
         frozenset({pk}),
         frozenset({saver.partition_key(other)}),
     }
-    # Pruning the first checkpoint re-homes its value into a blob item, which reads fetch with BatchGetItem.
+    # Pruning the first checkpoint re-homes its value into a blob item, which a
+    # reader fetches with BatchGetItem (a new container's: nothing cached).
     assert saver.prune([other], keep_last=1).checkpoints_deleted == 1
+    saver._value_cache.clear()
     got = saver.get_tuple(configs[-1])
     assert got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000
     assert len(list(saver.list(_cfg(other)))) == 1
@@ -416,6 +418,7 @@ def test_tenant_role_covers_a_lease_bound_tenant_saver(
     with saver:
         configs = run_once(saver, thread, "r-1", None, work).value
         assert saver.prune([thread], keep_last=1).checkpoints_deleted == 1
+        saver._value_cache.clear()  # read as a new container would: BatchGetItem of the blob
         got = saver.get_tuple(configs[-1])
         assert (
             got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000

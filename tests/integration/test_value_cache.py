@@ -73,7 +73,9 @@ def test_unchanged_value_keeps_its_tag(harness: Harness) -> None:
         "put", first, checkpoint_of({"big": big, "n": 2}, {"big": "1", "n": "2"}), {}, {"n": "2"}
     )
     refs = [
-        _checkpoint_item(harness, thread, c["configurable"]["checkpoint_id"])[schema.ATTR.VALUES]["M"]["big"]["M"]
+        _checkpoint_item(harness, thread, c["configurable"]["checkpoint_id"])[schema.ATTR.VALUES]["M"]["big"][
+            "M"
+        ]
         for c in (first, second)
     ]
     assert refs[0]["l"]["S"] == "s3" and len(refs[0]["n"]["S"]) == 16
@@ -168,3 +170,118 @@ def test_a_reused_version_reads_as_without_the_cache(harness: Harness) -> None:
             mine = harness.call("get_tuple", config).checkpoint["channel_values"]
             theirs = harness.call("get_tuple", config, saver=reader).checkpoint["channel_values"]
             assert mine == theirs == {"big": _value(12)}
+
+
+# ------------------------------------------------------------- held values
+
+HELD = pytest.mark.parametrize("harness", ["sync", "async"], indirect=True)
+
+
+def _held_chain(harness: Harness, thread: str, big: str, steps: int) -> list[Any]:
+    """A held value (no bucket: above ``inline_threshold``) that stays unchanged for ``steps`` checkpoints."""
+    configs = [
+        harness.call(
+            "put",
+            cfg(thread),
+            checkpoint_of({"big": big, "n": 0}, {"big": "1", "n": "0"}),
+            {},
+            {"big": "1", "n": "0"},
+        )
+    ]
+    for i in range(1, steps + 1):
+        cp = checkpoint_of({"big": big, "n": i}, {"big": "1", "n": str(i)})
+        configs.append(harness.call("put", configs[-1], cp, {}, {"n": str(i)}))
+        harness.call("put_writes", configs[-1], [("n", i)], f"task-{i}")
+    return configs
+
+
+def _queries_only(harness: Harness) -> dict[str, int]:
+    return {k: v for k, v in harness.counter.counts.items() if v}
+
+
+@HELD
+def test_unchanged_held_value_off_the_page_needs_no_fetch(harness: Harness) -> None:
+    """The holder is many items below the latest checkpoint: the writer reads it from memory, a reader once."""
+    thread, big = new_thread(), _value(20, 6_000)
+    configs = _held_chain(harness, thread, big, steps=12)
+    refs = [
+        _checkpoint_item(harness, thread, c["configurable"]["checkpoint_id"])[schema.ATTR.VALUES]["M"]["big"]
+        for c in configs
+    ]
+    assert "B" in refs[0]  # held by the first checkpoint ...
+    assert {r["M"]["l"]["S"] for r in refs[1:]} == {"c"}  # ... referenced, with one write tag
+    assert len({r["M"]["n"]["S"] for r in refs[1:]}) == 1
+    harness.counter.reset()
+    assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"] == {"big": big, "n": 12}
+    assert _queries_only(harness) == {"dynamodb.Query": 1}
+
+    with harness.other_saver() as reader:
+        harness.counter.reset()
+        assert harness.call("get_tuple", cfg(thread), saver=reader).checkpoint["channel_values"]["big"] == big
+        assert _queries_only(harness) == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}
+        harness.counter.reset()
+        again = harness.call("get_tuple", cfg(thread), saver=reader)
+        assert again.checkpoint["channel_values"]["big"] == big
+        assert _queries_only(harness) == {"dynamodb.Query": 1}
+        # What the reader writes next carries the tag it read.
+        nxt = harness.call(
+            "put",
+            again.config,
+            checkpoint_of({"big": big, "n": 13}, {"big": "1", "n": "13"}),
+            {},
+            {"n": "13"},
+            saver=reader,
+        )
+        ref = _checkpoint_item(harness, thread, nxt["configurable"]["checkpoint_id"])[schema.ATTR.VALUES][
+            "M"
+        ]["big"]
+        assert ref == refs[-1]
+
+
+@HELD
+def test_recreated_thread_with_the_same_held_versions_is_read_fresh(harness: Harness) -> None:
+    """Another process deletes the thread and writes it again, same versions, other bytes: never the old ones.
+
+    (Checkpoint ids of a deleted lineage stay dead, so a re-created thread's
+    holders are other items, whose references carry other tags.)
+    """
+    thread, old, new = new_thread(), _value(21, 6_000), _value(22, 6_000)
+    _held_chain(harness, thread, old, steps=10)
+    assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"]["big"] == old
+    with harness.other_saver() as other:
+        harness.call("delete_thread", thread, saver=other)
+        harness.call(
+            "put", cfg(thread), checkpoint_of({"big": new}, {"big": "1"}), {}, {"big": "1"}, saver=other
+        )
+        harness.call(
+            "put",
+            cfg(thread),
+            checkpoint_of({"big": new, "n": 1}, {"big": "1", "n": "1"}),
+            {},
+            {"n": "1"},
+            saver=other,
+        )
+    assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"] == {"big": new, "n": 1}
+
+
+@HELD
+def test_a_re_homed_holder_is_still_served(harness: Harness) -> None:
+    """Prune deletes the holder and moves its value to a blob item: the writer needs no fetch, a reader one."""
+    thread, big = new_thread(), _value(23, 6_000)
+    _held_chain(harness, thread, big, steps=3)
+    harness.call("prune", [thread], keep_last=1)
+    harness.counter.reset()
+    assert harness.call("get_tuple", cfg(thread)).checkpoint["channel_values"] == {"big": big, "n": 3}
+    assert _queries_only(harness) == {"dynamodb.Query": 1}
+    with harness.other_saver() as reader:
+        assert harness.call("get_tuple", cfg(thread), saver=reader).checkpoint["channel_values"]["big"] == big
+
+
+@HELD
+def test_delete_thread_forgets_held_values(harness: Harness) -> None:
+    thread = new_thread()
+    _held_chain(harness, thread, _value(24, 6_000), steps=1)
+    cache = harness.saver._value_cache
+    assert len(cache) >= 1
+    harness.call("delete_thread", thread)
+    assert len(cache) == 0

@@ -362,10 +362,16 @@ def test_future_blob_refused_on_unprocessed_keys_retry(saver: DynamoDBSaver) -> 
     thread = new_thread()
     stored = _stored(saver, thread)
     _damage("blob-future-item", saver, stored)
+    # Another process's saver: the writer serves the value it holds from memory.
+    fresh = DynamoDBSaver(
+        table_name=saver.table_name, bucket_name=saver.bucket_name, inline_threshold=64, s3_threshold=512, **session_kw()
+    )
     inj = FaultInjector(1, rate=1.0, kinds=("partial",), ops=frozenset({"BatchGetItem"}), max_faults=1)
-    inj.attach_saver(saver)
+    inj.attach_saver(fresh)
     with pytest.raises(UnsupportedFormatError):
-        saver.get_tuple(stored)
+        fresh.get_tuple(stored)
+    assert inj.kinds_injected()["partial"] == 1, "the retry path was not taken"
+    fresh.close()
 
 
 # ------------------------------------------------- code-execution payloads

@@ -20,6 +20,7 @@ from langgraph.checkpoint.dynamodb._items import (
     ThreadItems,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb._valuecache import HELD, held_prefix
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
@@ -76,6 +77,7 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) 
     # its checkpoints new ids): only memory to give back.
     for prefix in s._s3_thread_prefixes(thread_id):
         s._value_cache.forget_prefix(s.bucket_name or "", prefix)
+    s._value_cache.forget_prefix(HELD, held_prefix(pk))
     s._chain_cache.forget_partition(pk)
     s._head_until.pop(thread_id, None)  # a new conversation writes a head again
     # Deletion is final: tombstones for every lineage deleted go first, so

@@ -31,6 +31,8 @@ from langgraph.checkpoint.dynamodb._items import (
     Ref,
 )
 from langgraph.checkpoint.dynamodb._ops import PACKED_EXPANSION, Call, Emit, Gather, Op, Sleep, compute, ddb
+from langgraph.checkpoint.dynamodb._placement import new_tag
+from langgraph.checkpoint.dynamodb._valuecache import held_key
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
@@ -233,7 +235,14 @@ def value_ref_target(
     if loc == "blob":
         return blob_ref
     if loc == "c":
-        return Ref("item", schema.checkpoint_sk(ns, ref["c"]["S"]), pk=pk, channel=channel, alt=blob_ref)
+        return Ref(
+            "item",
+            schema.checkpoint_sk(ns, ref["c"]["S"]),
+            pk=pk,
+            channel=channel,
+            alt=blob_ref,
+            tag=_items.value_tag(av),
+        )
     raise CorruptPayloadError(
         f"channel {channel!r} of checkpoint {record.checkpoint_id!r} (thread {record.thread_id!r}): "
         f"unknown value location {loc!r}"
@@ -260,8 +269,10 @@ def fetch(
             packed = _items.held_value(held[(ref.pk, ref.key)], ref.channel)
             if packed is not None:
                 out[ref] = packed
+                if ref.tag:  # the holder may be off the next read's page
+                    s._value_cache.put(cache_key(bucket, ref), packed)
                 continue
-        if ref.tag and (cached := s._value_cache.get((bucket, ref.key, ref.tag))) is not None:
+        if ref.tag and (cached := s._value_cache.get(cache_key(bucket, ref))) is not None:
             out[ref] = cached
             continue
         pending.setdefault(ref, []).append(ref)
@@ -269,10 +280,10 @@ def fetch(
         found: dict[Ref, bytes] = {}
         missing = yield from _fetch_wave(s, list(pending), found)
         for place, data in found.items():
-            if place.tag:  # the object the tagged write stored (not a fallback)
-                s._value_cache.put((bucket, place.key, place.tag), data)
             for wanted in pending[place]:
                 out[wanted] = data
+                if wanted.tag:  # what the tagged write stored, from its place or the one it moved to
+                    s._value_cache.put(cache_key(bucket, wanted), data)
         lost = [(place, wanted) for place in missing for wanted in pending[place]]
         pending = {}
         for place, wanted in lost:
@@ -288,6 +299,13 @@ def fetch(
                 )
             pending.setdefault(place.alt, []).append(wanted)
     return out
+
+
+def cache_key(bucket: str, ref: Ref) -> tuple[str, str, str]:
+    """The value cache's entry for a tagged reference (see ``_valuecache``)."""
+    if ref.kind == "item":
+        return held_key(ref.pk, ref.key, ref.channel, ref.tag)
+    return (bucket, ref.key, ref.tag)
 
 
 def _fetch_wave(s: BaseDynamoDBSaver, refs: list[Ref], out: dict[Ref, bytes]) -> Op[list[Ref]]:
@@ -438,6 +456,27 @@ def _to_tuples(
     return out
 
 
+def _held_here(
+    s: BaseDynamoDBSaver,
+    record: CheckpointRecord,
+    key: tuple[str, str, str, str],
+    channel: str,
+    packed: bytes,
+) -> Placement:
+    """The placement of a value the checkpoint item being read holds, with a tag for the value cache.
+
+    The tag this process already uses for it, else a new one: later
+    references this process writes carry it, and the cache keeps the bytes
+    under it (see ``_valuecache``), so a later read in this process does not
+    fetch the holder.
+    """
+    cid = record.checkpoint_id
+    known = s._placements.get(key)
+    tag = known[2] if known is not None and known[0] == "c" and known[1] == cid and known[2] else new_tag()
+    s._value_cache.put(held_key(record.item[ATTR.PK]["S"], record.item[ATTR.SK]["S"], channel, tag), packed)
+    return ("c", cid, tag)
+
+
 def _to_tuple(
     s: BaseDynamoDBSaver,
     record: CheckpointRecord,
@@ -458,19 +497,23 @@ def _to_tuple(
     for channel, av in _items.map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
         where = f"channel {channel!r} of checkpoint {cid!r}"
         placement: Placement
+        key = (record.thread_id, record.checkpoint_ns, channel, str(versions.get(channel)))
         if "B" in av:
             packed = av["B"]
             # Held here: later checkpoints copy it if small, else point here.
-            placement = ("inline", packed) if len(packed) <= s.inline_threshold else ("c", cid)
+            placement = (
+                ("inline", packed, "")
+                if len(packed) <= s.inline_threshold
+                else _held_here(s, record, key, channel, packed)
+            )
         else:
             packed = fetched[value_ref_target(s, record, pk, channel, av)]
             loc = cast(Location, av["M"]["l"]["S"])
-            if loc == "c":
-                placement = (loc, av["M"]["c"]["S"])
-            else:  # a later put carries an S3 value's write tag forward
-                placement = (loc, _items.value_tag(av) or None if loc == "s3" else None)
+            # A later put carries the reference's write tag forward.
+            tag = _items.value_tag(av) if loc in ("s3", "c") else ""
+            placement = (loc, av["M"]["c"]["S"] if loc == "c" else None, tag)
         if channel in versions:
-            s._remember((record.thread_id, record.checkpoint_ns, channel, str(versions[channel])), placement)
+            s._remember(key, placement)
         channel_values[channel] = s._unpack(packed, where)
     checkpoint["channel_values"] = channel_values
     s._note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))

@@ -1,4 +1,4 @@
-"""The value cache: packed bytes of S3-stored channel values this saver wrote or read.
+"""The value cache: packed bytes of channel values stored outside the checkpoint being read.
 
 Why: a thread with a large state stores its largest channel values in S3.
 LangGraph reads the latest checkpoint at the start of every run (and every
@@ -21,6 +21,18 @@ A process that uploads a value under a key it already holds entries for
 direct API use and test suites may) drops those entries first, so reads in
 this process answer what S3 now holds under that key, as without a cache.
 
+Held values too. A value between ``inline_threshold`` and ``s3_threshold`` is
+held by the checkpoint item that introduced it; later checkpoints reference
+that item (``c``). Once the holder is off the latest-checkpoint Query's page
+(a value that has not changed for a few steps) or re-homed by prune, a read
+would fetch it in a second round trip. The put that holds a value gives it a
+write tag, and later references carry it, as for S3 values; the cache keys
+the bytes by the holder item's key, the channel and that tag
+(:func:`held_key`), so a read in a process that wrote or read the value
+takes it from memory. A reference without a tag (items written before) is
+fetched. A reader that meets a held value on the item itself mints a tag for
+its own later references (the bytes it read are what the item holds).
+
 Bounded in bytes, least recently used first out, one entry at most a quarter
 of the bound. Keyed by the full S3 key, which carries the tenant prefix, so
 tenant views may share it. Safe to share between threads: every access holds
@@ -32,13 +44,26 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-__all__ = ["DEFAULT_VALUE_CACHE_BYTES", "ValueCache"]
+__all__ = ["DEFAULT_VALUE_CACHE_BYTES", "HELD", "ValueCache", "held_key", "held_prefix"]
 
 #: Default bound: a few large states (a tool-heavy thread's S3 values are
 #: typically tens to hundreds of KB packed), small next to a Lambda's memory.
 DEFAULT_VALUE_CACHE_BYTES = 32 * 1024 * 1024
 
-Key = tuple[str, str, str]  # (bucket, S3 key, tag)
+Key = tuple[str, str, str]  # (bucket, S3 key, tag), or (HELD, holder item and channel, tag)
+
+#: The "bucket" of held values' entries: no bucket name contains "#".
+HELD = "#held"
+
+
+def held_key(pk: str, sk: str, channel: str, tag: str) -> Key:
+    """The entry of the value that checkpoint item ``pk``/``sk`` holds for ``channel``, written with ``tag``."""
+    return (HELD, f"{pk}\n{sk}\n{channel}", tag)
+
+
+def held_prefix(pk: str) -> str:
+    """What every held-value entry of partition ``pk`` starts with (``forget_prefix(HELD, ...)``)."""
+    return f"{pk}\n"
 
 
 class ValueCache:

@@ -29,6 +29,7 @@ from langgraph.checkpoint.dynamodb._items import (
     Item,
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, compute, ddb, size_hint
+from langgraph.checkpoint.dynamodb._valuecache import held_key
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -41,13 +42,13 @@ def _pack_all(s: BaseDynamoDBSaver, values: list[Any], labels: list[str]) -> lis
 
 def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
     """What a checkpoint stores for a version already stored as ``known``; ``None``: store it again."""
-    loc, held = known
+    loc, held, tag = known
     if loc == "inline" and isinstance(held, bytes):
         return {"B": held}
     if loc == "c" and isinstance(held, str) and held != cid:
-        return _placement.value_ref(version, "c", held)
+        return _placement.value_ref(version, "c", held, tag=tag or None)
     if loc == "s3":
-        return _placement.value_ref(version, loc, tag=held if isinstance(held, str) else None)
+        return _placement.value_ref(version, loc, tag=tag or None)
     if loc == "blob":
         return _placement.value_ref(version, loc)
     return None  # this very checkpoint, put again: hold the value
@@ -75,6 +76,8 @@ class _Staging:
     learned: list[tuple[tuple[str, str, str, str], Placement]] = field(default_factory=list)
     #: S3 values uploaded, for the value cache: (key, write tag, packed bytes).
     uploaded: list[tuple[str, str, bytes]] = field(default_factory=list)
+    #: Values this item holds (``c``), for the value cache: channel -> (write tag, packed bytes).
+    held: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
     def keep(self, channel: str, ref: AttributeValue) -> None:
         """A version already stored: its reference, or its inline copy."""
@@ -105,13 +108,18 @@ class _Staging:
             # them. It then stores the value as it was when this version
             # was made, even if the live object has changed since (LangGraph's
             # barrier channels mutate their set in place).
-            s._remember(key, ("inline", packed))
+            s._remember(key, ("inline", packed, ""))
         else:
-            self.learned.append((key, ("c", self.cid)))
+            # Later references carry this write's tag: what the value cache
+            # keys the held bytes by, so a later read need not fetch them.
+            tag = _placement.new_tag()
+            self.learned.append((key, ("c", self.cid, tag)))
+            self.held[channel] = (tag, packed)
 
     def move_out(self, channel: str, version: str, dest: Location) -> None:
         """Move a value the item holds to S3 or (no bucket) its own blob item."""
         del self.movable[channel]
+        self.held.pop(channel, None)
         self._to_external(channel, version, self.vals[channel]["B"], dest)
 
     def _to_external(self, channel: str, version: str, packed: bytes, dest: Location) -> None:
@@ -123,7 +131,7 @@ class _Staging:
         key = _placement.stage_value(
             s, self.thread_id, self.ns, channel, version, packed, dest, self.uploads, self.blob_items
         )
-        self.learned.append(((self.thread_id, self.ns, channel, version), (dest, tag)))
+        self.learned.append(((self.thread_id, self.ns, channel, version), (dest, None, tag or "")))
         if tag and key is not None:
             self.uploaded.append((key, tag, packed))
 
@@ -137,6 +145,10 @@ class _Staging:
             s._remember(key, placement)
         for s3_key, tag, packed in self.uploaded:
             s._value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
+        if self.held:
+            pk, sk = s._pk(self.thread_id), schema.checkpoint_sk(self.ns, self.cid)
+            for channel, (tag, packed) in self.held.items():
+                s._value_cache.put(held_key(pk, sk, channel, tag), packed)
 
 
 def put(

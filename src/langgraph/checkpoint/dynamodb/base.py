@@ -87,10 +87,10 @@ UNGUARDED_WRITERS: Final = frozenset(
 #: it (``inline``), in the item of the checkpoint that introduced it (``c``),
 #: in its own blob item, or in S3.
 Location = Literal["inline", "c", "blob", "s3"]
-#: A remembered placement: the location, plus the packed bytes of an inline
-#: value, the id of the checkpoint holding a ``c`` value, or the write tag of
-#: an ``s3`` value (see ``_valuecache``).
-Placement = tuple[Location, bytes | str | None]
+#: A remembered placement: the location; the packed bytes of an inline value
+#: or the id of the checkpoint holding a ``c`` value; and the write tag an
+#: ``s3`` or ``c`` reference carries (``""``: none; see ``_valuecache``).
+Placement = tuple[Location, bytes | str | None, str]
 
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each).

@@ -84,7 +84,8 @@ __all__ = [
 #:   item or S3 object (``{"M": {"v": version, "l": "blob" | "s3"}}``; an S3
 #:   one also carries its write tag, ``"n"``, see ``_valuecache``).
 #: - 2: a reference may also point to the checkpoint item that introduced
-#:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``).
+#:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``,
+#:   and, from 0.1.0, the tag ``"n"`` of the write that holds it; older readers ignore it).
 #:   Only items containing such a reference are written as version 2, so
 #:   readers of version 1 keep reading everything else.
 #: - 3: tombstone items (see ``tombstone_sk``). Only tombstones are version

@@ -56,46 +56,16 @@ def moto_endpoint() -> Iterator[str]:
     It runs in its own process: in-process, the server and the tests would
     share one GIL, and on two cores the suite would take twice as long.
     """
-    import socket
-    import subprocess
-    import sys
-    import time
+    from tests.support.moto_serial import start, stop
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        # moto's server, with requests applied one at a time (as DynamoDB
-        # applies conditional writes atomically) and checked against AWS's
-        # limits: see tests/support/moto_serial.py and strict_aws.py.
-        [sys.executable, "-m", "tests.support.moto_serial", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        env={**os.environ, "STRICT_AWS": os.environ.get("STRICT_AWS") or "enforce"},
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                raise RuntimeError(f"moto server did not start on port {port}") from None
-            time.sleep(0.1)
+    proc, endpoint = start({"STRICT_AWS": os.environ.get("STRICT_AWS") or "enforce"})
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
         yield endpoint
     finally:
         os.environ.pop("AWS_ENDPOINT_URL", None)
         _dump_violations(endpoint)
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def _dump_violations(endpoint: str) -> None:

@@ -9,15 +9,30 @@ Inside the lock, tests/support/strict_aws.py checks every DynamoDB and S3
 request against AWS's documented limits (``STRICT_AWS``: ``enforce``, the
 default, answers as AWS would; ``record`` only records; ``off``).
 
+DynamoDB responses skip moto's generic serializer, which walks every
+attribute value against the service model: 43% of this server's CPU in a
+suite run (py-spy). A DynamoDB response is JSON of the wire shapes moto
+already builds, so for the item operations (``ITEM_OPERATIONS``)
+``json.dumps`` writes the same body; table descriptions keep moto's.
+``MOTO_SERIALIZER=check`` builds both and fails a request whose bodies
+differ (``tests/unit/test_moto_fast_json.py`` runs that);
+``MOTO_SERIALIZER=moto`` keeps moto's.
+
     python -m tests.support.moto_serial PORT
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import socket
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -27,8 +42,94 @@ from werkzeug.serving import run_simple
 from tests.support.strict_aws import StrictAWSMiddleware
 
 
+def _wire(value: Any) -> Any:
+    """JSON for what ``json`` cannot write: bytes as base64, times as epoch seconds (AWS JSON)."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, datetime):
+        return value.timestamp()
+    raise TypeError(f"not serializable in a DynamoDB response: {type(value).__name__}")
+
+
+#: The operations whose responses are items and their wrappers: the hot path, and plain JSON.
+ITEM_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+def _pick(shape: Any, value: Any) -> Any:
+    """``value`` with only the members its output shape has (what moto's serializer keeps).
+
+    An attribute value is passed through whole: that is where the time went.
+    """
+    if value is None or shape is None:
+        return value
+    kind = shape.type_name
+    if kind == "structure":
+        if shape.name == "AttributeValue":
+            return value
+        members = shape.members
+        return {k: _pick(members[k], v) for k, v in value.items() if k in members and v is not None}
+    if kind == "list":
+        return [_pick(shape.member, v) for v in value]
+    if kind == "map":
+        return {k: _pick(shape.value, v) for k, v in value.items()}
+    return value
+
+
+def _first_difference(a: Any, b: Any, path: str = "$") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k, "<missing>") != b.get(k, "<missing>"):
+                return _first_difference(a.get(k, "<missing>"), b.get(k, "<missing>"), f"{path}.{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return f"{path}: moto {json.dumps(a)[:200]} vs fast {json.dumps(b)[:200]}"
+
+
+def install_fast_dynamodb_json(mode: str | None = None) -> None:
+    """Serialize DynamoDB results with ``json.dumps`` (see the module docstring)."""
+    from moto.dynamodb import responses
+
+    mode = mode or os.environ.get("MOTO_SERIALIZER") or "fast"
+    if mode == "moto":
+        return
+    generic = responses.DynamoResult.execute_result
+
+    def execute_result(self: Any, context: Any) -> Any:
+        operation = context.operation_model
+        if operation.name not in ITEM_OPERATIONS:
+            return generic(self, context)  # table descriptions: moto shapes them (fields, times)
+        body = json.dumps(_pick(operation.output_shape, self.result), default=_wire, separators=(",", ":"))
+        if mode == "check":
+            status, headers, expected = generic(self, context)
+            if status != 200 or json.loads(expected) != json.loads(body):
+                raise AssertionError(
+                    f"fast DynamoDB JSON differs from moto's for {operation.name} at "
+                    f"{_first_difference(json.loads(expected), json.loads(body))}"
+                )
+            return status, {**headers, "x-moto-serializer": "check"}, body
+        return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+
+    responses.DynamoResult.execute_result = execute_result
+
+
 def main() -> None:
     port = int(sys.argv[1])
+    install_fast_dynamodb_json()
     os.environ.setdefault("MOTO_PORT", str(port))
     # The checks read moto's backend (key schemas, the item an update starts from):
     # they run inside the lock, like the request itself.
@@ -41,6 +142,42 @@ def main() -> None:
             return list(app(environ, start_response))
 
     run_simple("127.0.0.1", port, serial, threaded=True, request_handler=MotoRequestHandler)
+
+
+def start(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """This server in a process of its own on a free loopback port; returns it and its endpoint.
+
+    Its own process: in-process, the server and the tests would share one
+    GIL, and on two cores the suite would take twice as long.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.moto_serial", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        env={**os.environ, **(env or {})},
+    )
+    deadline = time.time() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto server did not start on port {port}") from None
+            time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 if __name__ == "__main__":

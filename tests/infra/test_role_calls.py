@@ -31,6 +31,7 @@ import pytest
 
 pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
+from tests.support.harness import uuid6_at
 from tests.support.iam import Recorder, Request, check_role, data_statements
 from tests.support.iam import matching as _matching
 
@@ -41,7 +42,6 @@ REF = "LangGraphCheckpointStack"
 TABLE = "<CheckpointStoreTable.Arn>"
 BUCKET = "<CheckpointStoreBucket.Arn>"
 STATE_PK = "|lifecycle"
-_UUID_EPOCH_100NS = 0x01B21DD213814000
 
 
 def _data_statements(
@@ -64,13 +64,6 @@ def _check_role(
 
 # ------------------------------------------------------------------ scenario
 
-
-def _uuid6_at(epoch: float) -> str:
-    """A uuid6 checkpoint id stamped ``epoch`` (the pruner judges idleness by it)."""
-    ts = int(epoch * 1e7) + _UUID_EPOCH_100NS
-    rand = uuid.uuid4().int & ((1 << 62) - 1)
-    n = (ts >> 12) << 80 | 6 << 76 | (ts & 0xFFF) << 64 | 0b10 << 62 | rand
-    return str(uuid.UUID(int=n))
 
 
 def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, str]) -> Any:
@@ -168,10 +161,10 @@ def test_pruner_role_is_exactly_what_the_pruner_calls(store: dict[str, Any], ref
     spill = DynamoDBSaver(table_name=table, bucket_name=bucket)  # default thresholds: big writes go to S3
     big = os.urandom(100_000)
     active = f"t-{uuid.uuid4().hex[:12]}"
-    configs = _chain(writer, active, [_uuid6_at(time.time() - 30 + i) for i in range(3)], big)
+    configs = _chain(writer, active, [uuid6_at(time.time() - 30 + i) for i in range(3)], big)
     spill.put_writes(configs[0], [("w", os.urandom(100_000))], "task-1")  # an S3 object pruned with it
     idle = f"t-{uuid.uuid4().hex[:12]}"
-    idle_cfgs = _chain(spill, idle, [_uuid6_at(time.time() - 3 * 86400)], b"small")
+    idle_cfgs = _chain(spill, idle, [uuid6_at(time.time() - 3 * 86400)], b"small")
     spill.put_writes(idle_cfgs[0], [("w", os.urandom(100_000))], "task-1")
 
     store["use"]("CheckpointStorePruner", PRUNE_KEEP_LAST="1", PRUNE_IDLE_DAYS="1")
@@ -201,9 +194,9 @@ def test_reaper_role_is_exactly_what_the_reaper_calls(
     spill = DynamoDBSaver(table_name=table, bucket_name=bucket, ttl=600)
     big = os.urandom(100_000)
     revived, gone = (f"t-{uuid.uuid4().hex[:12]}" for _ in range(2))
-    first = _chain(writer, revived, [_uuid6_at(time.time())], big)
+    first = _chain(writer, revived, [uuid6_at(time.time())], big)
     spill.put_writes(first[0], [("w", os.urandom(100_000))], "task-1")
-    _chain(spill, gone, [_uuid6_at(time.time())], b"small")
+    _chain(spill, gone, [uuid6_at(time.time())], b"small")
     spill.put_writes(
         _cfg(gone, spill.get_tuple(_cfg(gone)).config["configurable"]["checkpoint_id"]),
         [("w", os.urandom(100_000))],
@@ -214,7 +207,7 @@ def test_reaper_role_is_exactly_what_the_reaper_calls(
     # ... from a process that does not see the expired head (it would reap the
     # thread inline, leaving the reaper nothing to re-home).
     writer.track_threads = False
-    cp = _checkpoint(_uuid6_at(time.time() + 700), {"big": big, "step": 9}, {"big": "1", "step": "9"})
+    cp = _checkpoint(uuid6_at(time.time() + 700), {"big": big, "step": 9}, {"big": "1", "step": "9"})
     writer.put(first[0], cp, {"step": 9}, {"step": "9"})
 
     def ttl_record(thread: str) -> dict[str, Any]:
@@ -244,7 +237,7 @@ def test_orphan_sweeper_role_is_exactly_what_the_sweeper_calls(
     table, bucket = store["table_name"], store["bucket_name"]
     saver = DynamoDBSaver(table_name=table, bucket_name=bucket)
     thread = f"t-{uuid.uuid4().hex[:12]}"
-    configs = _chain(saver, thread, [_uuid6_at(time.time())], b"small")
+    configs = _chain(saver, thread, [uuid6_at(time.time())], b"small")
     saver.put_writes(configs[0], [("w", os.urandom(100_000))], "task-1")
     s3 = boto3.client("s3")
     prefix = schema.s3_thread_prefix("checkpoints/", thread)
@@ -277,12 +270,12 @@ def test_maintenance_role_is_exactly_what_the_maintenance_function_calls(
     spill = DynamoDBSaver(table_name=table, bucket_name=bucket)
     big = os.urandom(100_000)
     source, copy, active, runs = (f"t-{uuid.uuid4().hex[:12]}" for _ in range(4))
-    configs = _chain(spill, source, [_uuid6_at(time.time() - 30 + i) for i in range(2)], big)
+    configs = _chain(spill, source, [uuid6_at(time.time() - 30 + i) for i in range(2)], big)
     spill.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
-    held = _chain(writer, active, [_uuid6_at(time.time() - 20 + i) for i in range(3)], big)
+    held = _chain(writer, active, [uuid6_at(time.time() - 20 + i) for i in range(3)], big)
     spill.put_writes(held[0], [("w", os.urandom(100_000))], "task-1")
     run = str(uuid.uuid4())
-    cp = _checkpoint(_uuid6_at(time.time()), {"step": 1}, {"step": "1"})
+    cp = _checkpoint(uuid6_at(time.time()), {"step": 1}, {"step": "1"})
     writer.put(_cfg(runs), cp, {"run_id": run}, {"step": "1"})
 
     store["use"]("CheckpointStoreMaintenance")
@@ -356,7 +349,7 @@ def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
         # Lease-bound puts and writes: a 10 KB value held by the first
         # checkpoint, a 100 KB write in S3.
         bound = lease.bind()
-        configs = _chain(bound, other, [_uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000))
+        configs = _chain(bound, other, [uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000))
         bound.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
     assert {r.leading_keys for r in _lease_checks(requests)} == {
         frozenset({pk}),
@@ -372,7 +365,7 @@ def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
     run, runs = str(uuid.uuid4()), f"t-{uuid.uuid4().hex[:12]}"
     saver.put(
         _cfg(runs),
-        _checkpoint(_uuid6_at(time.time()), {"step": 1}, {"step": "1"}),
+        _checkpoint(uuid6_at(time.time()), {"step": 1}, {"step": "1"}),
         {"run_id": run},
         {"step": "1"},
     )
@@ -410,7 +403,7 @@ def test_tenant_role_covers_a_lease_bound_tenant_saver(
     def work(ctx: RunContext) -> list[dict[str, Any]]:
         # As in the agent's test: a held 10 KB value, a 100 KB write in S3.
         configs = _chain(
-            ctx.saver, thread, [_uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000)
+            ctx.saver, thread, [uuid6_at(time.time() - 2 + i) for i in range(2)], os.urandom(10_000)
         )
         ctx.saver.put_writes(configs[-1], [("w", os.urandom(100_000))], "task-1")
         return configs

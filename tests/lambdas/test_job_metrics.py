@@ -28,8 +28,8 @@ import pytest
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, handlers, schema
 from langgraph.checkpoint.dynamodb.lambdas import orphan_sweeper, pruner, reaper
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from tests.support.harness import uuid6_at
 
-_UUID_EPOCH_100NS = 0x01B21DD213814000
 #: CloudWatch's standard units (the MetricDatum ``Unit`` enumeration).
 UNITS = {
     "Seconds", "Microseconds", "Milliseconds", "Bytes", "Kilobytes", "Megabytes", "Gigabytes",
@@ -124,13 +124,6 @@ def store(
     handlers.reset_saver()
 
 
-def _uuid6_at(epoch: float) -> str:
-    """A uuid6 checkpoint id stamped ``epoch`` (the pruner judges idleness by it)."""
-    ts = int(epoch * 1e7) + _UUID_EPOCH_100NS
-    rand = uuid.uuid4().int & ((1 << 62) - 1)
-    n = (ts >> 12) << 80 | 6 << 76 | (ts & 0xFFF) << 64 | 0b10 << 62 | rand
-    return str(uuid.UUID(int=n))
-
 
 def _cfg(thread: str, cid: str | None = None) -> dict[str, Any]:
     conf = {"thread_id": thread, "checkpoint_ns": ""}
@@ -146,7 +139,7 @@ def _chain(saver: DynamoDBSaver, thread: str, times: list[float], big: bytes) ->
     configs, parent = [], None
     for n, at in enumerate(times):
         cp = empty_checkpoint()
-        cp["id"] = _uuid6_at(at)
+        cp["id"] = uuid6_at(at)
         cp["channel_values"] = {"big": big, "step": n}
         cp["channel_versions"] = {"big": "1", "step": str(n + 1)}
         new = {"big": "1", "step": str(n + 1)} if n == 0 else {"step": str(n + 1)}

@@ -183,6 +183,18 @@ class Harness:
         return self.loop.run(graph.aupdate_state(config, values, **kwargs))
 
 
+#: 100-ns intervals from the Gregorian epoch (UUID time) to the Unix epoch.
+_UUID_EPOCH_100NS = 0x01B21DD213814000
+
+
+def uuid6_at(epoch: float) -> str:
+    """A uuid6 checkpoint id stamped ``epoch`` (the pruner judges idleness by it)."""
+    ts = int(epoch * 1e7) + _UUID_EPOCH_100NS
+    rand = uuid.uuid4().int & ((1 << 62) - 1)
+    n = (ts >> 12) << 80 | 6 << 76 | (ts & 0xFFF) << 64 | 0b10 << 62 | rand
+    return str(uuid.UUID(int=n))
+
+
 def checkpoint_of(values: dict[str, Any], versions: dict[str, str] | None = None) -> Any:
     """A checkpoint with a fresh id, these channel values and versions (``"1"`` each by default)."""
     from langgraph.checkpoint.base import empty_checkpoint

@@ -24,6 +24,7 @@ from langgraph.checkpoint.dynamodb._valuecache import HELD, held_prefix
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
+    ThreadTooLargeError,
 )
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PruneResult,
@@ -250,15 +251,46 @@ def _forgotten(entries: list[str], now: int, *, added: int) -> list[str]:
     return old + rest[room:]
 
 
-def load_thread(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
-    items = yield from _requests.query_all(
+def load_thread(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None = None) -> Op[ThreadItems]:
+    """Every item of a thread, strongly consistent.
+
+    ``max_bytes``: the most item bytes (DynamoDB's size rule) a table-wide job
+    may hold for one thread. Past it the read stops, one Query page (1 MB)
+    beyond at most, and raises ``ThreadTooLargeError``.
+    """
+    kwargs: dict[str, Any] = dict(
         TableName=s.table_name,
         KeyConditionExpression="#pk = :pk",
         ExpressionAttributeNames={"#pk": ATTR.PK},
         ExpressionAttributeValues={":pk": {"S": s._pk(thread_id)}},
         ConsistentRead=True,
     )
-    return ThreadItems.from_items(thread_id, items)
+    items: list[Item] = []
+    held = 0
+    while True:
+        resp = yield ddb("query", **kwargs)
+        page = resp.get("Items", [])
+        if max_bytes is not None:
+            held += sum(_items.item_size(it) for it in page)
+            if held > max_bytes:
+                raise ThreadTooLargeError(thread_id, held, max_bytes)
+        items.extend(page)
+        if "LastEvaluatedKey" not in resp:
+            return ThreadItems.from_items(thread_id, items)
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def load_thread_keys(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
+    """A thread's items as keys only (and whole ids): what to count or delete, in memory by item count."""
+    keys = yield from _requests.query_all(
+        TableName=s.table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#k": ATTR.KEY},
+        ExpressionAttributeValues={":pk": {"S": s._pk(thread_id)}},
+        ProjectionExpression="#pk, #sk, #k",
+        ConsistentRead=True,
+    )
+    return ThreadItems.from_items(thread_id, keys)
 
 
 def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
@@ -266,9 +298,26 @@ def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
 
 
 def delete_thread_counted(
-    s: BaseDynamoDBSaver, thread_id: str, loaded: ThreadItems | None = None, *, force: bool = False
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    loaded: ThreadItems | None = None,
+    *,
+    force: bool = False,
+    keys_only: bool = False,
 ) -> Op[PruneResult]:
-    """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given)."""
+    """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given).
+
+    ``keys_only``: counted from the items' keys (a thread too large to hold in
+    memory): ``bytes_freed`` then counts only what the keys say, nothing.
+    """
+    if keys_only:
+        thread = yield from load_thread_keys(s, thread_id)
+        res = PruneResult(
+            threads=1, checkpoints_deleted=len(thread.checkpoints), blobs_deleted=len(thread.blobs)
+        )
+        res.writes_deleted = sum(len(w) for w in thread.writes.values())
+        yield from delete_thread(s, thread_id, force=force)
+        return res
     thread = loaded if loaded is not None else (yield from load_thread(s, thread_id))
     res = PruneResult(threads=1)
     res.checkpoints_deleted = len(thread.checkpoints)
@@ -450,7 +499,12 @@ def _item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[st
 
 
 def reap_thread(
-    s: BaseDynamoDBSaver, thread_id: str, *, expired_before: float, claimed: bool = False
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    *,
+    expired_before: float,
+    claimed: bool = False,
+    max_bytes: int | None = None,
 ) -> Op[PruneResult]:
     """Delete what an expired thread left: items stamped before the cutoff.
 
@@ -462,8 +516,11 @@ def reap_thread(
     checkpoints carry no activity stamp (no TTL), or whose head has not
     expired, is left alone; otherwise only what its own stamps say expired
     before now goes (a thread that came back to life keeps its new part).
+
+    ``max_bytes``: the table-wide jobs' budget for one thread (see
+    ``load_thread``); a larger one raises ``ThreadTooLargeError``.
     """
-    thread = yield from load_thread(s, thread_id)
+    thread = yield from load_thread(s, thread_id, max_bytes=max_bytes)
     cutoff = int(expired_before)
     res = PruneResult(threads=1)
     if claimed:

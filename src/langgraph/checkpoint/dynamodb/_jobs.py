@@ -22,10 +22,12 @@ from langgraph.checkpoint.dynamodb._items import (
 )
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
+from langgraph.checkpoint.dynamodb.errors import ThreadTooLargeError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PrunePolicy,
     SweepReport,
     dedupe,
+    default_thread_budget,
     expired_threads_from_stream,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -49,7 +51,13 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
         saver, thread_id = owner
         report.threads_scanned += 1
         # A stream record is a claim: reap_thread checks the table before deleting anything.
-        reap = _deleting.reap_thread(saver, thread_id, expired_before=expired_at or clock.now(), claimed=True)
+        reap = _deleting.reap_thread(
+            saver,
+            thread_id,
+            expired_before=expired_at or clock.now(),
+            claimed=True,
+            max_bytes=default_thread_budget(),
+        )
         # A thread whose items cannot be handled is recorded (the Lambda logs
         # the report and counts it in the Errors metric, which the construct's
         # JobErrorsAlarm watches) and the job goes on: see _aws.isolated.
@@ -94,7 +102,9 @@ def purge_expired(s: BaseDynamoDBSaver, *, deadline: float | None = None) -> Op[
                     f"thread {thread_id!r}: head TTL is not a whole number: {head.get(ATTR.TTL)!r:.80}"
                 )
                 continue
-            reap = _deleting.reap_thread(saver, thread_id, expired_before=ttl)
+            reap = _deleting.reap_thread(
+                saver, thread_id, expired_before=ttl, max_bytes=default_thread_budget()
+            )
             res = yield from isolated(reap, report.errors, f"thread {thread_id!r}")
             if res is not None:
                 report.add_prune(res)
@@ -218,7 +228,21 @@ def run_pruner(
 def _prune_one(
     s: BaseDynamoDBSaver, thread_id: str, last_active: float | None, policy: PrunePolicy, report: SweepReport
 ) -> Op[None]:
-    thread = yield from _deleting.load_thread(s, thread_id)
+    try:
+        thread = yield from _deleting.load_thread(s, thread_id, max_bytes=policy.max_thread_bytes)
+    except ThreadTooLargeError:
+        if policy.idle_days is None:
+            raise  # recorded by the caller; the page goes on
+        if last_active is None:  # no threads index: the checkpoint ids tell, from the keys alone
+            keys = yield from _deleting.load_thread_keys(s, thread_id)
+            last_active = _last_activity(keys)
+        if last_active is None or clock.now() - last_active <= policy.idle_days * 86_400:
+            raise
+        # Idle: deleted from its keys alone, in bounded memory.
+        res = yield from _deleting.delete_thread_counted(s, thread_id, force=True, keys_only=True)
+        report.add_prune(res)
+        report.threads_deleted += 1
+        return
     if not thread.checkpoints:
         return
     if policy.idle_days is not None:
@@ -306,8 +330,12 @@ def sweep_orphans(
 def _sweep_one(
     bucket: str, s: BaseDynamoDBSaver, thread_id: str, old: list[dict[str, Any]], report: SweepReport
 ) -> Op[None]:
-    """Delete the objects of ``old`` (one thread's, past the grace period) that none of its items references."""
-    thread = yield from _deleting.load_thread(s, thread_id)
+    """Delete the objects of ``old`` (one thread's, past the grace period) that none of its items references.
+
+    A thread too large to hold raises ``ThreadTooLargeError`` (recorded by
+    the caller): its objects stay, as what it references is unknown.
+    """
+    thread = yield from _deleting.load_thread(s, thread_id, max_bytes=default_thread_budget())
     referenced = _referenced_s3_keys(s, thread)
     doomed = [o["Key"] for o in old if o["Key"] not in referenced]
     if doomed:

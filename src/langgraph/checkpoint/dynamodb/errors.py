@@ -16,6 +16,7 @@ __all__ = [
     "PayloadTooLargeError",
     "RegionNotSetError",
     "StoreNotFoundError",
+    "ThreadTooLargeError",
     "UnsupportedFormatError",
 ]
 
@@ -32,6 +33,28 @@ class PayloadTooLargeError(CheckpointStoreError, ValueError):
     Raised before anything is written, so the table, the bucket and the
     thread's latest checkpoint are unchanged.
     """
+
+
+class ThreadTooLargeError(CheckpointStoreError):
+    """A table-wide job (pruner, sweeper, purge) met a thread larger than it may hold in memory.
+
+    The job records it and goes on with the other threads: one tenant's huge
+    partition (written with its own grant) must not stop pruning and expiry
+    for everybody after it. The thread is left as it was; an idle one is
+    still deleted, from its keys alone. Prune it from a machine with more
+    memory (``langgraph-dynamodb prune``, or ``saver.prune``), or raise the
+    job's budget (``PrunePolicy.max_thread_bytes``, ``PRUNE_MAX_THREAD_MB``).
+    """
+
+    def __init__(self, thread_id: str, read_bytes: int, limit: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} holds more than {limit:,} bytes of items (read {read_bytes:,} before "
+            "stopping), more than this job may hold in memory; left as it is. Prune it with "
+            "`langgraph-dynamodb prune` from a machine with more memory, or raise PRUNE_MAX_THREAD_MB"
+        )
+        self.thread_id = thread_id
+        self.read_bytes = read_bytes
+        self.limit = limit
 
 
 class KeyTooLongError(CheckpointStoreError, ValueError):

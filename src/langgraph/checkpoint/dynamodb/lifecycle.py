@@ -52,6 +52,11 @@ class PrunePolicy:
         idle_days: delete threads with no activity for this many days;
             ``None`` never deletes.
         page_size: threads examined per claimed page.
+        max_thread_bytes: the most item bytes of one thread the job holds in
+            memory. A larger thread is recorded in the report's ``errors`` and
+            left as it is (an idle one is still deleted, from its keys alone),
+            and the job goes on. By default an eighth of the Lambda's memory
+            (``AWS_LAMBDA_FUNCTION_MEMORY_SIZE``, at least 8 MiB), else 64 MiB.
 
     Example:
         >>> policy = PrunePolicy.from_env({"PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30"})
@@ -62,6 +67,7 @@ class PrunePolicy:
     keep_last: int | None = None
     idle_days: float | None = None
     page_size: int = 25
+    max_thread_bytes: int = field(default_factory=lambda: default_thread_budget())
 
     def __post_init__(self) -> None:
         if self.keep_last is not None and self.keep_last < 1:
@@ -70,10 +76,12 @@ class PrunePolicy:
             raise ValueError(f"idle_days must be > 0, got {self.idle_days}")
         if not 1 <= self.page_size <= 1000:
             raise ValueError(f"page_size must be 1..1000, got {self.page_size}")
+        if self.max_thread_bytes < 1024 * 1024:
+            raise ValueError(f"max_thread_bytes must be at least 1 MiB, got {self.max_thread_bytes}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PrunePolicy:
-        """Read ``PRUNE_KEEP_LAST``, ``PRUNE_IDLE_DAYS``, ``PRUNE_PAGE_SIZE``."""
+        """Read ``PRUNE_KEEP_LAST``, ``PRUNE_IDLE_DAYS``, ``PRUNE_PAGE_SIZE``, ``PRUNE_MAX_THREAD_MB``."""
         env = os.environ if env is None else env
 
         def num(name: str, conv: Any) -> Any:
@@ -85,11 +93,29 @@ class PrunePolicy:
             except ValueError:
                 raise ValueError(f"{name} must be a number, got {raw!r}") from None
 
+        budget = num("PRUNE_MAX_THREAD_MB", float)
         return cls(
             keep_last=num("PRUNE_KEEP_LAST", int),
             idle_days=num("PRUNE_IDLE_DAYS", float),
             page_size=num("PRUNE_PAGE_SIZE", int) or 25,
+            max_thread_bytes=int(budget * 1024 * 1024) if budget is not None else default_thread_budget(env),
         )
+
+
+#: The job's budget for one thread outside Lambda (see ``PrunePolicy.max_thread_bytes``).
+DEFAULT_THREAD_BYTES = 64 * 1024 * 1024
+
+
+def default_thread_budget(env: Mapping[str, str] | None = None) -> int:
+    """An eighth of the Lambda's memory (items decode to a few times their size), at least 8 MiB.
+
+    Outside Lambda (no ``AWS_LAMBDA_FUNCTION_MEMORY_SIZE``): 64 MiB.
+    """
+    env = os.environ if env is None else env
+    raw = env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "").strip()
+    if not raw.isdigit():
+        return DEFAULT_THREAD_BYTES
+    return max(8 * 1024 * 1024, int(raw) * 1024 * 1024 // 8)
 
 
 @dataclass

@@ -118,6 +118,13 @@ async def main(url: str) -> dict[str, Any]:
     out["rollback_history_runs"] = sorted({s["metadata"].get("run_id") for s in busy_hist} - {None})
     out["rollback_values"] = (await client.threads.get_state(busy))["values"]
 
+    # --- fan-out: one step of 150 Sends (issue 25's map-reduce), through the server.
+    fan = (await client.threads.create())["thread_id"]
+    out["fanout_thread_id"] = fan
+    done = await client.runs.wait(fan, "fanout", input={"n": 150})
+    out["fanout_total"] = done.get("total")
+    out["fanout_results"] = len(done.get("results", []))
+
     # --- delete: the server calls adelete_thread.
     await client.threads.delete(tid)
     try:

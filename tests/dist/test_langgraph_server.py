@@ -80,6 +80,46 @@ graph = builder.compile()
 """
 
 
+#: A map-reduce: a conditional edge returns one ``Send`` per item (issue 25: 117 of them
+#: once made one UpdateItem over DynamoDB's 4 KB expression limit).
+FANOUT_GRAPH = """
+import operator
+from typing import Annotated, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+
+class State(TypedDict, total=False):
+    n: int
+    results: Annotated[list[int], operator.add]
+    total: int
+
+
+def fan(state: State) -> list[Send]:
+    return [Send("work", {"i": i}) for i in range(state["n"])]
+
+
+def work(arg: dict) -> dict:
+    return {"results": [arg["i"] * 2]}
+
+
+def reduce(state: State) -> dict:
+    return {"total": sum(state["results"])}
+
+
+builder = StateGraph(State)
+builder.add_node("work", work)
+builder.add_node("reduce", reduce)
+builder.add_conditional_edges(START, fan, ["work"])
+builder.add_edge("work", "reduce")
+builder.add_edge("reduce", END)
+graph = builder.compile()
+"""
+#: Branches of the fan-out run through the server.
+FANOUT = 150
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -106,6 +146,8 @@ def _launch(venv: Path, tmp_path: Path, **env: str) -> tuple[subprocess.Popen[by
     assert config["checkpointer"] == {"path": FACTORY_PATH}  # the documented snippet, as shipped
     (app / "slow.py").write_text(SLOW_GRAPH)
     config["graphs"]["slow"] = "./slow.py:graph"  # test-only: a run that stays in flight
+    (app / "fanout.py").write_text(FANOUT_GRAPH)
+    config["graphs"]["fanout"] = "./fanout.py:graph"  # test-only: a map-reduce of FANOUT Sends
     (app / "langgraph.json").write_text(json.dumps(config))
     log_path = tmp_path / "server.log"
     full_env = clean_env(
@@ -289,6 +331,12 @@ def test_langgraph_dev_runs_on_our_checkpointer(server: dict[str, Any]) -> None:
     assert out["rollback_history_runs"] == [out["rollback_second_run"]]
     assert out["rollback_second_status"] == "success"
     assert out["rollback_values"]["log"] == ["started", "waited"]
+
+    # Fan-out: 150 Sends in one step, their writes stored and the reduce run on all of them.
+    assert out["fanout_total"] == 2 * sum(range(FANOUT)), out["fanout_total"]
+    assert out["fanout_results"] == FANOUT
+    fan_items = _kinds(_items(table, out["fanout_thread_id"]))
+    assert fan_items.get(schema.WRITES_ITEM), fan_items
 
     # Delete: no checkpoint, writes or blob item and no S3 object is left
     # (tombstones stay: they keep a late write of a deleted run unreadable).

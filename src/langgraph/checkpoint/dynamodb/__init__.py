@@ -20,6 +20,7 @@ from langgraph.checkpoint.dynamodb.errors import (
     PayloadTooLargeError,
     RegionNotSetError,
     StoreNotFoundError,
+    ThreadTooLargeError,
     UnsupportedFormatError,
 )
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
@@ -39,6 +40,7 @@ __all__ = [
     "PayloadTooLargeError",
     "RegionNotSetError",
     "StoreNotFoundError",
+    "ThreadTooLargeError",
     "UnsupportedFormatError",
 ]
 

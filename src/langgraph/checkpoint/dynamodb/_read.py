@@ -282,7 +282,10 @@ def fetch(
         for place, data in found.items():
             for wanted in pending[place]:
                 out[wanted] = data
-                if wanted.tag:  # what the tagged write stored, from its place or the one it moved to
+                # What the tagged write stored: an S3 object itself (never a
+                # fallback, which another write may have made), a held value
+                # from its item or the blob prune moved it to.
+                if wanted.tag and (wanted.kind == "item" or place == wanted):
                     s._value_cache.put(cache_key(bucket, wanted), data)
         lost = [(place, wanted) for place in missing for wanted in pending[place]]
         pending = {}

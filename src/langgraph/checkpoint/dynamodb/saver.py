@@ -88,8 +88,9 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             Writes keep to it: a value, write or metadata that serializes to
             more raises ``PayloadTooLargeError`` before anything is stored.
         value_cache_bytes: memory for the packed channel values this saver
-            stored in S3 or read from it, so that the next read of a large
-            state needs no GET (default 32 MiB; ``0``: off). An entry is only
+            stored in S3 or read from it, and for values held by older
+            checkpoints, so that the next read of a large state needs no GET
+            and no second round trip (default 32 MiB; ``0``: off). An entry is only
             served for the very write it came from (see ``docs/architecture.md``).
 
     Example:

@@ -258,13 +258,7 @@ def load_thread(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None =
     may hold for one thread. Past it the read stops, one Query page (1 MB)
     beyond at most, and raises ``ThreadTooLargeError``.
     """
-    kwargs: dict[str, Any] = dict(
-        TableName=s.table_name,
-        KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": ATTR.PK},
-        ExpressionAttributeValues={":pk": {"S": s._pk(thread_id)}},
-        ConsistentRead=True,
-    )
+    kwargs = _thread_query(s, thread_id)
     items: list[Item] = []
     held = 0
     while True:
@@ -282,15 +276,21 @@ def load_thread(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None =
 
 def load_thread_keys(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
     """A thread's items as keys only (and whole ids): what to count or delete, in memory by item count."""
-    keys = yield from _requests.query_all(
+    query = _thread_query(s, thread_id)
+    query["ExpressionAttributeNames"].update({"#sk": ATTR.SK, "#k": ATTR.KEY})
+    keys = yield from _requests.query_all(**query, ProjectionExpression="#pk, #sk, #k")
+    return ThreadItems.from_items(thread_id, keys)
+
+
+def _thread_query(s: BaseDynamoDBSaver, thread_id: str) -> dict[str, Any]:
+    """The strongly consistent Query of a thread's whole partition."""
+    return dict(
         TableName=s.table_name,
         KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#k": ATTR.KEY},
+        ExpressionAttributeNames={"#pk": ATTR.PK},
         ExpressionAttributeValues={":pk": {"S": s._pk(thread_id)}},
-        ProjectionExpression="#pk, #sk, #k",
         ConsistentRead=True,
     )
-    return ThreadItems.from_items(thread_id, keys)
 
 
 def delete_items(s: BaseDynamoDBSaver, items: Iterable[Item]) -> Op[None]:
@@ -308,7 +308,7 @@ def delete_thread_counted(
     """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given).
 
     ``keys_only``: counted from the items' keys (a thread too large to hold in
-    memory): ``bytes_freed`` then counts only what the keys say, nothing.
+    memory); ``bytes_freed`` is then 0, as keys do not tell item sizes.
     """
     if keys_only:
         thread = yield from load_thread_keys(s, thread_id)

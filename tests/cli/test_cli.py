@@ -456,6 +456,33 @@ def test_encrypted_threads_need_the_key(
     assert code == cli.EXIT_ERROR and "Error" in err
 
 
+def test_encrypted_reads_with_a_key_ring_after_rotation(
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--encrypted`` takes the key ring of LANGGRAPH_AES_KEYS: one thread written under two keys reads whole."""
+    import base64
+
+    from langgraph.checkpoint.dynamodb.encryption import AesKeyRing
+
+    k1, k2 = (base64.b64encode(os.urandom(32)).decode() for _ in range(2))
+    with DynamoDBSaver(
+        **names, serde=AesKeyRing.from_env({"LANGGRAPH_AES_KEYS": f"k1:{k1}"}).serializer()
+    ) as old:
+        old.setup()
+        build_graph(old).invoke({"request": "first"}, {"configurable": {"thread_id": "rot"}})
+    rotated = AesKeyRing.from_env({"LANGGRAPH_AES_KEYS": f"k2:{k2},k1:{k1}"})
+    with DynamoDBSaver(**names, serde=rotated.serializer()) as new:
+        build_graph(new).invoke({"request": "second"}, {"configurable": {"thread_id": "rot"}})
+    args = ["--table", names["table_name"], "--bucket", names["bucket_name"]]
+    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
+    monkeypatch.setenv("LANGGRAPH_AES_KEYS", f"k2:{k2},k1:{k1}")
+    assert run_json(*args, "--encrypted", "show", "rot")["values"] == {"request": "second"}
+    assert len(run_json(*args, "--encrypted", "history", "rot")["checkpoints"]) >= 4
+    monkeypatch.setenv("LANGGRAPH_AES_KEYS", f"k2:{k2}")  # k1 dropped too early
+    code, _, err = run(*args, "--encrypted", "history", "rot")
+    assert code == cli.EXIT_ERROR and "k1" in err
+
+
 # ------------------------------------------------------------------- local
 
 

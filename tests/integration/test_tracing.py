@@ -175,14 +175,16 @@ def test_importing_the_savers_imports_no_opentelemetry_even_when_installed() -> 
     assert out.stdout.strip() == "[]"
 
 
-def test_no_payload_in_errors_or_span_status(moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter) -> None:
+def test_no_payload_in_errors_or_span_status(
+    moto_endpoint: str, names: dict[str, str], spans: InMemorySpanExporter
+) -> None:
     """With encryption on, a value that decrypts but cannot be rebuilt names its type, never its data."""
     import boto3
     import ormsgpack
     from langgraph.checkpoint.base.id import uuid6
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    from langgraph.checkpoint.dynamodb import CorruptPayloadError, schema
+    from langgraph.checkpoint.dynamodb import CorruptPayloadError, _binding, schema
     from langgraph.checkpoint.dynamodb.codec import PayloadCodec
     from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
     from tests.security import _serde_gadgets as gadgets
@@ -197,14 +199,24 @@ def test_no_payload_in_errors_or_span_status(moto_endpoint: str, names: dict[str
         stored = saver.put(_cfg("t-secret"), cp, {}, {"v": "1"})
         # A loaded dataclass, rebuilt with a field it does not have: the field name is the secret.
         record = ormsgpack.packb(
-            ormsgpack.Ext(2, ormsgpack.packb((gadgets.__name__, "TouchOnInit", {"TOP_SECRET_FIELD": "TOP-SECRET-VALUE"})))
+            ormsgpack.Ext(
+                2,
+                ormsgpack.packb((gadgets.__name__, "TouchOnInit", {"TOP_SECRET_FIELD": "TOP-SECRET-VALUE"})),
+            )
         )
-        cipher, data = serde.cipher.encrypt(record)
+        # Sealed where it is read (the thread, channel v at version 1): it decrypts there.
+        place = _binding.value_place("", "v", "1")
+        type_name, data = _binding.seal_serialized(
+            serde, ("msgpack", record), _binding.thread_digest("", "t-secret"), place
+        )
         boto3.client("dynamodb").update_item(
             TableName=names["table_name"],
-            Key={"PK": {"S": "t-secret"}, "SK": {"S": schema.checkpoint_sk("", stored["configurable"]["checkpoint_id"])}},
+            Key={
+                "PK": {"S": "t-secret"},
+                "SK": {"S": schema.checkpoint_sk("", stored["configurable"]["checkpoint_id"])},
+            },
             UpdateExpression="SET vals.v = :v",
-            ExpressionAttributeValues={":v": {"B": PayloadCodec("none").pack((f"msgpack+{cipher}", data))}},
+            ExpressionAttributeValues={":v": {"B": PayloadCodec("none").pack((type_name, data))}},
         )
         spans.clear()
         with pytest.raises(CorruptPayloadError) as info:

@@ -32,7 +32,6 @@ from tests.support.lambda_context import AMPLE, TINY
 FUNCTION = "Stack-CheckpointStoreMaintenance-0123ABCD"
 
 
-
 # ------------------------------------------------------------------ fixtures
 
 
@@ -115,6 +114,17 @@ def _objects(bucket: str | None, prefix: str) -> dict[str, bytes]:
         for obj in page.get("Contents", []):
             out[obj["Key"][len(prefix) :]] = client.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
     return out
+
+
+def _opaque(x: Any) -> Any:
+    """``x`` with every sealed ciphertext replaced by its length: what two re-sealings of a payload share."""
+    if isinstance(x, bytes):
+        return f"<sealed {len(x)} bytes>" if b"+bound1:" in x[:300] else x
+    if isinstance(x, dict):
+        return {k: _opaque(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_opaque(v) for v in x]
+    return x
 
 
 def _all(saver: DynamoDBSaver, thread: str) -> list[Any]:
@@ -208,11 +218,15 @@ def test_copy_steps_end_identical_to_copy_thread(harness: Harness) -> None:
     stepped_items = _items(harness.table_name, schema.partition_key(stepped))
     whole_items = _items(harness.table_name, schema.partition_key(whole))
     assert stepped_items and set(stepped_items) == set(whole_items)
-    assert _pointers_relative(stepped_items, reader.s3_thread_prefix(stepped)) == _pointers_relative(
-        whole_items, reader.s3_thread_prefix(whole)
+    # Encrypted, each copy re-seals its payloads (fresh nonces): the same items and
+    # objects but for the ciphertext bytes, which _check_prefix read back as the source.
+    opaque = _opaque if harness.opts.get("encrypted") else (lambda x: x)
+    assert _pointers_relative(opaque(stepped_items), reader.s3_thread_prefix(stepped)) == _pointers_relative(
+        opaque(whole_items), reader.s3_thread_prefix(whole)
     )
     stepped_objects = _objects(harness.bucket_name, reader.s3_thread_prefix(stepped))
-    assert stepped_objects == _objects(harness.bucket_name, reader.s3_thread_prefix(whole))
+    whole_objects = _objects(harness.bucket_name, reader.s3_thread_prefix(whole))
+    assert opaque(stepped_objects) == opaque(whole_objects)
     if harness.bucket_name and harness.opts.get("s3_threshold"):
         assert stepped_objects, "the scenario must copy S3 objects"
     reader.close()
@@ -864,3 +878,35 @@ def _resumable_marker() -> str:
     from langgraph.checkpoint.dynamodb._resumable import COPY_MARKER_SK
 
     return COPY_MARKER_SK
+
+
+# ------------------------------------------------------ encrypted threads
+
+
+def test_an_encrypted_thread_is_copied_with_the_functions_key_ring(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With LANGGRAPH_AES_KEYS the function re-seals every payload for the target; without, it refuses."""
+    from langgraph.checkpoint.dynamodb.encryption import AesKeyRing
+
+    keys = "k1:" + base64.b64encode(os.urandom(32)).decode()
+    ring = AesKeyRing.from_env({"LANGGRAPH_AES_KEYS": keys})
+    writer = _writer(store, serde=ring.serializer())
+    source, target = new_thread(), new_thread()
+    _chat(writer, source)
+    # No key in the function: refused with a result (not a failed, retried invocation), nothing written.
+    monkeypatch.delenv("LANGGRAPH_AES_KEYS", raising=False)
+    handlers.reset_saver()
+    out = maintenance.handler(_copy_event(source, target), AMPLE)
+    assert out["status"] == "rejected" and "needs the cipher" in out["error"]["message"]
+    assert _items(store["table_name"], schema.partition_key(target)) == {}
+    # With the key ring, step by step: the target reads as the source, sealed as its own.
+    monkeypatch.setenv("LANGGRAPH_AES_KEYS", keys)
+    handlers.reset_saver()
+    results = _run_to_end(_copy_event(source, target), TINY)
+    assert results[-1]["status"] == "done" and len(results) > 3
+    with _writer(store, serde=ring.serializer(), value_cache_bytes=0) as reader:
+        copied, original = _all(reader, target), _all(reader, source)
+        assert len(copied) == len(original) > 3
+        assert all(_same_tuple(a, b) for a, b in zip(copied, original, strict=True))
+    writer.close()

@@ -46,7 +46,14 @@ from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, CorruptPayloadError, DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb import (
+    AsyncDynamoDBSaver,
+    CorruptPayloadError,
+    DynamoDBSaver,
+    _binding,
+    cli,
+    schema,
+)
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from langgraph.checkpoint.dynamodb.serde import (
     RefusedTypeError,
@@ -103,10 +110,14 @@ def docs_serde() -> EncryptedSerializer:
     return EncryptedSerializer.from_pycryptodome_aes(key=KEY.encode())
 
 
-def _plant(store: dict[str, str], thread: str, typed: tuple[str, bytes], key: str | None = KEY) -> dict[str, Any]:
+def _plant(
+    store: dict[str, str], thread: str, typed: tuple[str, bytes], key: str | None = KEY
+) -> dict[str, Any]:
     """A checkpoint whose value ``v`` is ``typed`` (encrypted with ``key``), rewritten with a raw write."""
-    serde = StateTypesSerializer() if key is None else EncryptedSerializer.from_pycryptodome_aes(
-        serde=StateTypesSerializer(), key=key.encode()
+    serde = (
+        StateTypesSerializer()
+        if key is None
+        else EncryptedSerializer.from_pycryptodome_aes(serde=StateTypesSerializer(), key=key.encode())
     )
     saver = DynamoDBSaver(table_name=store["table_name"], serde=serde)
     cp = empty_checkpoint()
@@ -116,8 +127,11 @@ def _plant(store: dict[str, str], thread: str, typed: tuple[str, bytes], key: st
     stored = saver.put(cfg(thread), cp, {}, {"v": "1"})
     saver.close()
     if key is not None:
-        name, data = serde.cipher.encrypt(typed[1])  # type: ignore[union-attr]
-        typed = (f"{typed[0]}+{name}", data)
+        # Sealed where it is read (thread, channel v at version 1), as its
+        # writer would: the decoder's rule is what is under test, not the seal.
+        assert isinstance(serde, EncryptedSerializer)
+        place = _binding.value_place("", "v", "1")
+        typed = _binding.seal_serialized(serde, typed, _binding.thread_digest("", thread), place)
     c = stored["configurable"]
     boto3.client("dynamodb").update_item(
         TableName=store["table_name"],
@@ -169,13 +183,17 @@ def _partition(store: dict[str, str], thread: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", _NAMES)
 @pytest.mark.parametrize("kind", ["sync", "async"])
-def test_docs_encrypted_config_reads_no_gadget(store: dict[str, str], tmp_path: Path, name: str, kind: str) -> None:
+def test_docs_encrypted_config_reads_no_gadget(
+    store: dict[str, str], tmp_path: Path, name: str, kind: str
+) -> None:
     sentinel = tmp_path / "pwned"
     thread = new_thread()
     stored = _plant(store, thread, ("msgpack", gadgets(sentinel)[name]))
     if kind == "sync":
         saver = DynamoDBSaver(table_name=store["table_name"], serde=docs_serde())
-        assert isinstance(saver.serde, EncryptedSerializer) and isinstance(saver.serde.serde, StateTypesSerializer)
+        assert isinstance(saver.serde, EncryptedSerializer) and isinstance(
+            saver.serde.serde, StateTypesSerializer
+        )
         with pytest.raises(CorruptPayloadError, match="Refused"):
             saver.get_tuple(stored)
         saver.close()
@@ -261,7 +279,10 @@ def test_cli_import_refuses_a_reexported_gadget_in_a_fresh_process(
         assert proc.returncode != 0, proc.stdout
         # Refused by the rule for installed modules it has not imported, or (pycparser, which
         # the cipher's cffi loads) for loaded ones: a function is never a data class.
-        assert f"Refused to revive {name.split()[0]}" in proc.stderr or "installed here but not imported" in proc.stderr, proc.stderr
+        assert (
+            f"Refused to revive {name.split()[0]}" in proc.stderr
+            or "installed here but not imported" in proc.stderr
+        ), proc.stderr
         assert "Traceback" not in proc.stderr
         assert _partition(store, target) == []
     # And the next --encrypted show, had anything been stored, would run nothing either.
@@ -275,8 +296,14 @@ def test_cli_allow_type_keeps_a_named_type_opaque(store: dict[str, str], tmp_pat
     path.write_text(_hostile_file(store, record))
     target = new_thread()
     code, _, err = _run_cli(
-        "--table", store["table_name"], "import", str(path), "--thread", target,
-        "--allow-type", "dateutil.zoneinfo.rebuild:check_call",
+        "--table",
+        store["table_name"],
+        "import",
+        str(path),
+        "--thread",
+        target,
+        "--allow-type",
+        "dateutil.zoneinfo.rebuild:check_call",
     )
     assert code == 0, err  # kept as stored: the portable serializer calls nothing, named or not
     # And what the application's strict reader then does with it: refuse, call nothing.
@@ -321,7 +348,13 @@ def test_permissive_serializers_are_made_strict_or_refused(store: dict[str, str]
 
 def _reexported_callables() -> list[tuple[str, str]]:
     """``(module, name)`` of every callable a loaded module binds under a module it is not from."""
-    for mod in ("dateutil.zoneinfo.rebuild", "pycparser", "botocore.session", "boto3", "langchain_core.messages"):
+    for mod in (
+        "dateutil.zoneinfo.rebuild",
+        "pycparser",
+        "botocore.session",
+        "boto3",
+        "langchain_core.messages",
+    ):
         importlib.import_module(mod)
     found: set[tuple[str, str]] = set()
     for module_name, module in list(sys.modules.items()):

@@ -69,6 +69,7 @@ VARIANTS = {
     "async": ("async", {}),
     "sync-s3": ("sync", {"bucket": True, "s3_threshold": 1024}),
     "async-s3-encrypted": ("async", {"bucket": True, "s3_threshold": 1024, "encrypted": True}),
+    "sync-s3-encrypted": ("sync", {"bucket": True, "s3_threshold": 1024, "encrypted": True}),
     # Each operation on the saver's own event loop thread (io_thread=True).
     "async-io-thread": ("async", {"bucket": True, "s3_threshold": 1024, "io_thread": True}),
 }

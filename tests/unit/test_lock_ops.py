@@ -443,7 +443,10 @@ class FakeSaver:
     def partition_key(self, thread_id: str) -> str:
         return f"pk-{thread_id}"
 
-    def load_payload(self, typed: tuple[str, bytes], *, where: str) -> Any:
+    def dump_payload(self, value: Any, *, where: str, bind: Any) -> tuple[str, bytes]:
+        return self.serde.dumps_typed(value)
+
+    def load_payload(self, typed: tuple[str, bytes], *, where: str, bind: Any) -> Any:
         return self.serde.loads_typed(typed)
 
 
@@ -706,21 +709,27 @@ def test_with_write_guard_routes_put_and_put_writes_and_replaces_an_earlier_guar
 def test_load_payload_applies_the_savers_payload_policy() -> None:
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    from langgraph.checkpoint.dynamodb import CorruptPayloadError
+    from langgraph.checkpoint.dynamodb import CiphertextBindingError, CorruptPayloadError
 
+    here, there = ("t1", ("rec", "1")), ("t2", ("rec", "1"))
     plain = DynamoDBSaver(table_name="tbl", dynamodb_client=AnyDynamoDB())
-    assert plain.load_payload(plain.serde.dumps_typed({"ok": [1, 2]}), where="r") == {"ok": [1, 2]}
+    typed = plain.dump_payload({"ok": [1, 2]}, where="r", bind=here)
+    assert plain.load_payload(typed, where="r", bind=here) == {"ok": [1, 2]}
     with pytest.raises(CorruptPayloadError, match="record-7"):
-        plain.load_payload(("msgpack", b"\xc1not msgpack"), where="record-7")
+        plain.load_payload(("msgpack", b"\xc1not msgpack"), where="record-7", bind=here)
     sealed = DynamoDBSaver(
         table_name="tbl",
         dynamodb_client=AnyDynamoDB(),
         serde=EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef"),
     )
-    assert sealed.load_payload(sealed.serde.dumps_typed("secret"), where="r") == "secret"
+    secret = sealed.dump_payload("secret", where="r", bind=here)
+    assert sealed.load_payload(secret, where="r", bind=here) == "secret"
+    # Sealed to its record: the same ciphertext in another thread's record is refused.
+    with pytest.raises(CiphertextBindingError, match="another thread"):
+        sealed.load_payload(secret, where="r", bind=there)
     # A forger without the key writes plaintext: refused, never deserialized.
     with pytest.raises(CorruptPayloadError, match="not encrypted"):
-        sealed.load_payload(plain.serde.dumps_typed("forged"), where="r")
+        sealed.load_payload(plain.serde.dumps_typed("forged"), where="r", bind=here)
 
 
 #: Every public member of the savers, by what a lease-bound copy does with it.
@@ -732,7 +741,7 @@ BOUND_READS = {
 }  # fmt: skip
 BOUND_FENCED = {"put", "aput", "put_writes", "aput_writes"}
 BOUND_NEUTRAL = {
-    "check_ids", "clients", "close", "aclose", "config_specs", "ensure_clients", "from_env",
+    "check_ids", "clients", "close", "aclose", "config_specs", "dump_payload", "ensure_clients", "from_env",
     "get_next_version", "load_payload", "partition_key", "s3_thread_prefix", "s3_thread_prefixes", "serde", "setup",
     "thread_id_of", "value_s3_key", "with_allowlist", "with_write_guard",
 }  # fmt: skip

@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import clock, schema
+from langgraph.checkpoint.dynamodb._binding import write_place
 from langgraph.checkpoint.dynamodb.errors import PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import call, scripted_saver
@@ -141,19 +142,30 @@ def test_put_writes_of_special_channels_only_overwrite(mode: str) -> None:
     body, value = written[f"{ATTR.WRITE_PREFIX}-3"]
     assert "ConditionExpression" not in body
     assert body["Item"][ATTR.SK] == {"S": schema.writes_sk("", cid, "t", -3)}  # its own item
-    assert saver._unpack(value["L"][1]["B"], "test") == "second"
+    assert (
+        saver._unpack(value["L"][1]["B"], "test", ("t1", write_place("", cid, "t", -3, "__interrupt__")))
+        == "second"
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_put_writes_with_a_regular_channel_keep_the_first_write_of_each_index(mode: str) -> None:
     saver, script = scripted_saver(mode)
     writes = [("a", 1), ("__error__", "e1"), ("__error__", "e2")]
-    call(saver, "put_writes", cfg("t1", str(uuid6())), writes, "t")
+    cid = str(uuid6())
+    call(saver, "put_writes", cfg("t1", cid), writes, "t")
     assert script.methods() == ["dynamodb.transact_write_items"]  # two items, all or nothing
     written = _written(script)
     assert set(written) == {f"{ATTR.WRITE_PREFIX}0", f"{ATTR.WRITE_PREFIX}-1"}
     assert all(body["ConditionExpression"] == "attribute_not_exists(#pk)" for body, _ in written.values())
-    assert saver._unpack(written[f"{ATTR.WRITE_PREFIX}-1"][1]["L"][1]["B"], "test") == "e1"
+    assert (
+        saver._unpack(
+            written[f"{ATTR.WRITE_PREFIX}-1"][1]["L"][1]["B"],
+            "test",
+            ("t1", write_place("", cid, "t", -1, "__error__")),
+        )
+        == "e1"
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -166,7 +178,9 @@ def test_put_writes_into_an_existing_item_adds_only_missing_indexes(mode: str) -
         ATTR.PK: {"S": saver.partition_key("t1")},
         ATTR.SK: {"S": sk},
         ATTR.TASK_ID: {"S": "t"},
-        f"{ATTR.WRITE_PREFIX}0": {"L": [{"S": "a"}, {"B": saver._pack(1)}]},
+        f"{ATTR.WRITE_PREFIX}0": {
+            "L": [{"S": "a"}, {"B": saver._pack(1, "w0", ("t1", write_place("", cid, "t", 0, "a")))}]
+        },
     }
     script.when("put_item", ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "PutItem"))
     script.when("query", {"Items": [old]})

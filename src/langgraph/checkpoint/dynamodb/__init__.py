@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.dynamodb.errors import (
     CheckpointStoreError,
+    CiphertextBindingError,
     CorruptPayloadError,
     EndpointUnreachableError,
     KeyTooLongError,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncDynamoDBSaver",
     "CheckpointStoreError",
+    "CiphertextBindingError",
     "CorruptPayloadError",
     "DynamoDBSaver",
     "EndpointUnreachableError",

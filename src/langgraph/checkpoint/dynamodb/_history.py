@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.dynamodb import _chains, _items, _read, _requests, schema
+from langgraph.checkpoint.dynamodb._binding import metadata_place, value_place
 from langgraph.checkpoint.dynamodb._items import (
     CheckpointRecord,
     Item,
@@ -296,6 +297,9 @@ def _assemble(
         av = rec.item[ATTR.VALUES]["M"][ch]
         if "M" in av:
             refs.append(_read.value_ref_target(s, rec, pk, ch, av))
+        elif s._seals and "M" in rec.item.get(ATTR.BODY, {}):
+            # The seal of an inline seed names its version, which only the body says.
+            refs.append(Ref("s3", s._s3_pointer(thread_id, rec.item, ATTR.BODY)))
     for rec, open_channels in walk:
         for w in rec.writes:
             for name, av in w.items():
@@ -348,7 +352,9 @@ def _decode(
             rec = seeds[ch]
             av = rec.item[ATTR.VALUES]["M"][ch]
             packed = av["B"] if "B" in av else fetched[_read.value_ref_target(s, rec, pk, ch, av)]
-            entry["seed"] = s._unpack(packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}")
+            version = _read.seed_version(s, rec, ch, av, fetched)
+            bind = (rec.thread_id, value_place(rec.checkpoint_ns, ch, version))
+            entry["seed"] = s._unpack(packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}", bind)
         result[ch] = entry
     return result
 
@@ -436,7 +442,8 @@ def _delta_depth(s: BaseDynamoDBSaver, record: CheckpointRecord, channels: Seque
     av = record.item.get(ATTR.METADATA, {})
     if "B" not in av:
         return None
-    md = s._unpack(av["B"], f"metadata of checkpoint {record.checkpoint_id!r}")
+    bind = (record.thread_id, metadata_place(record.checkpoint_ns, record.checkpoint_id))
+    md = s._unpack(av["B"], f"metadata of checkpoint {record.checkpoint_id!r}", bind)
     stored = record.item.get(ATTR.VALUES, {}).get("M", {})
     return _depth_from_counters(
         md.get("counters_since_delta_snapshot") or {}, [c for c in channels if c not in stored]

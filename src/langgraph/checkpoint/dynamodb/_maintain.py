@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +21,10 @@ from langgraph.checkpoint.dynamodb._items import (
     Item,
     ThreadItems,
 )
-from langgraph.checkpoint.dynamodb._ops import Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
-from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
+from langgraph.checkpoint.dynamodb.codec import PayloadCodec
+from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError, CorruptPayloadError
 from langgraph.checkpoint.dynamodb.lifecycle import (
     PruneResult,
 )
@@ -65,16 +66,19 @@ def _copy(
         )
     source = yield from _deleting.load_thread(s, source_thread_id)
     plan = plan_copy(s, source_thread_id, target_thread_id, source, uuid.uuid4().hex, into=dst)
+    yield from refuse_unsealable(s, source_thread_id, plan)
     for i in range(0, len(plan.objects), 64):
-        yield from copy_objects(s, plan.objects[i : i + 64])
+        yield from copy_objects(s, plan.objects[i : i + 64], plan.reseal)
     # What checkpoints point to (objects, then writes and blobs) lands
     # before any checkpoint: a copied checkpoint is readable as in the
     # source the moment it exists, or not at all.
-    yield from _requests.batch_write(s.table_name, [{"PutRequest": {"Item": it}} for it in plan.items])
+    yield from _requests.batch_write(
+        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.sealed(plan.items)]
+    )
     # Oldest first: an interrupted copy leaves the target a consistent
     # prefix of the source (a checkpoint never lands before its parent).
     yield from _requests.batch_write(
-        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.checkpoints], in_order=True
+        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.sealed(plan.checkpoints)], in_order=True
     )
     yield from _heads.on_activity(dst, target_thread_id)
 
@@ -262,7 +266,13 @@ def _delete_runs_of_thread(saver: BaseDynamoDBSaver, thread_id: str, run_set: se
 
 @dataclass
 class CopyPlan:
-    """Everything a copy writes, in the order it writes it, from the source as it is now."""
+    """Everything a copy writes, in the order it writes it, from the source as it is now.
+
+    Items hold the source's payloads as they are; an encrypting saver
+    re-seals them for the target as they are written (:meth:`sealed`,
+    :func:`copy_objects`), chunk by chunk, so a step-wise copy pays for
+    what it writes only.
+    """
 
     #: (source key, target key, may be missing) in source key order.
     objects: list[tuple[str, str, bool]]
@@ -270,6 +280,91 @@ class CopyPlan:
     items: list[Item]
     #: Checkpoint items, oldest first (``(checkpoint id, namespace)`` order).
     checkpoints: list[Item]
+    #: Re-seals a source payload for the target (encrypting savers); ``None``: copied as is.
+    reseal: Callable[[bytes, str], bytes] | None = None
+
+    def sealed(self, items: Sequence[Item]) -> list[Item]:
+        """``items`` with every payload re-sealed for the target (``items`` themselves as they are if none is)."""
+        if self.reseal is None:
+            return list(items)
+        return [reseal_item(it, self.reseal) for it in items]
+
+
+def _resealer(
+    s: BaseDynamoDBSaver, dst: BaseDynamoDBSaver, source_id: str, target_id: str
+) -> Callable[[bytes, str], bytes] | None:
+    """How a copy re-seals payloads for the target: ``None`` where the saver does not encrypt."""
+    if not s._seals:
+        return None
+    source, target = (s.tenant_prefix, source_id), (dst.tenant_prefix, target_id)
+    return lambda packed, where: s._rebind(packed, source, target, where)
+
+
+def refuse_unsealable(s: BaseDynamoDBSaver, source_id: str, plan: CopyPlan) -> Op[None]:
+    """Refuse, before any write, to copy encrypted payloads with a saver that cannot re-seal them.
+
+    Copied as they are, they stay sealed to the source thread, and the target
+    would be unreadable. Every inline payload's type is checked (a header
+    read, no decryption); when there is none (with a low ``s3_threshold``
+    every payload may be in S3), the first object's header (a ranged GET
+    of its first bytes).
+    """
+    if plan.reseal is not None:
+        return
+    types = [
+        PayloadCodec.type_name(packed)
+        for it in (*plan.checkpoints, *plan.items)
+        for packed in _inline_payloads(it)
+    ]
+    encrypted = any("+" in t for t in types)
+    if not types and plan.objects and s.bucket_name is not None:
+        try:
+            head = yield Call(
+                "s3",
+                "get_object",
+                {"Bucket": s.bucket_name, "Key": plan.objects[0][0], "Range": "bytes=0-258"},
+                max_bytes=259,
+            )
+            encrypted = "+" in PayloadCodec.type_name(bytes(head["Body"]))
+        except ClientError as exc:
+            if error_code(exc) not in ("NoSuchKey", "404", "InvalidRange"):
+                raise
+    if encrypted:
+        raise CiphertextBindingError(
+            f"thread {source_id!r} is encrypted, and its payloads are sealed to it: a copy must "
+            "re-seal them for the target, which needs the cipher. Copy with a saver configured with "
+            "the same serde (EncryptedSerializer; a maintenance function: LANGGRAPH_AES_KEYS); "
+            "nothing was written"
+        )
+
+
+def _inline_payloads(item: Item) -> Iterator[bytes]:
+    for name, av in item.items():
+        if name in (ATTR.BODY, ATTR.METADATA, ATTR.BLOB) and "B" in av:
+            yield bytes(av["B"])
+        elif name == ATTR.VALUES and "M" in av:
+            yield from (bytes(v["B"]) for v in av["M"].values() if "B" in v)
+        elif _items.is_write_attr(name) and "B" in av["L"][1]:
+            yield bytes(av["L"][1]["B"])
+
+
+def reseal_item(item: Item, reseal: Callable[[bytes, str], bytes]) -> Item:
+    """A copy of ``item`` whose payloads (inline ones; S3 objects are re-sealed apart) ``reseal`` re-sealed."""
+    name_of = _items.item_name(item)
+    out: Item = dict(item)
+    for name, av in item.items():
+        if name in (ATTR.BODY, ATTR.METADATA, ATTR.BLOB) and "B" in av:
+            out[name] = {"B": reseal(bytes(av["B"]), f"{name_of}: {name!r}")}
+        elif name == ATTR.VALUES and "M" in av:
+            out[name] = {
+                "M": {
+                    ch: {"B": reseal(bytes(v["B"]), f"{name_of}: channel {ch!r}")} if "B" in v else v
+                    for ch, v in av["M"].items()
+                }
+            }
+        elif _items.is_write_attr(name) and "B" in av["L"][1]:
+            out[name] = {"L": [av["L"][0], {"B": reseal(bytes(av["L"][1]["B"]), f"{name_of}: {name!r}")}]}
+    return out
 
 
 def plan_copy(
@@ -368,23 +463,41 @@ def plan_copy(
         raise ValueError("source thread has S3 payloads but no bucket_name is configured")
     pairs = {**maybe, **s3_keys}
     objects = [(k, pairs[k], k in maybe) for k in sorted(pairs)]
-    return CopyPlan(objects, items, checkpoints)
+    return CopyPlan(objects, items, checkpoints, _resealer(s, dst, source_id, target_id))
 
 
-def copy_objects(s: BaseDynamoDBSaver, chunk: Sequence[tuple[str, str, bool]]) -> Op[None]:
-    """Server-side copies; a "maybe" object that is not there is skipped (a reader tries the places it may also be first)."""
-    results = yield Gather(
-        [
+def copy_objects(
+    s: BaseDynamoDBSaver,
+    chunk: Sequence[tuple[str, str, bool]],
+    reseal: Callable[[bytes, str], bytes] | None = None,
+) -> Op[None]:
+    """Copy S3 objects; a "maybe" object that is not there is skipped (a reader tries the places it may also be first).
+
+    Server-side copies, or, with ``reseal`` (an encrypting saver's copy),
+    each object read, re-sealed for the target and written.
+    """
+    if reseal is None:
+        calls = [
             s3("copy_object", Bucket=s.bucket_name, Key=dst, CopySource={"Bucket": s.bucket_name, "Key": src})
             for src, dst, _ in chunk
-        ],
-        return_exceptions=True,
-    )
-    for (_, _, maybe), result in zip(chunk, results, strict=True):
+        ]
+    else:
+        calls = [
+            Call("s3", "get_object", {"Bucket": s.bucket_name, "Key": src}, max_bytes=s.max_payload_size)
+            for src, _, _ in chunk
+        ]
+    results = yield Gather(calls, return_exceptions=True)
+    puts = []
+    for (src, dst, maybe), result in zip(chunk, results, strict=True):
         if isinstance(result, BaseException):
             if maybe and isinstance(result, ClientError) and error_code(result) in ("NoSuchKey", "404"):
                 continue
             raise result
+        if reseal is not None:
+            body = reseal(bytes(result["Body"]), f"S3 object {src!r}")
+            puts.append(s3("put_object", Bucket=s.bucket_name, Key=dst, Body=body))
+    if puts:
+        yield Gather(puts)
 
 
 # ------------------------------------------------------ prune, delete_for_runs

@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import _chains, _heads, _items, _requests, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._binding import body_place, metadata_place, value_place, write_place
 from langgraph.checkpoint.dynamodb._chains import LatestHint
 from langgraph.checkpoint.dynamodb._items import (
     AttributeValue,
@@ -401,6 +402,36 @@ def payload(s: BaseDynamoDBSaver, av: AttributeValue, fetched: Mapping[Ref, byte
     raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
 
 
+def seed_version(
+    s: BaseDynamoDBSaver,
+    record: CheckpointRecord,
+    channel: str,
+    av: AttributeValue,
+    fetched: Mapping[Ref, bytes],
+) -> str:
+    """The version of the value ``record``'s values map holds for ``channel`` (``av``), to check its seal.
+
+    A reference names it; an inline value does not, and only the checkpoint's
+    body (sealed too) says which version it is. Read only where the saver
+    seals (an unsealed payload is not checked against a place).
+    """
+    if "M" in av:
+        return str(av["M"]["v"]["S"])
+    if not s._seals:
+        return ""
+    cid = record.checkpoint_id
+    where = f"checkpoint {cid!r}"
+    body_av = record.item.get(ATTR.BODY)
+    if body_av is None:
+        raise CorruptPayloadError(f"{where}: body attribute missing")
+    body = s._unpack(
+        payload(s, body_av, fetched, where), where, (record.thread_id, body_place(record.checkpoint_ns, cid))
+    )
+    if not isinstance(body, dict):
+        raise CorruptPayloadError(f"{where}: body is not a mapping")
+    return str((body.get("channel_versions") or {}).get(channel))
+
+
 def decode_metadata(
     s: BaseDynamoDBSaver, record: CheckpointRecord, fetched: Mapping[Ref, bytes]
 ) -> CheckpointMetadata:
@@ -408,7 +439,8 @@ def decode_metadata(
     av = record.item.get(ATTR.METADATA)
     if av is None:
         raise CorruptPayloadError(f"{where}: attribute missing")
-    md = s._unpack(payload(s, av, fetched, where), where)
+    bind = (record.thread_id, metadata_place(record.checkpoint_ns, record.checkpoint_id))
+    md = s._unpack(payload(s, av, fetched, where), where, bind)
     if not isinstance(md, dict):
         raise CorruptPayloadError(f"{where}: not a mapping")
     return cast(CheckpointMetadata, md)
@@ -492,7 +524,11 @@ def _to_tuple(
     body_av = item.get(ATTR.BODY)
     if body_av is None:
         raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
-    checkpoint = s._unpack(payload(s, body_av, fetched, f"checkpoint {cid!r}"), f"checkpoint {cid!r}")
+    where = f"checkpoint {cid!r}"
+    ns = record.checkpoint_ns
+    checkpoint = s._unpack(
+        payload(s, body_av, fetched, where), where, (record.thread_id, body_place(ns, cid))
+    )
     if not isinstance(checkpoint, dict):
         raise CorruptPayloadError(f"checkpoint {cid!r}: body is not a mapping")
     channel_values: dict[str, Any] = {}
@@ -500,7 +536,8 @@ def _to_tuple(
     for channel, av in _items.map_attr(item, ATTR.VALUES, f"checkpoint {cid!r}").items():
         where = f"channel {channel!r} of checkpoint {cid!r}"
         placement: Placement
-        key = (record.thread_id, record.checkpoint_ns, channel, str(versions.get(channel)))
+        version = str(versions.get(channel))
+        key = (record.thread_id, ns, channel, version)
         if "B" in av:
             packed = av["B"]
             # Held here: later checkpoints copy it if small, else point here.
@@ -517,7 +554,9 @@ def _to_tuple(
             placement = (loc, av["M"]["c"]["S"] if loc == "c" else None, tag)
         if channel in versions:
             s._remember(key, placement)
-        channel_values[channel] = s._unpack(packed, where)
+        channel_values[channel] = s._unpack(
+            packed, where, (record.thread_id, value_place(ns, channel, version))
+        )
     checkpoint["channel_values"] = channel_values
     s._note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))
     if metadata is None:
@@ -558,7 +597,11 @@ def decode_writes(
         if channels is not None and channel not in channels:
             continue  # not asked for: never unpacked
         where = f"write {channel!r} of task {task_id!r} on checkpoint {record.checkpoint_id!r}"
-        value = s._unpack(payload(s, av["L"][1], fetched, where), where)
+        bind = (
+            record.thread_id,
+            write_place(record.checkpoint_ns, record.checkpoint_id, task_id, idx, channel),
+        )
+        value = s._unpack(payload(s, av["L"][1], fetched, where), where, bind)
         rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
     rows.sort(key=lambda r: r[0])
     return [r[1] for r in rows]

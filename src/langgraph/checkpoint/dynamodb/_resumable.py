@@ -394,6 +394,7 @@ def copy_thread_step(
         state = None
         plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto_now)
         _check_only_this_copy(target, plan, target_thread_id)
+    yield from _maintain.refuse_unsealable(s, source_thread_id, plan)
     new_job = state is None
     if state is None:
         state = {"root": root, "upto": upto_now, "phase": _COPY_PHASES[0], "after": None}
@@ -434,12 +435,12 @@ def copy_thread_step(
                 chunk = todo[i : i + batch_size]
                 wrote = True
                 if phase == "objects":
-                    yield from _maintain.copy_objects(s, chunk)
+                    yield from _maintain.copy_objects(s, chunk, plan.reseal)
                     state["after"] = chunk[-1][0]
                     report["objects_copied"] += len(chunk)
                 elif phase == "items":
                     yield from _requests.batch_write(
-                        s.table_name, [{"PutRequest": {"Item": it}} for it in chunk]
+                        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.sealed(chunk)]
                     )
                     state["after"] = chunk[-1][ATTR.SK]["S"]
                     report["items_copied"] += len(chunk)
@@ -447,7 +448,9 @@ def copy_thread_step(
                     # in_order (as copy_thread): a failure leaves the batch's older
                     # 25-item chunks landed, never a newer one without them.
                     yield from _requests.batch_write(
-                        s.table_name, [{"PutRequest": {"Item": it}} for it in chunk], in_order=True
+                        s.table_name,
+                        [{"PutRequest": {"Item": it}} for it in plan.sealed(chunk)],
+                        in_order=True,
                     )
                     state["after"] = _checkpoint_cursor(chunk[-1])
                     report["checkpoints_copied"] += len(chunk)

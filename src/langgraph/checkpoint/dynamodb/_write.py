@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import _heads, _items, _placement, _read, _requests, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._binding import body_place, metadata_place, value_place, write_place
 from langgraph.checkpoint.dynamodb._items import (
     ITEM_BUDGET,
     AttributeValue,
@@ -30,14 +31,17 @@ from langgraph.checkpoint.dynamodb._items import (
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, compute, ddb, size_hint
 from langgraph.checkpoint.dynamodb._valuecache import held_key
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Bind, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 
-def _pack_all(s: BaseDynamoDBSaver, values: list[Any], labels: list[str]) -> list[bytes]:
-    """Each value packed (``labels`` name them in errors); what a write's ``Compute`` runs (maybe on another thread)."""
-    return [s._pack(v, label) for v, label in zip(values, labels, strict=True)]
+def _pack_all(s: BaseDynamoDBSaver, values: list[Any], labels: list[tuple[str, Bind]]) -> list[bytes]:
+    """Each value packed (``labels``: its name in errors, where it belongs); what a write's ``Compute`` runs.
+
+    (Maybe on another thread: the async saver runs large ones off its loop.)
+    """
+    return [s._pack(v, label, bind) for v, (label, bind) in zip(values, labels, strict=True)]
 
 
 def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
@@ -191,10 +195,13 @@ def put(
             reused[channel] = ref
     md = get_checkpoint_metadata(config, metadata)
     to_pack = [*(values[ch] for ch in fresh), body, md]
-    labels = [
-        *(f"checkpoint {cid!r}: channel {ch!r}" for ch in fresh),
-        f"checkpoint {cid!r}",
-        f"checkpoint {cid!r}: metadata",
+    labels: list[tuple[str, Bind]] = [
+        *(
+            (f"checkpoint {cid!r}: channel {ch!r}", (thread_id, value_place(ns, ch, versions[ch])))
+            for ch in fresh
+        ),
+        (f"checkpoint {cid!r}", (thread_id, body_place(ns, cid))),
+        (f"checkpoint {cid!r}: metadata", (thread_id, metadata_place(ns, cid))),
     ]
     *packed_values, body_packed, md_packed = yield from compute(
         _pack_all, s, to_pack, labels, size=size_hint(to_pack)
@@ -330,7 +337,10 @@ def put_writes(
             continue
         chosen[idx] = (channel, value)
     to_pack = [value for _, value in chosen.values()]
-    labels = [f"write {channel!r} of task {task_id!r}" for channel, _ in chosen.values()]
+    labels: list[tuple[str, Bind]] = [
+        (f"write {channel!r} of task {task_id!r}", (thread_id, write_place(ns, cid, task_id, idx, channel)))
+        for idx, (channel, _) in chosen.items()
+    ]
     packed_all = yield from compute(_pack_all, s, to_pack, labels, size=size_hint(to_pack))
     by_idx: dict[int, tuple[str, bytes]] = {
         idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)

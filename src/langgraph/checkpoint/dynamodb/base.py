@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.dynamodb import _items, schema
+from langgraph.checkpoint.dynamodb import _binding, _items, schema
 from langgraph.checkpoint.dynamodb._aws import client_config, error_code
 from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestHint
 from langgraph.checkpoint.dynamodb._items import Item
@@ -91,6 +91,9 @@ Location = Literal["inline", "c", "blob", "s3"]
 #: or the id of the checkpoint holding a ``c`` value; and the write tag an
 #: ``s3`` or ``c`` reference carries (``""``: none; see ``_valuecache``).
 Placement = tuple[Location, bytes | str | None, str]
+#: Where a payload belongs: (thread id, place; see ``_binding``). An encrypting
+#: saver seals it there, and a read elsewhere raises ``CiphertextBindingError``.
+Bind = tuple[str, _binding.Place]
 
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each).
@@ -112,6 +115,7 @@ class SaverSettings(TypedDict, total=False):
     endpoint_url: str | None
     serde: SerializerProtocol | None
     allow_unsafe_serde: bool
+    allow_unbound_ciphertext: bool
     s3_key_prefix: str
     inline_threshold: int
     s3_threshold: int
@@ -152,6 +156,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         endpoint_url: str | None = None,
         serde: SerializerProtocol | None = None,
         allow_unsafe_serde: bool = False,
+        allow_unbound_ciphertext: bool = False,
         s3_key_prefix: str = "checkpoints/",
         inline_threshold: int = 4 * 1024,
         s3_threshold: int = 64 * 1024,
@@ -194,6 +199,8 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
         self.table_name = table_name
         self.bucket_name = bucket_name
+        #: Read encrypted payloads written without binding (see ``_binding``); writes always bind.
+        self.allow_unbound_ciphertext = allow_unbound_ciphertext is True
         self.s3_key_prefix = s3_key_prefix
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
@@ -549,8 +556,22 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             f"({'none' if own is None else own[0] + ('' if own[1] else '*')}); refused"
         )
 
-    def _pack(self, value: Any, where: str = "a value") -> bytes:
-        typed = self.serde.dumps_typed(value)
+    @property
+    def _seals(self) -> bool:
+        """Whether payloads are encrypted, and so sealed to where they belong (``_binding``)."""
+        return isinstance(self.serde, EncryptedSerializer)
+
+    def _serialize(self, value: Any, bind: Bind) -> tuple[str, bytes]:
+        """``value`` serialized, and encrypted sealed to ``bind`` (thread id, place) if the saver encrypts."""
+        serde = self.serde
+        if isinstance(serde, EncryptedSerializer):
+            thread_id, place = bind
+            return _binding.seal(serde, value, _binding.thread_digest(self.tenant_prefix, thread_id), place)
+        return serde.dumps_typed(value)
+
+    def _pack(self, value: Any, where: str, bind: Bind) -> bytes:
+        """``value`` serialized, encrypted (sealed to ``bind``: thread id, place) and compressed."""
+        typed = self._serialize(value, bind)
         if len(typed[1]) > self.max_payload_size:
             # Readers refuse a payload over the limit (``_unpack``): stored, it
             # would leave the thread's latest checkpoint unreadable, so a
@@ -563,14 +584,23 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             )
         return self.codec.pack(typed)
 
-    def _unpack(self, packed: bytes, where: str) -> Any:
+    def _unpack(self, packed: bytes, where: str, bind: Bind) -> Any:
+        """The value of a stored payload read at ``bind`` (thread id, place), under the saver's policy."""
         typed = self.codec.unpack(packed, where=where, max_size=self.max_payload_size)
-        if isinstance(self.serde, EncryptedSerializer) and "+" not in typed[0]:
-            # EncryptedSerializer would pass an unencrypted payload through (a
-            # migration path): here that is a forgery by someone without the key.
-            raise CorruptPayloadError(f"{where}: payload is not encrypted (type {typed[0]!r})")
+        serde: SerializerProtocol = self.serde
+        if isinstance(serde, EncryptedSerializer):
+            thread_id, place = bind
+            typed = _binding.open_sealed(
+                serde,
+                typed,
+                _binding.thread_digest(self.tenant_prefix, thread_id),
+                place,
+                where=where,
+                allow_unbound=self.allow_unbound_ciphertext,
+            )
+            serde = serde.serde
         try:
-            return self.serde.loads_typed(typed)
+            return serde.loads_typed(typed)
         except RevivalError as exc:  # ours: names a type and the fix, never data
             raise CorruptPayloadError(f"{where}: cannot deserialize payload: {exc}") from exc
         except Exception as exc:
@@ -578,6 +608,25 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             raise CorruptPayloadError(
                 f"{where}: cannot deserialize payload ({type(exc).__name__}, {len(typed[1]):,} bytes)"
             ) from None
+
+    def _rebind(self, packed: bytes, source: tuple[str, str], target: tuple[str, str], where: str) -> bytes:
+        """A stored payload of thread ``source`` (tenant, id) sealed for ``target`` instead (copies).
+
+        Unchanged where the saver does not encrypt. Nothing is deserialized.
+        """
+        serde = self.serde
+        if not isinstance(serde, EncryptedSerializer):
+            return packed
+        typed = self.codec.unpack(packed, where=where, max_size=self.max_payload_size)
+        out = _binding.rebind(
+            serde,
+            typed,
+            _binding.thread_digest(*source),
+            _binding.thread_digest(*target),
+            where=where,
+            allow_unbound=self.allow_unbound_ciphertext,
+        )
+        return packed if out is typed else self.codec.pack(out)
 
     # ---------------------------------------------------------------- setup
 
@@ -694,21 +743,40 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """
         return MappingProxyType(self._clients)
 
-    def load_payload(self, typed: tuple[str, bytes], *, where: str) -> Any:
+    def dump_payload(self, value: Any, *, where: str, bind: Bind) -> tuple[str, bytes]:
+        """``value`` in its serde form ``(type, bytes)``, for a record kept outside checkpoints.
+
+        Encrypted and sealed to ``bind`` (thread id, place: any tuple of
+        strings naming the record in its thread) when the saver encrypts, so
+        that :meth:`load_payload` with the same ``bind`` is the only read
+        that accepts it. ``where`` names the value in errors.
+
+        Example:
+            ```python
+            typed = saver.dump_payload({"ok": True}, where="my record", bind=("t-1", ("my", "r1")))
+            assert saver.load_payload(typed, where="my record", bind=("t-1", ("my", "r1"))) == {"ok": True}
+            ```
+        """
+        del where  # named for symmetry with load_payload; serializing raises the serde's own errors
+        return self._serialize(value, bind)
+
+    def load_payload(self, typed: tuple[str, bytes], *, where: str, bind: Bind) -> Any:
         """A value from its serde form ``(type, bytes)``, checked as every stored payload is.
 
-        For values kept outside checkpoints (the lock's stored results): the
-        same policy as a checkpoint read (strict msgpack, ``max_payload_size``,
-        no plaintext where the saver encrypts), so a forged item fails with
+        For values kept outside checkpoints (the lock's stored results),
+        written by :meth:`dump_payload` with the same ``bind``: the same
+        policy as a checkpoint read (strict msgpack, ``max_payload_size``, no
+        plaintext where the saver encrypts, and a ciphertext sealed for
+        another thread or record is refused), so a forged item fails with
         ``CorruptPayloadError`` naming ``where``.
 
         Example:
             ```python
-            typed = saver.serde.dumps_typed({"ok": True})
-            assert saver.load_payload(typed, where="my record") == {"ok": True}
+            typed = saver.dump_payload({"ok": True}, where="my record", bind=("t-1", ("my", "r1")))
+            assert saver.load_payload(typed, where="my record", bind=("t-1", ("my", "r1"))) == {"ok": True}
             ```
         """
-        return self._unpack(self.codec.pack(typed), where)
+        return self._unpack(self.codec.pack(typed), where, bind)
 
     def with_write_guard(
         self,

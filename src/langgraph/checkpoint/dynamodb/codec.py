@@ -184,6 +184,18 @@ class PayloadCodec:
         return bytes(zstd.compress(data, level=level))
 
     @staticmethod
+    def type_name(blob: bytes) -> str:
+        """The serde type name in a packed payload's header, without decoding it (``""``: none readable).
+
+        Example:
+            >>> PayloadCodec.type_name(PayloadCodec("none").pack(("msgpack+aes", b"...")))
+            'msgpack+aes'
+        """
+        if len(blob) < 3 or len(blob) < 3 + blob[2]:
+            return ""
+        return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+
+    @staticmethod
     def unpack(blob: bytes, *, where: str = "payload", max_size: int | None = None) -> tuple[str, bytes]:
         """Decode a packed payload. ``where`` names it in error messages.
 

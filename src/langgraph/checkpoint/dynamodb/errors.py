@@ -8,6 +8,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, NoRegionEr
 
 __all__ = [
     "CheckpointStoreError",
+    "CiphertextBindingError",
     "CorruptPayloadError",
     "EndpointUnreachableError",
     "KeyTooLongError",
@@ -69,6 +70,18 @@ class MissingPayloadError(CheckpointStoreError):
 
 class CorruptPayloadError(CheckpointStoreError):
     """A stored payload cannot be decoded (truncated, tampered or foreign)."""
+
+
+class CiphertextBindingError(CorruptPayloadError):
+    """An encrypted payload was read somewhere it was not written (integrity-bound encryption).
+
+    An encrypting saver seals every payload with where it belongs: the tenant
+    and thread, and the checkpoint, channel version or write it is. This one
+    decrypts, but was sealed for another thread or place, so someone who can
+    write the table or bucket moved or copied it there; or it was written
+    without binding (LangGraph's ``EncryptedSerializer``, an older version of
+    this package), which a saver reads only with ``allow_unbound_ciphertext=True``.
+    """
 
 
 class PayloadLimitError(CorruptPayloadError):

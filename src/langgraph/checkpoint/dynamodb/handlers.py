@@ -22,6 +22,7 @@ from typing import Any
 
 from langgraph.checkpoint.dynamodb import clock
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
+from langgraph.checkpoint.dynamodb.encryption import ENV_KEYS, AesKeyRing
 from langgraph.checkpoint.dynamodb.lambdas import metrics
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
@@ -66,9 +67,17 @@ class StoreConfig:
         return cls(**saver_kwargs_from_env(os.environ if env is None else env))
 
     def saver(self, **options: Any) -> DynamoDBSaver:
-        """A new saver on this store; ``options`` are passed on (thresholds, serde...)."""
+        """A new saver on this store; ``options`` are passed on (thresholds, serde...).
+
+        With ``LANGGRAPH_AES_KEYS`` set (``encryption.AesKeyRing.from_env``) and
+        no ``serde`` given, the saver encrypts with that key ring: what a
+        maintenance function needs to copy encrypted threads, whose payloads
+        a copy re-seals for the target.
+        """
         if self.max_payload_size is not None:
             options.setdefault("max_payload_size", self.max_payload_size)
+        if options.get("serde") is None and os.environ.get(ENV_KEYS, "").strip():
+            options["serde"] = AesKeyRing.from_env().serializer()
         return DynamoDBSaver(
             table_name=self.table_name,
             bucket_name=self.bucket_name,

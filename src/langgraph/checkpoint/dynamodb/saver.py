@@ -62,6 +62,13 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             strict (``StateTypesSerializer``), or refused if it uses pickle.
         allow_unsafe_serde: keep a permissive ``serde`` as given; only where
             nobody but you can write to the table and the bucket.
+        allow_unbound_ciphertext: with an encrypting ``serde``, also read
+            ciphertext written without binding (LangGraph's
+            ``EncryptedSerializer`` on another saver, or an earlier version
+            of this package), for a migration. Off by default: every payload an encrypting
+            saver writes is sealed to its thread and place, and one read
+            anywhere else raises ``CiphertextBindingError`` (see
+            ``docs/security.md``, "Integrity-bound encryption").
         dynamodb_client: a ready-made boto3 DynamoDB client.
         s3_client: a ready-made boto3 S3 client.
         boto3_session: a boto3 ``Session`` to make clients from.

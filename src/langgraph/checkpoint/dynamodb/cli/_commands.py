@@ -215,11 +215,16 @@ def make_saver(args: argparse.Namespace) -> Any:
     if getattr(args, "encrypted", False):
         from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
+        from langgraph.checkpoint.dynamodb.encryption import ENV_KEYS, AesKeyRing
+
         try:
             # The same strict viewer inside the cipher: from_pycryptodome_aes()
             # alone would wrap LangGraph's permissive serializer, which calls
-            # whatever a decrypted payload names.
-            serde = EncryptedSerializer.from_pycryptodome_aes(serde=serde)
+            # whatever a decrypted payload names. A key ring (rotation) when set.
+            if os.environ.get(ENV_KEYS, "").strip():
+                serde = AesKeyRing.from_env().serializer(serde)
+            else:
+                serde = EncryptedSerializer.from_pycryptodome_aes(serde=serde)
         except Exception as exc:
             raise CLIError(f"--encrypted: {exc}", EXIT_USAGE, "bad_encryption_key") from exc
     session = boto3.session.Session(profile_name=s["profile"], region_name=s["region"])

@@ -85,7 +85,7 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--encrypted",
         action="store_true",
         default=d if suppress else False,
-        help="decode with EncryptedSerializer (AES key from LANGGRAPH_AES_KEY)",
+        help="decode with EncryptedSerializer: the key ring in LANGGRAPH_AES_KEYS, else the AES key in LANGGRAPH_AES_KEY",
     )
     g.add_argument(
         "--json", action="store_true", default=d if suppress else False, help="machine-readable JSON output"

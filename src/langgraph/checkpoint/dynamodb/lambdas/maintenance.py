@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.checkpoint.dynamodb._resumable import DEFAULT_BATCH_SIZE, StepResult
+from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError
 from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
 from langgraph.checkpoint.dynamodb.lambdas import tokens
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
@@ -308,11 +309,14 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         budget = os.environ.get("TIME_BUDGET_SECONDS")
         deadline = deadline_from_context(context, budget=float(budget) if budget else None)
         step = run(request, deadline=deadline)
-    except (EventError, ValueError, TypeError, RecursionError) as exc:
+    except (EventError, ValueError, TypeError, RecursionError, CiphertextBindingError) as exc:
         # Refused before or without changing anything (bad event, foreign or
         # malformed token, a copy target that is not empty): the caller's
         # mistake, answered with a result, not a failed invocation (which would
-        # be retried and raise the errors alarm).
+        # be retried and raise the errors alarm). CiphertextBindingError: an
+        # encrypted thread this function holds no key for (LANGGRAPH_AES_KEYS),
+        # or a moved ciphertext; a copy refuses it before writing, or removes
+        # what it wrote.
         kind = "invalid_event" if isinstance(exc, EventError) else "rejected"
         error = {"type": kind, "message": str(exc)[:500] or type(exc).__name__}
         log_event("maintenance", action=str(action), status="rejected", rejected=1, error=error)

@@ -15,6 +15,7 @@ from typing import Any, Final, Generic, TypeGuard, TypeVar
 
 from langgraph.checkpoint.dynamodb import clock as _clock
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._binding import result_place
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.lock._errors import ResultNotStoredError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -379,9 +380,17 @@ def is_recovery(item: dict[str, Any] | None, expected: ExpectedCheckpoint) -> bo
     )
 
 
-def serialize_result(saver: Any, value: Any, max_bytes: int) -> tuple[tuple[str, bytes] | None, int]:
-    """``(typed bytes or None if over max_bytes, serialized size)`` of a result, by the saver's serde."""
-    type_name, data = saver.serde.dumps_typed(value)
+def serialize_result(
+    saver: Any, thread_id: str, request_id: str, value: Any, max_bytes: int
+) -> tuple[tuple[str, bytes] | None, int]:
+    """``(typed bytes or None if over max_bytes, serialized size)`` of a result, by the saver's serde.
+
+    Sealed to the request's record when the saver encrypts: a result copied
+    into another request's record (or thread) is refused on read.
+    """
+    type_name, data = saver.dump_payload(
+        value, where=f"result of request {request_id!r}", bind=(thread_id, result_place(request_id))
+    )
     size = len(data) + len(type_name)
     return ((type_name, data) if size <= max_bytes else None), size
 
@@ -403,4 +412,4 @@ def stored_result(saver: Any, thread_id: str, request_id: str, item: dict[str, A
     # The same policy as every checkpoint payload (strict msgpack, and no
     # plaintext where the saver encrypts): anyone who can write the thread's
     # partition can forge this record.
-    return saver.load_payload(typed, where=where)
+    return saver.load_payload(typed, where=where, bind=(thread_id, result_place(request_id)))

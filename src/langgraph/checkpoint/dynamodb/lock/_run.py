@@ -261,7 +261,7 @@ def run_request(run: Run) -> Op[RunOutcome[Any]]:
                 fence=lease.fence(),
             )
         raise attempt.error
-    stored, size = serialize_result(run.saver, attempt.value, run.max_bytes)
+    stored, size = serialize_result(run.saver, run.thread_id, run.request_id, attempt.value, run.max_bytes)
     # Conditional on our owner token *and* fence in one transaction: a holder
     # that lost the lease while working learns it here, before reporting success.
     yield from ops.finish_request(

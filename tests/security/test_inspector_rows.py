@@ -49,3 +49,51 @@ def test_an_undecodable_thread_is_one_row_of_the_page(saver: DynamoDBSaver) -> N
     assert good in html and bad in html
     assert "unreadable" in html
     assert "TOP-SECRET" not in html  # names and sizes only
+
+
+def _bomb(n: int) -> bytes:
+    """A packed msgpack payload of ``n`` empty lists: ~5 bytes, then ~n x 64 bytes of Python objects."""
+    import zlib
+
+    raw = b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
+    return bytes((1, ord("z"), 7)) + b"msgpack" + zlib.compress(raw, 9)
+
+
+def test_a_page_of_amplifying_rows_decodes_one_row_at_a_time(saver: DynamoDBSaver) -> None:
+    """Finding 9: a page summarised 8 rows at once, so 8 forged rows cost 8 decoded states at once.
+
+    Each of 8 threads holds a payload of a few hundred bytes that decodes to
+    ~13 MB of Python objects. The page's peak (tracemalloc, all threads) must
+    stay near one row's: the rows' decoding and summaries run one after another
+    (it was twice one row's before, measured; up to 8 times, by timing).
+    """
+    import tracemalloc
+
+    import ormsgpack
+
+    n = 200_000
+    threads = [new_thread() for _ in range(8)]
+    for t in threads:
+        stored = _put(saver, t, "x")
+        c = stored["configurable"]
+        boto3.client("dynamodb").update_item(
+            TableName=saver.table_name,
+            Key={
+                "PK": {"S": saver.partition_key(t)},
+                "SK": {"S": schema.checkpoint_sk("", c["checkpoint_id"])},
+            },
+            UpdateExpression="SET vals.v = :v",
+            ExpressionAttributeValues={":v": {"B": _bomb(n)}},
+        )
+    tracemalloc.start()
+    try:
+        ormsgpack.unpackb(b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n)
+        one = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        html = page_threads(saver, {})
+        page = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(t in html for t in threads)
+    assert one > 10_000_000  # the bomb really amplifies
+    assert page < 1.5 * one, f"page peak {page:,} bytes vs one row's decode {one:,}"

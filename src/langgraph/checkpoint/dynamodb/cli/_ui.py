@@ -82,6 +82,10 @@ _HEADERS: Final = {
 # ================================================================== reads
 
 
+#: Held while a threads-page row decodes and summarises its latest checkpoint (see thread_summary).
+_DECODING = threading.Lock()
+
+
 def thread_summary(saver: Any, thread_id: str, *, max_items: int = SUMMARY_ITEMS) -> dict[str, Any]:
     """Checkpoints, bytes and interrupt state of one thread, for a threads-page row.
 
@@ -105,17 +109,23 @@ def thread_summary(saver: Any, thread_id: str, *, max_items: int = SUMMARY_ITEMS
         if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM:
             checkpoints += 1
     error = None
-    try:
-        tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    except CheckpointStoreError as exc:
-        # A row, not the page: name what failed, never what the payload holds.
-        tup, error = None, f"{type(exc).__name__}: the latest checkpoint cannot be read"
     waiting: list[str] = []
     step = None
-    if tup is not None:
-        step = (tup.metadata or {}).get("step")
-        tasks = next_tasks(tup.checkpoint, tup.pending_writes or [], step=step)
-        waiting = [t["name"] for t in tasks if t["status"] == "interrupted"]
+    # One row's state at a time: rows are summarised side by side (page_threads),
+    # and decoding is what a forged payload amplifies (tens of times its size in
+    # Python objects). Held one after another, a page costs the memory of its
+    # largest row, not of all of them at once; the item counts above stay parallel.
+    with _DECODING:
+        try:
+            tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        except CheckpointStoreError as exc:
+            # A row, not the page: name what failed, never what the payload holds.
+            tup, error = None, f"{type(exc).__name__}: the latest checkpoint cannot be read"
+        if tup is not None:
+            step = (tup.metadata or {}).get("step")
+            tasks = next_tasks(tup.checkpoint, tup.pending_writes or [], step=step)
+            waiting = [t["name"] for t in tasks if t["status"] == "interrupted"]
+        del tup
     return {
         "checkpoints": checkpoints,
         "bytes": size,

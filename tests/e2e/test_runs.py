@@ -1,0 +1,331 @@
+"""Runs that fit an invocation: drain before the deadline, resume, continue once.
+
+Graphs whose nodes take time run under a fake deadline (what a Lambda context's
+``get_remaining_time_in_millis`` gives) on the moto server, sync and async
+(S3 and encryption on). Each test checks the drained run against the same graph
+run without a deadline: same final state, every node run exactly once, and the
+drain returned before the deadline. This also pins the LangGraph behaviour
+``runs`` relies on (``RunControl``, ``GraphDrained``: documented as alpha).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+import threading
+import time
+from collections import Counter
+from typing import Annotated, Any, TypedDict
+
+import boto3
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
+
+from langgraph.checkpoint.dynamodb.runs import (
+    RunResult,
+    arun_with_deadline,
+    continuation_event,
+    run_continuation,
+    run_with_deadline,
+    send_continuation,
+)
+from tests.support.harness import Harness, cfg, new_thread
+
+STEP = 0.15  # seconds per node
+RUNS: Counter[str] = Counter()
+_LOCK = threading.Lock()
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _node(name: str, seconds: float = STEP) -> Any:
+    def run(state: State) -> dict[str, Any]:
+        with _LOCK:
+            RUNS[name] += 1
+        time.sleep(seconds)
+        return {"log": [name]}
+
+    return run
+
+
+def chain(n: int = 14) -> StateGraph:
+    b = StateGraph(State)
+    names = [f"n{i}" for i in range(n)]
+    for name in names:
+        b.add_node(name, _node(name))
+    b.add_edge(START, names[0])
+    for a, c in itertools.pairwise(names):
+        b.add_edge(a, c)
+    b.add_edge(names[-1], END)
+    return b
+
+
+class FanState(TypedDict):
+    log: Annotated[list[str], operator.add]
+    round: int
+
+
+def fan(width: int = 4, rounds: int = 7) -> StateGraph:
+    """Rounds of ``width`` parallel branches (Sends), each round one superstep."""
+
+    def plan(state: FanState) -> dict[str, Any]:
+        return {"round": state.get("round", 0) + 1}
+
+    def route(state: FanState) -> Any:
+        if state["round"] > rounds:
+            return END
+        return [Send("work", {"log": [], "round": state["round"], "i": i}) for i in range(width)]
+
+    def work(arg: dict[str, Any]) -> dict[str, Any]:
+        name = f"r{arg['round']}w{arg['i']}"
+        with _LOCK:
+            RUNS[name] += 1
+        time.sleep(STEP)
+        return {"log": [name]}
+
+    b = StateGraph(FanState)
+    b.add_node("plan", plan)
+    b.add_node("work", work)
+    b.add_edge(START, "plan")
+    b.add_conditional_edges("plan", route, ["work", END])
+    b.add_edge("work", "plan")
+    return b
+
+
+def nested() -> StateGraph:
+    """A parent whose middle node is a subgraph of 12 slow steps (the deadline falls inside it)."""
+    inner = chain(12)
+    b = StateGraph(State)
+    b.add_node("before", _node("before"))
+    b.add_node("sub", inner.compile())
+    b.add_node("after", _node("after"))
+    b.add_edge(START, "before")
+    b.add_edge("before", "sub")
+    b.add_edge("sub", "after")
+    b.add_edge("after", END)
+    return b
+
+
+class Deadline:
+    """A Lambda context's clock: ``seconds`` from now."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self.at - time.monotonic()) * 1000)
+
+
+def _run(h: Harness, graph: Any, inp: Any, config: dict[str, Any], **kw: Any) -> RunResult:
+    if h.is_async:
+        return h.loop.run(arun_with_deadline(graph, inp, config, **kw))  # type: ignore[no-any-return]
+    return run_with_deadline(graph, inp, config, **kw)
+
+
+@pytest.fixture(params=["sync", "async-s3-encrypted"])
+def h(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Any:
+    harness = Harness(request.param, names["table_name"], names["bucket_name"], loop_thread)
+    RUNS.clear()
+    yield harness
+    harness.close()
+
+
+def _drain_and_finish(
+    h: Harness, builder: StateGraph, inp: Any, seconds: float
+) -> tuple[list[RunResult], Any]:
+    """Run to the end across invocations of ``seconds`` each; the results and the final values."""
+    graph = builder.compile(checkpointer=h.saver)
+    config = cfg(new_thread())
+    results = []
+    nxt: Any = inp
+    for _ in range(30):
+        ctx = Deadline(seconds)
+        result = _run(h, graph, nxt, config, context=ctx, min_margin=0.5, margin_factor=2.0)
+        assert ctx.get_remaining_time_in_millis() > 0, "the run outlived its invocation"
+        results.append(result)
+        if result.status != "drained":
+            return results, result.output
+        nxt = None
+    raise AssertionError("never finished")
+
+
+@pytest.mark.parametrize("shape", ["chain", "fan", "nested"])
+def test_a_run_drains_before_each_deadline_and_ends_as_an_undrained_one(h: Harness, shape: str) -> None:
+    builder = {"chain": chain, "fan": fan, "nested": nested}[shape]()
+    inp = {"log": []} if shape != "fan" else {"log": [], "round": 0}
+    results, final = _drain_and_finish(h, builder, inp, seconds=1.5)
+    assert len(results) >= 2 and {r.status for r in results[:-1]} == {"drained"}
+    assert results[-1].status == "done"
+    assert all(r.reason == "deadline" and r.checkpoint_id for r in results[:-1])
+    once = dict(RUNS)
+    assert set(once.values()) == {1}, f"a node ran twice: {once}"
+    RUNS.clear()
+    reference = builder.compile(checkpointer=h.saver)
+    want = h.invoke(reference, inp, cfg(new_thread()))
+    assert sorted(final["log"]) == sorted(want["log"]) and final == {**want, "log": final["log"]}
+    if shape != "fan":  # parallel branches may finish in any order; a chain's log is its order
+        assert final["log"] == want["log"]
+
+
+def test_an_interrupt_is_reported_with_its_value(h: Harness) -> None:
+    def ask(state: State) -> dict[str, Any]:
+        return {"log": [f"answer:{interrupt('approve?')}"]}
+
+    b = StateGraph(State)
+    b.add_node("ask", ask)
+    b.add_edge(START, "ask")
+    b.add_edge("ask", END)
+    graph = b.compile(checkpointer=h.saver)
+    config = cfg(new_thread())
+    first = _run(h, graph, {"log": []}, config, context=Deadline(60))
+    assert first.status == "interrupted" and [i.value for i in first.interrupts] == ["approve?"]
+    assert first.to_dict()["interrupts"][0]["value"] == "approve?"
+    done = _run(h, graph, Command(resume="yes"), config, context=Deadline(60))
+    assert done.status == "done" and done.output == {"log": ["answer:yes"]}
+
+
+def test_margin_follows_the_longest_superstep() -> None:
+    from langgraph.runtime import RunControl
+
+    from langgraph.checkpoint.dynamodb.runs import DeadlineWatch
+
+    left = [10.0]
+    watch = DeadlineWatch(lambda: left[0], control=RunControl(), min_margin=1.0, factor=2.0)
+    assert watch.margin == 1.0
+    watch._last -= 3.0  # a 3-second superstep just ended
+    watch.boundary()
+    assert watch.margin == pytest.approx(6.0, abs=0.1) and not watch.control.drain_requested
+    left[0] = 5.0
+    assert watch.check() and watch.control.drain_reason == "deadline"
+    with pytest.raises(TypeError, match="exactly one"):
+        run_with_deadline(None, None, cfg("t"), context=Deadline(1), deadline=time.time() + 1)
+    with pytest.raises(ValueError, match="min_margin"):
+        DeadlineWatch(lambda: 1.0, control=RunControl(), min_margin=-1)
+
+
+# ------------------------------------------------------------ continuation
+
+
+@pytest.mark.parametrize("h", ["sync", "sync-s3-encrypted"], indirect=True)
+def test_a_continuation_runs_once_and_a_stale_one_is_skipped(h: Harness) -> None:
+    """run_continuation is the sync building block (lock.run_once), with and without encryption."""
+    graph = chain(8).compile(checkpointer=h.saver)
+    config = cfg(new_thread())
+    first = run_with_deadline(graph, {"log": []}, config, context=Deadline(1.0), min_margin=0.5)
+    assert first.status == "drained"
+    event = continuation_event(first)
+    out = run_continuation(graph, h.saver, json.dumps(event), context=Deadline(60))
+    assert out["status"] == "done" and out["replayed"] is False
+    before = dict(RUNS)
+    again = run_continuation(graph, h.saver, event, context=Deadline(60))  # a duplicate delivery
+    assert again["replayed"] is True and again["status"] == "done" and dict(RUNS) == before
+    assert set(RUNS.values()) == {1}
+    # An event for a checkpoint the thread has moved past (another request id): skipped.
+    stale = {
+        **event,
+        "checkpoint_id": first.checkpoint_id[:-1] + ("0" if first.checkpoint_id[-1] != "0" else "1"),
+    }
+    assert run_continuation(graph, h.saver, stale, context=Deadline(60))["status"] == "skipped"
+    with pytest.raises(ValueError, match="not a continuation"):
+        run_continuation(graph, h.saver, {"action": "other"}, context=Deadline(60))
+
+
+def test_send_continuation_to_a_fifo_queue_deduplicates(moto_endpoint: str) -> None:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName=f"runs-{new_thread()}.fifo", Attributes={"FifoQueue": "true"})[
+        "QueueUrl"
+    ]
+    result = RunResult("drained", "t-" + "é" * 300, "", "1f0-abc", reason="deadline")
+    sent = send_continuation(result, queue_url=url)
+    send_continuation(result.to_dict(), queue_url=url)  # the same continuation again
+    msgs = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+    assert [json.loads(m["Body"]) for m in msgs] == [sent]
+    with pytest.raises(ValueError, match="only a drained run"):
+        send_continuation(RunResult("done", "t", "", "c"), queue_url=url)
+
+
+def test_send_continuation_invokes_the_function_asynchronously() -> None:
+    calls: list[dict[str, Any]] = []
+
+    class Lambda:  # moto cannot invoke functions (no Docker here): the request is what is checked
+        def invoke(self, **kw: Any) -> dict[str, Any]:
+            calls.append(kw)
+            return {"StatusCode": 202}
+
+    result = RunResult("drained", "t-1", "ns", "cid-1", reason="deadline")
+    send_continuation(result, function_name="agent", lambda_client=Lambda())
+    assert calls[0]["InvocationType"] == "Event" and calls[0]["FunctionName"] == "agent"
+    assert json.loads(calls[0]["Payload"]) == continuation_event(result)
+
+
+# ------------------------------------------------------------ the docs' handler
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[str], operator.add]
+
+
+def _chat_graph(saver: Any) -> Any:
+    b = StateGraph(Chat)
+    names = [f"m{i}" for i in range(10)]
+    for name in names:
+        b.add_node(
+            name, lambda s, name=name: (RUNS.update([name]), time.sleep(STEP), {"messages": [name]})[-1]
+        )
+    b.add_edge(START, names[0])
+    for a, c in itertools.pairwise(names):
+        b.add_edge(a, c)
+    b.add_edge(names[-1], END)
+    return b.compile(checkpointer=saver)
+
+
+def test_the_docs_handler_drains_and_continues_itself(
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/lambda.md's handler, as written: each invocation drains, sends its continuation, the next goes on."""
+    import re
+    from pathlib import Path
+
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+
+    with DynamoDBSaver(**names) as s:
+        s.setup()
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
+    text = Path(__file__).resolve().parents[2].joinpath("docs", "lambda.md").read_text()
+    (snippet,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    ns: dict[str, Any] = {"build_graph": _chat_graph}
+    exec(compile(snippet, "docs/lambda.md", "exec"), ns)
+    sent: list[dict[str, Any]] = []
+    ns["send_continuation"] = lambda out, function_name: sent.append(continuation_event(out))
+
+    class Context(Deadline):
+        function_name = "agent"
+
+    RUNS.clear()
+    out = ns["handler"]({"thread_id": (thread := new_thread()), "text": "hi"}, Context(1.5))
+    while out["status"] == "drained":
+        assert sent and sent[-1]["checkpoint_id"] == out["checkpoint_id"]
+        out = ns["handler"](sent[-1], Context(1.5))
+    assert out["status"] == "done" and len(sent) >= 1 and set(RUNS.values()) == {1} and len(RUNS) == 10
+    state = ns["graph"].get_state(cfg(thread))
+    assert state.values["messages"] == ["hi", *(f"m{i}" for i in range(10))]
+    ns["saver"].close()
+
+
+def test_an_invocation_that_starts_within_the_margin_still_runs_one_superstep(h: Harness) -> None:
+    graph = chain(4).compile(checkpointer=h.saver)
+    config = cfg(new_thread())
+    done = 0
+    for _ in range(10):
+        result = _run(
+            h, graph, {"log": []} if done == 0 else None, config, context=Deadline(0.05), min_margin=5
+        )
+        done += result.supersteps
+        assert result.supersteps >= 1, "an invocation made no progress"
+        if result.status == "done":
+            break
+    assert result.status == "done" and done == 4 and set(RUNS.values()) == {1}

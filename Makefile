@@ -55,8 +55,9 @@ format: setup
 	$(BIN)/ruff check --fix src tests lambdas infra benchmarks demo
 	$(BIN)/ruff format src
 
-bench: setup  ## benchmarks against the reference saver; writes docs/benchmarks.md
+bench: setup  ## benchmarks against the reference saver; writes docs/benchmarks.md (and benchmarks/asset_cold.json)
 	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks.asset_cold
 
 synth: setup  ## cdk synth, offline
 	bash infra/synth.sh

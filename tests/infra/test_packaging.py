@@ -69,7 +69,15 @@ def test_asset_contents(asset: tuple[Path, list[str]]) -> None:
     from langgraph.checkpoint.dynamodb.cdk._bundling import library_package_dir
 
     assert not (root / "bin").exists()  # console scripts point at this host's python
-    assert not list(root.rglob("__pycache__"))  # host-compiled bytecode is for the wrong Python
+    # Bytecode for the runtime's version (this interpreter's here), valid whatever the sources' mtimes.
+    tag = sys.implementation.cache_tag
+    sources = [p for p in root.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(sources) > 500
+    missing = [p for p in sources if not (p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").is_file()]
+    assert missing == [], missing[:5]
+    pyc = (root / "langgraph" / "checkpoint" / "dynamodb" / "__pycache__" / f"saver.{tag}.pyc").read_bytes()
+    assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, unchecked (PEP 552)
+    assert not [p for p in root.rglob("*.pyc") if p.parent.name != "__pycache__" or f".{tag}." not in p.name]
     lib = library_package_dir()
     shipped = root / "langgraph" / "checkpoint" / "dynamodb"
     expected = sorted(
@@ -77,7 +85,14 @@ def test_asset_contents(asset: tuple[Path, list[str]]) -> None:
         for p in lib.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.relative_to(lib).parts[0] != "cdk"
     )
-    assert sorted(p.relative_to(shipped).as_posix() for p in shipped.rglob("*") if p.is_file()) == expected
+    assert (
+        sorted(
+            p.relative_to(shipped).as_posix()
+            for p in shipped.rglob("*")
+            if p.is_file() and p.suffix != ".pyc"
+        )
+        == expected
+    )
     assert all((shipped / rel).read_bytes() == (lib / rel).read_bytes() for rel in expected)
     assert not (shipped / "cdk").exists()
     # The library's declared runtime dependencies, resolved as wheels.
@@ -130,3 +145,62 @@ def test_packaged_handlers_run_isolated_against_moto(
         assert report["agent"]["question"]
         assert "CSV, admins only" in report["agent"]["result"]
     assert set(report) == {"isolation", "saver", *present}
+
+
+#: Imports the handlers from a read-only asset and counts the modules compiled from source.
+_COLD_IMPORT = """
+import importlib, importlib._bootstrap_external as ext, json, sys
+sys.dont_write_bytecode = True
+root, names = sys.argv[1], json.loads(sys.argv[2])
+sys.path.insert(0, root)
+compiled = []
+original = ext.SourceLoader.source_to_code
+def counting(self, data, path, *a, **k):
+    compiled.append(str(path))
+    return original(self, data, path, *a, **k)
+ext.SourceLoader.source_to_code = counting
+for name in names:
+    importlib.import_module(name.rsplit(".", 1)[0])
+print(json.dumps({"compiled": [p for p in compiled if p.startswith(root)], "modules": len(sys.modules)}))
+"""
+
+
+def test_a_cold_start_from_the_read_only_asset_compiles_nothing(
+    asset: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Lambda's code directory is read-only: every module must come from the shipped bytecode."""
+    import shutil
+    import stat
+
+    root, present = asset
+    copy = tmp_path / "task"
+    shutil.copytree(root, copy)
+    for p in copy.rglob("*.py"):  # an asset zip keeps no timestamps: sources newer than their pycs
+        os.utime(p)
+    for p in [copy, *copy.rglob("*")]:  # as Lambda mounts it: nothing writable
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _COLD_IMPORT,
+                str(copy),
+                json.dumps([HANDLERS[h] for h in present]),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert report["modules"] > 300  # the handlers, boto3, LangGraph... really imported
+        assert report["compiled"] == [], report["compiled"][:5]
+    finally:
+        for p in [copy, *copy.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)

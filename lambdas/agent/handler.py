@@ -74,7 +74,6 @@ remembers what it watched, so a retry sent to the same warm container after
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import math
@@ -84,7 +83,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, handlers
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, callers, handlers
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -142,8 +141,7 @@ class _HTTPError(Exception):
         self.payload = {"error": error, "message": message, **extra}
 
 
-def _is_http(event: Any) -> bool:
-    return isinstance(event, dict) and "body" in event and ("requestContext" in event or "headers" in event)
+_is_http = callers.is_http_event
 
 
 def _request(event: Any) -> dict[str, Any]:
@@ -173,7 +171,9 @@ def _request(event: Any) -> dict[str, Any]:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise _HTTPError(400, "bad_request", f"{name!r} is not valid Unicode (a lone surrogate)") from None
+            raise _HTTPError(
+                400, "bad_request", f"{name!r} is not valid Unicode (a lone surrogate)"
+            ) from None
         limit = _MAX_TEXT if name in ("input", "answer") else _MAX_ID
         if len(value.encode("utf-8")) > limit:
             raise _HTTPError(400, "bad_request", f"{name!r} is longer than {limit} bytes")
@@ -187,10 +187,7 @@ _MAX_TEXT = 64 * 1024
 
 
 def caller_of(event: Any) -> str | None:
-    """The authenticated caller of an event; ``None`` for a direct invoke without ``caller``.
-
-    Only the request context (filled in by AWS after authentication) is
-    trusted for HTTP events, never the body.
+    """The authenticated caller of an event (``callers.caller_of``, claim from ``CALLER_CLAIM``).
 
     Raises:
         _HTTPError: 401 for an HTTP event with no authenticated identity; 400
@@ -200,42 +197,10 @@ def caller_of(event: Any) -> str | None:
         >>> caller_of({"body": "{}", "requestContext": {"authorizer": {"jwt": {"claims": {"sub": "u1"}}}}})
         'jwt:sub:u1'
     """
-    if not _is_http(event):
-        caller = event.get("caller") if isinstance(event, dict) else None
-        if caller is None:
-            return None
-        if not isinstance(caller, str) or not caller.strip():
-            raise _HTTPError(400, "bad_request", "'caller' must be a non-empty string")
-        return f"direct:{caller}"
-    rc = _mapping(event.get("requestContext"))
-    auth = _mapping(rc.get("authorizer"))
-    iam = _mapping(auth.get("iam"))
-    identity = _mapping(rc.get("identity"))  # REST APIs (payload 1.0)
-    # Users of one Cognito identity pool share its role, and so its role ARN: the
-    # identity id is what tells them apart (HTTP APIs and Function URLs put it in
-    # authorizer.iam.cognitoIdentity, REST APIs in identity.cognitoIdentityId).
-    cognito = _mapping(iam.get("cognitoIdentity"))
-    identity_id = cognito.get("identityId") or identity.get("cognitoIdentityId")
-    if _text(identity_id):
-        pool = cognito.get("identityPoolId") or identity.get("cognitoIdentityPoolId") or ""
-        return f"cognito:{pool}:{identity_id}"
-    # Otherwise the full principal: for an assumed role, the ARN names the session.
-    principal = iam.get("userArn") or iam.get("userId") or identity.get("userArn")
-    if _text(principal):
-        return f"iam:{principal}"
-    claims = _mapping(_mapping(auth.get("jwt")).get("claims")) or _mapping(auth.get("claims"))
-    claim = os.environ.get("CALLER_CLAIM", "sub")
-    if _text(claims.get(claim)):
-        return f"jwt:{claim}:{claims[claim]}"
-    raise _HTTPError(401, "unauthenticated", "the request carries no authenticated caller")
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    try:
+        return callers.caller_of(event, claim=os.environ.get("CALLER_CLAIM", "sub"))
+    except callers.CallerError as err:
+        raise _HTTPError(err.status, err.error, err.message) from None
 
 
 def _event_thread_id(event: Any) -> str | None:
@@ -246,21 +211,8 @@ def _event_thread_id(event: Any) -> str | None:
         return None
 
 
-def thread_key(caller: str | None, thread_id: str) -> str:
-    """The store's thread id of a caller's ``thread_id`` (unchanged for an unscoped direct invoke).
-
-    A fixed-length digest of the caller, so no caller's keys are a prefix of
-    another's and no ``thread_id`` can reach outside its caller's threads.
-
-    Example:
-        >>> thread_key(None, "t-1")
-        't-1'
-        >>> thread_key("jwt:sub:u1", "t-1")[:2], thread_key("jwt:sub:u1", "t-1")[-4:]
-        ('u-', '/t-1')
-    """
-    if caller is None:
-        return thread_id
-    return f"u-{hashlib.sha256(caller.encode()).hexdigest()[:32]}/{thread_id}"
+#: The store's thread id of a caller's thread id (see ``langgraph.checkpoint.dynamodb.callers``).
+thread_key = callers.thread_key
 
 
 def _respond(status: int, payload: dict[str, Any], http: bool) -> dict[str, Any]:

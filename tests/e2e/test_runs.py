@@ -329,3 +329,72 @@ def test_an_invocation_that_starts_within_the_margin_still_runs_one_superstep(h:
         if result.status == "done":
             break
     assert result.status == "done" and done == 4 and set(RUNS.values()) == {1}
+
+
+# ------------------------------------------------------------ a killed worker
+
+_KILLED_WORKER = """
+import sys, time
+from tests.e2e.test_runs import chain, Deadline, RUNS
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.runs import run_with_deadline
+import tests.e2e.test_runs as mod
+
+log = open(sys.argv[3], "a", buffering=1)
+original = mod._node
+def noting(name, seconds=mod.STEP):
+    def run(state):
+        log.write(name + "\\n")
+        time.sleep(0.4)
+        return {"log": [name]}
+    return run
+mod._node = noting
+saver = DynamoDBSaver(table_name=sys.argv[1])
+graph = chain(8).compile(checkpointer=saver)
+config = {"configurable": {"thread_id": sys.argv[2]}}
+run_with_deadline(graph, {"log": []}, config, context=Deadline(600), durability="sync")
+"""
+
+
+def test_a_worker_killed_mid_step_resumes_from_its_last_checkpoint(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Any
+) -> None:
+    """SIGKILL (Lambda's timeout) mid-superstep: the next invocation resumes from the last checkpoint.
+
+    With ``durability="sync"`` every finished superstep's checkpoint is stored
+    before the next one starts, so only the step the kill interrupted runs
+    again. (LangGraph's default, ``"async"``, writes it while the next step
+    runs: a kill may then lose the step before too.)
+    """
+    import signal
+    import subprocess
+    import sys
+
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+    from tests.support.harness import env_for_subprocess
+
+    with DynamoDBSaver(table_name=names["table_name"]) as s:
+        s.setup()
+    thread, log = new_thread(), tmp_path / "started.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WORKER, names["table_name"], thread, str(log)],
+        env=env_for_subprocess(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(log.read_text().split()) < 4):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    started = log.read_text().split()
+    assert len(started) >= 4, "the worker never got going"
+    saver = DynamoDBSaver(table_name=names["table_name"])
+    RUNS.clear()
+    graph = chain(8).compile(checkpointer=saver)
+    resumed = run_with_deadline(graph, None, cfg(thread), context=Deadline(600))
+    assert resumed.status == "done" and resumed.output["log"] == [f"n{i}" for i in range(8)]
+    # Steps that finished before the kill are not run again; the killed one (at most) is.
+    finished_before = len(started) - 1
+    assert set(RUNS) == {f"n{i}" for i in range(finished_before, 8)}, (started, dict(RUNS))
+    saver.close()

@@ -94,7 +94,7 @@ async def _lag(saver: Any, value: list[Any], tasks: int, rounds: int) -> dict[st
             due = now + 0.005
 
     def op() -> Any:
-        return (yield from compute(saver._pack, value, size=size_hint([value])))
+        return (yield from compute(saver._pack, value, "bench", BIND, size=size_hint([value])))
 
     async def writer() -> None:
         for _ in range(rounds):

@@ -204,3 +204,25 @@ def test_a_cold_start_from_the_read_only_asset_compiles_nothing(
     finally:
         for p in [copy, *copy.rglob("*")]:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def test_bytecode_is_compiled_for_the_runtime_not_the_host(tmp_path: Path) -> None:
+    """Another minor version's pycs come from that version's interpreter; without one, a warning and no pyc."""
+    import warnings
+
+    from langgraph.checkpoint.dynamodb.cdk._bundling import bytecode_interpreter, compile_bytecode
+
+    (tmp_path / "m.py").write_text("X = 1\n")
+    host = (sys.version_info.major, sys.version_info.minor)
+    others = [f"3.{m}" for m in range(9, 15) if (3, m) != host]
+    found = next((v for v in others if bytecode_interpreter(v)), None)
+    if found is not None:
+        assert compile_bytecode(tmp_path, found)
+        assert [p.name for p in (tmp_path / "__pycache__").iterdir()] == [
+            f"m.cpython-{found.replace('.', '')}.pyc"
+        ]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert not compile_bytecode(tmp_path, "3.99")
+    assert "ships without bytecode" in str(seen[0].message)
+    assert not list(tmp_path.rglob("*.cpython-399.pyc"))

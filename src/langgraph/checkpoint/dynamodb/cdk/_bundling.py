@@ -19,6 +19,7 @@ subprocess without a CDK synth.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -245,7 +246,7 @@ def bundle_python_lambda(
 
 
 def bytecode_interpreter(python_version: str) -> str | None:
-    """An interpreter of ``python_version`` (``"3.12"``) on this host: the running one, or ``python3.12``.
+    """An interpreter of ``python_version`` (``"3.12"``) here: the running one, ``python3.12``, or pyenv's.
 
     Bytecode is per minor version: a ``.pyc`` of another version is ignored
     (and, on Lambda's read-only code directory, the module is compiled again
@@ -253,17 +254,20 @@ def bytecode_interpreter(python_version: str) -> str | None:
     """
     if f"{sys.version_info.major}.{sys.version_info.minor}" == python_version:
         return sys.executable
-    exe = shutil.which(f"python{python_version}")
-    if exe is None:
-        return None
-    # A pyenv shim exists for every installed version but runs only the selected ones.
-    probe = subprocess.run(
-        [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return exe if probe.returncode == 0 and probe.stdout.strip() == python_version else None
+    candidates = [shutil.which(f"python{python_version}")]
+    # pyenv's shim runs only the selected versions; its installed ones are under versions/.
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    candidates += sorted(str(p) for p in pyenv.glob(f"{python_version}.*/bin/python{python_version}"))
+    for exe in filter(None, candidates):
+        probe = subprocess.run(
+            [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == python_version:
+            return exe
+    return None
 
 
 def compile_bytecode(out: Path, python_version: str) -> bool:

@@ -117,7 +117,7 @@ class RunResult:
         return {"configurable": conf}
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able summary (ids, status, interrupt ids and values; never the state)."""
+        """A summary (ids, status, interrupt ids and values; never the state), JSON-able if the interrupt values are."""
         return {
             "status": self.status,
             "thread_id": self.thread_id,

@@ -14,6 +14,9 @@ Modules:
 * ``sides``: how each saver is built and its clients found.
 * ``runner``: runs one workload for one saver (``python -m benchmarks.runner``).
 * ``coldstart``: the cold-start probe, run in a fresh interpreter.
+* ``asset_cold``: cold imports, first ``get_tuple`` and first invocation of
+  the Lambda handlers from read-only copies of their assets, with and
+  without bytecode (``python -m benchmarks.asset_cold``, also run by ``make bench``).
 * ``orchestrate`` / ``report``: the driver and the Markdown/PNG report
   (this virtualenv only).
 """

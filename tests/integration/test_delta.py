@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import functools
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
+from langgraph.checkpoint.dynamodb import _deleting
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, new_thread
 
@@ -62,12 +65,24 @@ def delta_thread(harness: Harness) -> tuple[Any, str]:
     return graph, thread
 
 
+@contextlib.contextmanager
+def reading(how: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``outline``: prune reads the thread as the table-wide jobs read one over their budget."""
+    with monkeypatch.context() as m:
+        if how == "outline":
+            m.setattr(_deleting, "load_thread", lambda s, thread_id, **_: _deleting.load_outline(s, thread_id))
+        yield
+
+
 @HEAVY
-@pytest.mark.parametrize("keep_last", [None, 4])
-def test_prune_is_delta_safe(harness: Harness, delta_thread: Any, keep_last: int | None) -> None:
+@pytest.mark.parametrize(("keep_last", "how"), [(None, "whole"), (4, "whole"), (4, "outline")])
+def test_prune_is_delta_safe(
+    harness: Harness, delta_thread: Any, keep_last: int | None, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     graph, thread = delta_thread
     total = len(oracle(TURNS))
-    result = harness.call("prune", [thread], keep_last=keep_last)
+    with reading(how, monkeypatch):
+        result = harness.call("prune", [thread], keep_last=keep_last)
     n = assert_matches_oracle(harness, graph, thread)
     assert n < total / 3, (n, total)
     assert result.checkpoints_deleted > 0 and result.kept_for_delta > 0

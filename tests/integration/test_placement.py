@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from langgraph.checkpoint.dynamodb import MissingPayloadError, schema
+from tests.integration.test_delta import reading
 from tests.support.harness import Harness, cfg, checkpoint_of, new_thread, scan_table
 
 #: Writer thresholds: 6 KB values are held in checkpoint items, even with a bucket.
@@ -84,12 +85,16 @@ def test_later_checkpoints_reference_the_holder(harness: Harness) -> None:
     _close(harness, fresh)
 
 
-def test_prune_rehomes_held_values_before_deleting_the_holder(harness: Harness) -> None:
+@pytest.mark.parametrize("how", ["whole", "outline"])
+def test_prune_rehomes_held_values_before_deleting_the_holder(
+    harness: Harness, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``outline``: the thread read as the table-wide jobs read one over their budget."""
     for rehome_to in ["blob", "s3"] if harness.bucket_name else ["blob"]:
-        _prune_rehomes(harness, rehome_to)
+        _prune_rehomes(harness, rehome_to, how, monkeypatch)
 
 
-def _prune_rehomes(harness: Harness, rehome_to: str) -> None:
+def _prune_rehomes(harness: Harness, rehome_to: str, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     saver = _saver(harness)
     thread = new_thread()
     big = _value(2)
@@ -97,7 +102,8 @@ def _prune_rehomes(harness: Harness, rehome_to: str) -> None:
     # The pruner may run with other thresholds (another deployment): a
     # value over its S3 threshold is re-homed to S3.
     pruner = _saver(harness, **({"s3_threshold": 1024} if rehome_to == "s3" else {}))
-    res = harness.call("prune", [thread], keep_last=1, saver=pruner)
+    with reading(how, monkeypatch):
+        res = harness.call("prune", [thread], keep_last=1, saver=pruner)
     assert res.values_rehomed == 1 and res.checkpoints_deleted == 3
     items = _thread_items(harness, thread)
     blobs = [it for it in items if it["t"]["S"] == schema.BLOB_ITEM]

@@ -3,16 +3,19 @@
 A tenant with its own grant can write a partition of hundreds of MB. The
 pruner, the sweeper and expiry read a thread before they act on it; reading
 all of it killed the pruner's Lambda on the same page every cycle, so no
-thread after it was ever pruned or expired. Now a job reads at most
-``PrunePolicy.max_thread_bytes`` of one thread (one Query page beyond, at
-most), records the thread in the report's errors and goes on; an idle huge
-thread is still deleted, from its keys alone.
+thread after it was ever pruned or expired. Now a job holds a thread whole
+only within ``PrunePolicy.max_thread_bytes``; a larger one is pruned or
+reaped from its *outline* (keys, lineage, stamps: no payloads), its payloads
+passing one Query page at a time. Only an outline over the budget (items the
+tenant shaped to make even that large) is recorded in the report's errors,
+and the job goes on; an idle one is still deleted, from its keys alone.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import tracemalloc
 from collections import Counter
 from typing import Any
 
@@ -41,18 +44,24 @@ def _chain(saver: DynamoDBSaver, thread: str, steps: int, at: float | None = Non
         config = saver.put(config, cp, {"step": step}, {"x": str(step + 1)})
 
 
-def _stuff(table: str, thread: str) -> None:
-    """Raw writes, as the tenant's own grant allows: large items under the thread's partition."""
+def _stuff(table: str, thread: str, count: int = STUFFING, *, in_outline: bool = False) -> None:
+    """Raw writes, as the tenant's own grant allows: large items under the thread's partition.
+
+    ``in_outline``: the 300 KB sit in an attribute the outline reads (a parent
+    id), so that even the thread's outline is too large to hold.
+    """
     ddb = boto3.client("dynamodb")
-    for i in range(STUFFING):
+    for i in range(count):
+        bulk = {schema.ATTR.PARENT_ID: {"S": "p" * 300_000}} if in_outline else {}
         ddb.put_item(
             TableName=table,
             Item={
                 "PK": {"S": schema.partition_key(thread)},
                 # Well-formed blob items (what the tenant's grant lets it write), 300 KB each.
                 "SK": {"S": schema.blob_sk("", f"junk-{i:03d}", "1")},
-                schema.ATTR.BLOB: {"B": os.urandom(300_000)},
+                schema.ATTR.BLOB: {"B": os.urandom(300_000 if not in_outline else 10)},
                 schema.ATTR.FORMAT: {"N": "1"},
+                **bulk,
             },
         )
 
@@ -89,24 +98,55 @@ def saver(moto_endpoint: str, names: dict[str, str]) -> Any:
     s.close()
 
 
-def test_a_huge_thread_is_recorded_and_the_pruner_goes_on(saver: DynamoDBSaver, names: dict[str, str]) -> None:
+def test_a_huge_thread_is_pruned_in_bounded_memory(saver: DynamoDBSaver, names: dict[str, str]) -> None:
+    """9 MB of a tenant's items, a 1 MiB budget: pruned from its outline, never held whole."""
     threads = [new_thread() for _ in range(4)]
     for t in threads:
         _chain(saver, t, 4)
     huge = threads[1]
-    _stuff(names["table_name"], huge)
+    _stuff(names["table_name"], huge, count=30)
+    latest = saver.get_tuple(cfg(huge))
+    assert latest is not None
+
+    tracemalloc.start()
+    try:
+        report = saver.run_pruner(PrunePolicy(keep_last=1, page_size=10, max_thread_bytes=1 * MIB))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert report.complete and report.threads_scanned == 4 and report.errors == []
+    for t in threads:
+        assert len(list(saver.list(cfg(t)))) == 1, t  # every thread pruned, the huge one too
+    got = saver.get_tuple(cfg(huge))
+    assert got is not None and got.checkpoint == latest.checkpoint
+    # The stuffing (blobs nothing references, past the grace period) went with the rest.
+    assert not [it for it in _items_of(names["table_name"], huge) if schema.ATTR.BLOB in it]
+    assert report.blobs_deleted == 30 and report.bytes_freed >= 30 * 300_000
+    # A page at a time: the whole thread (9 MB) was never in memory at once.
+    assert peak < 6 * MIB, f"peak {peak / MIB:.1f} MiB"
+
+
+def test_a_thread_whose_outline_is_too_large_is_recorded_and_the_pruner_goes_on(
+    saver: DynamoDBSaver, names: dict[str, str]
+) -> None:
+    threads = [new_thread() for _ in range(4)]
+    for t in threads:
+        _chain(saver, t, 4)
+    hostile = threads[1]
+    _stuff(names["table_name"], hostile, in_outline=True)
     queries = _queries_by_partition(saver)
 
     report = saver.run_pruner(PrunePolicy(keep_last=1, page_size=10, max_thread_bytes=1 * MIB))
 
     assert report.complete and report.threads_scanned == 4
     (error,) = report.errors
-    assert error.startswith(f"thread {huge!r}: ThreadTooLargeError:")
+    assert error.startswith(f"thread {hostile!r}: ThreadTooLargeError:")
     for t in threads:
         kept = list(saver.list(cfg(t)))
-        assert len(kept) == (4 if t == huge else 1), t  # the others pruned, the huge one left as it was
+        assert len(kept) == (4 if t == hostile else 1), t  # the others pruned, the hostile one left as it was
     # Stopped past the budget: 1 MiB needs at most two 1 MB pages, not the whole 3.6 MB.
-    assert queries[schema.partition_key(huge)] <= 3
+    assert queries[schema.partition_key(hostile)] <= 3
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["threads-index", "no-index"])
@@ -138,8 +178,9 @@ def test_an_idle_huge_thread_is_still_deleted_from_its_keys(
     saver.close()
 
 
-def test_expiry_records_a_huge_thread_and_reaps_the_others(
-    saver: DynamoDBSaver, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("stuffing", ["payloads", "outline"])
+def test_expiry_reaps_a_huge_thread_and_records_only_an_outline_too_large(
+    saver: DynamoDBSaver, names: dict[str, str], monkeypatch: pytest.MonkeyPatch, stuffing: str
 ) -> None:
     ttl_saver = DynamoDBSaver(**names, ttl=60)
     small, huge = new_thread(), new_thread()
@@ -148,15 +189,20 @@ def test_expiry_records_a_huge_thread_and_reaps_the_others(
     _chain(ttl_saver, small, 2)
     _chain(ttl_saver, huge, 2)
     monkeypatch.setattr(clock, "now", real)
-    _stuff(names["table_name"], huge)
+    _stuff(names["table_name"], huge, in_outline=stuffing == "outline")
     # The jobs' default budget (an eighth of a Lambda's memory, 8 MiB at least), made small here.
     monkeypatch.setattr("langgraph.checkpoint.dynamodb._jobs.default_thread_budget", lambda: 1 * MIB)
 
     report = ttl_saver.purge_expired()
 
-    assert [e.split(":")[0] for e in report.errors] == [f"thread {huge!r}"]
     assert ttl_saver.get_tuple(cfg(small)) is None
-    assert len(_items_of(names["table_name"], huge)) >= 2 + STUFFING  # left as it was
+    if stuffing == "outline":
+        assert [e.split(":")[0] for e in report.errors] == [f"thread {huge!r}"]
+        assert len(_items_of(names["table_name"], huge)) >= 2 + STUFFING  # left as it was
+    else:  # reaped from its outline, like any expired thread
+        assert report.errors == [] and report.threads_deleted == 2
+        assert ttl_saver.get_tuple(cfg(huge)) is None
+        assert not [it for it in _items_of(names["table_name"], huge) if schema.ATTR.BLOB in it]
     ttl_saver.close()
 
 

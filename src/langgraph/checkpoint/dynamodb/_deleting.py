@@ -11,7 +11,7 @@ deletes nothing more than one run would.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import _items, _placement, _requests, clock, schema
@@ -258,7 +258,11 @@ def load_thread(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None =
     may hold for one thread. Past it the read stops, one Query page (1 MB)
     beyond at most, and raises ``ThreadTooLargeError``.
     """
-    kwargs = _thread_query(s, thread_id)
+    items = yield from _read_pages(thread_id, thread_query(s, thread_id), max_bytes)
+    return ThreadItems.from_items(thread_id, items)
+
+
+def _read_pages(thread_id: str, kwargs: dict[str, Any], max_bytes: int | None) -> Op[list[Item]]:
     items: list[Item] = []
     held = 0
     while True:
@@ -270,19 +274,64 @@ def load_thread(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None =
                 raise ThreadTooLargeError(thread_id, held, max_bytes)
         items.extend(page)
         if "LastEvaluatedKey" not in resp:
-            return ThreadItems.from_items(thread_id, items)
+            return items
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+#: What prune and expiry decide on, besides payloads: keys and whole ids, lineage
+#: (parent, root, delta needs, tombstones' dead roots), activity stamps and TTLs,
+#: blob ages. A few hundred bytes per item, whatever the item holds.
+OUTLINE_ATTRS: tuple[str, ...] = (
+    ATTR.PK,
+    ATTR.SK,
+    ATTR.KIND,
+    ATTR.KEY,
+    ATTR.CHECKPOINT_ID,
+    ATTR.PARENT_ID,
+    ATTR.ROOT,
+    ATTR.DELTA_NEEDS,
+    ATTR.DEAD,
+    ATTR.CREATED,
+    ATTR.EXPIRES,
+    ATTR.TTL,
+)
+
+
+def load_outline(s: BaseDynamoDBSaver, thread_id: str, *, max_bytes: int | None = None) -> Op[ThreadItems]:
+    """A thread's items without their payloads (``OUTLINE_ATTRS``), strongly consistent.
+
+    What a table-wide job holds of a thread too large to hold whole: memory
+    then grows with the number of items, not with what they carry. Past
+    ``max_bytes`` of outline the read stops (``ThreadTooLargeError``).
+    """
+    kwargs = thread_query(s, thread_id)
+    names = {f"#o{i}": attr for i, attr in enumerate(OUTLINE_ATTRS)}
+    kwargs["ExpressionAttributeNames"].update(names)
+    kwargs["ProjectionExpression"] = ", ".join(names)
+    items = yield from _read_pages(thread_id, kwargs, max_bytes)
+    return ThreadItems.from_items(thread_id, items, outline=True)
+
+
+def load_within(s: BaseDynamoDBSaver, thread_id: str, max_bytes: int) -> Op[ThreadItems]:
+    """The thread whole if it fits in ``max_bytes``, else its outline (see ``load_outline``).
+
+    Raises ``ThreadTooLargeError`` only if even the outline does not fit.
+    """
+    try:
+        return (yield from load_thread(s, thread_id, max_bytes=max_bytes))
+    except ThreadTooLargeError:
+        return (yield from load_outline(s, thread_id, max_bytes=max_bytes))
 
 
 def load_thread_keys(s: BaseDynamoDBSaver, thread_id: str) -> Op[ThreadItems]:
     """A thread's items as keys only (and whole ids): what to count or delete, in memory by item count."""
-    query = _thread_query(s, thread_id)
+    query = thread_query(s, thread_id)
     query["ExpressionAttributeNames"].update({"#sk": ATTR.SK, "#k": ATTR.KEY})
     keys = yield from _requests.query_all(**query, ProjectionExpression="#pk, #sk, #k")
     return ThreadItems.from_items(thread_id, keys)
 
 
-def _thread_query(s: BaseDynamoDBSaver, thread_id: str) -> dict[str, Any]:
+def thread_query(s: BaseDynamoDBSaver, thread_id: str) -> dict[str, Any]:
     """The strongly consistent Query of a thread's whole partition."""
     return dict(
         TableName=s.table_name,
@@ -308,10 +357,14 @@ def delete_thread_counted(
     """``delete_thread``, reporting what it deletes (from ``loaded``, the thread as just read, if given).
 
     ``keys_only``: counted from the items' keys (a thread too large to hold in
-    memory); ``bytes_freed`` is then 0, as keys do not tell item sizes.
+    memory); ``bytes_freed`` is then 0, as keys do not tell item sizes (so too
+    when ``loaded`` is an outline).
     """
-    if keys_only:
+    if loaded is not None and loaded.outline:
+        thread, keys_only = loaded, True
+    elif keys_only:
         thread = yield from load_thread_keys(s, thread_id)
+    if keys_only:
         res = PruneResult(
             threads=1, checkpoints_deleted=len(thread.checkpoints), blobs_deleted=len(thread.blobs)
         )
@@ -351,7 +404,10 @@ def prune_thread(
     for ns in {n for n, _ in live}:
         ids = sorted((cid for n, cid in live if n == ns), reverse=True)
         survivors.extend((ns, cid) for cid in ids[:keep_last])
-    keep, _ = keep_set(live, survivors, thread_id=thread_id)
+    if thread.outline:  # the ancestors' channels are fetched as the walk reaches them
+        keep, _ = yield from _keep_walk(live, survivors, thread_id, _values_fetcher(s))
+    else:
+        keep, _ = keep_set(live, survivors, thread_id=thread_id)
     res.checkpoints_kept = len(keep)
     res.kept_for_delta = len(keep) - len(survivors)
     yield from _delete_unkept(s, thread, keep, res)
@@ -371,6 +427,9 @@ def _delete_unkept(
     Writes whose checkpoint item does not exist are never deleted: their
     checkpoint may be a put still in flight (``durability="async"``).
     """
+    if thread.outline:
+        yield from _delete_unkept_streamed(s, thread, keep, res, drop_writes=drop_writes)
+        return
     doomed: list[Item] = []
     kept_s3: set[str] = set()
     kept_blobs: set[str] = set()
@@ -402,7 +461,8 @@ def _delete_unkept(
             doomed.append(blob)
             res.blobs_deleted += 1
     res.bytes_freed += sum(_items.item_size(it) for it in doomed)
-    yield from _rehome_held_values(s, thread, keep, res)
+    kept = [(key, it) for key, it in thread.checkpoints.items() if key in keep]
+    yield from _rehome_held_values(s, thread, kept, keep, res, set())
     yield from delete_items(s, doomed)
     # Value objects are keyed by version: a kept checkpoint may share one
     # with a deleted one, so only unshared objects go.
@@ -412,22 +472,94 @@ def _delete_unkept(
         res.s3_objects_deleted += len(s3_doomed)
 
 
-def _rehome_held_values(
-    s: BaseDynamoDBSaver, thread: ThreadItems, keep: set[tuple[str, str]], res: PruneResult
+def _delete_unkept_streamed(
+    s: BaseDynamoDBSaver,
+    thread: ThreadItems,
+    keep: set[tuple[str, str]],
+    res: PruneResult,
+    *,
+    drop_writes: Iterable[Item] = (),
 ) -> Op[None]:
-    """Move values that doomed checkpoints hold for kept ones out of them.
+    """``_delete_unkept`` for a thread read as an outline: payloads pass one Query page at a time.
+
+    The outline names what goes (its keys are all a delete needs). One pass
+    over the whole items, a page at a time, re-homes what a doomed
+    checkpoint holds for a kept one and notes which S3 objects and blobs
+    each side references; then the deletes run in ``ordered_deletes``'
+    order, from the outline. Only checkpoints of the outline can be doomed:
+    one written since is newer than all of them, and kept with its writes.
+    """
+    doomed_keys = {key for key in thread.checkpoints if key not in keep}
+    drop_sks = {w[ATTR.SK]["S"] for w in drop_writes}
+    kept_s3: set[str] = set()
+    doomed_s3: set[str] = set()
+    kept_blobs: set[str] = set()
+    blob_bytes: dict[str, int] = {}
+    done: set[tuple[str, str, str]] = set()
+    kwargs = thread_query(s, thread.thread_id)
+    while True:
+        resp = yield ddb("query", **kwargs)
+        kept_here: list[tuple[tuple[str, str], Item]] = []
+        for it in resp.get("Items", []):
+            ns, kind, cid, _ = _items.parse_sk(it)
+            if kind == schema.BLOB_ITEM:
+                blob_bytes[it[ATTR.SK]["S"]] = _items.item_size(it)
+            if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
+                continue
+            doomed = (ns, cid) in doomed_keys or it[ATTR.SK]["S"] in drop_sks
+            s3_keys, blob_sks = item_refs(s, thread.thread_id, it)
+            if doomed:
+                doomed_s3.update(s3_keys)
+                res.bytes_freed += _items.item_size(it)
+                continue
+            kept_s3.update(s3_keys)
+            kept_blobs.update(blob_sks)
+            if kind == schema.CHECKPOINT_ITEM:
+                kept_here.append(((ns, cid), it))
+        # Before anything is deleted: the page's kept checkpoints keep what they need.
+        yield from _rehome_held_values(s, thread, kept_here, keep, res, done)
+        if "LastEvaluatedKey" not in resp:
+            break
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    doomed_items = [thread.checkpoints[key] for key in doomed_keys]
+    res.checkpoints_deleted += len(doomed_items)
+    for key, ws in thread.writes.items():
+        gone = [w for w in ws if key in doomed_keys or w[ATTR.SK]["S"] in drop_sks]
+        doomed_items.extend(gone)
+        res.writes_deleted += len(gone)
+    now = clock.now()
+    for sk, blob in thread.blobs.items():
+        age = now - (_items.int_attr(blob, ATTR.CREATED) or 0)
+        if sk not in kept_blobs and age > BLOB_GRACE_SECONDS:
+            doomed_items.append(blob)
+            res.blobs_deleted += 1
+            res.bytes_freed += blob_bytes.get(sk, _items.item_size(blob))
+    yield from delete_items(s, doomed_items)
+    s3_doomed = sorted(doomed_s3 - kept_s3)
+    if s3_doomed and s.bucket_name is not None:
+        yield from _requests.delete_s3_keys(s.bucket_name, s3_doomed)
+        res.s3_objects_deleted += len(s3_doomed)
+
+
+def _rehome_held_values(
+    s: BaseDynamoDBSaver,
+    thread: ThreadItems,
+    kept: Iterable[tuple[tuple[str, str], Item]],
+    keep: set[tuple[str, str]],
+    res: PruneResult,
+    done: set[tuple[str, str, str]],
+) -> Op[None]:
+    """Move values that doomed checkpoints hold for ``kept`` ones (whole items) out of them.
 
     A kept checkpoint may reference a value held by the checkpoint that
     introduced it. Before that one is deleted, the value is written as
     the blob item (or S3 object) of its version, where readers look
     next: the reference stays valid without rewriting the kept item.
+    ``done``: the values already moved (by an earlier page of the same prune).
     """
     uploads: list[Call] = []
     blob_items: list[Item] = []
-    done: set[tuple[str, str, str]] = set()
-    for key, it in thread.checkpoints.items():
-        if key not in keep:
-            continue
+    for key, it in kept:
         ns = key[0]
         for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
             ref = av.get("M") if isinstance(av, dict) else None
@@ -439,8 +571,7 @@ def _rehome_held_values(
                 continue
             if schema.blob_sk(ns, channel, version) in thread.blobs:
                 continue  # re-homed by an earlier, interrupted prune
-            held = thread.checkpoints.get(holder)
-            packed = _items.held_value(held, channel) if held is not None else None
+            packed = yield from _held_value(s, thread, holder, channel)
             if packed is None:
                 continue  # already gone (or in S3): nothing left to move
             done.add((ns, channel, version))
@@ -458,6 +589,51 @@ def _rehome_held_values(
             )
             res.values_rehomed += 1
     yield from _placement.write_externals(s, uploads, blob_items)
+
+
+def _held_value(
+    s: BaseDynamoDBSaver, thread: ThreadItems, holder: tuple[str, str], channel: str
+) -> Op[bytes | None]:
+    """The packed value ``holder`` holds inline for ``channel`` (fetched alone from an outline's)."""
+    held = thread.checkpoints.get(holder)
+    if held is None:
+        return None
+    if thread.outline:
+        resp = yield ddb(
+            "get_item",
+            TableName=s.table_name,
+            Key={ATTR.PK: held[ATTR.PK], ATTR.SK: held[ATTR.SK]},
+            ConsistentRead=True,
+            ProjectionExpression="#v.#c",
+            ExpressionAttributeNames={"#v": ATTR.VALUES, "#c": channel},
+        )
+        held = resp.get("Item") or {}
+    return _items.held_value(held, channel)
+
+
+def _values_fetcher(s: BaseDynamoDBSaver) -> Fetch:
+    """For ``_keep_walk`` on an outline: an ancestor's item with its ``VALUES`` (what channels it holds)."""
+
+    seen: dict[str, Item] = {}  # survivors share ancestors: each is read once
+
+    def fetch(item: Item) -> Op[Item]:
+        sk = item[ATTR.SK]["S"]
+        if sk in seen:
+            return seen[sk]
+        resp = yield ddb(
+            "get_item",
+            TableName=s.table_name,
+            Key={ATTR.PK: item[ATTR.PK], ATTR.SK: item[ATTR.SK]},
+            ConsistentRead=True,
+            ProjectionExpression="#v",
+            ExpressionAttributeNames={"#v": ATTR.VALUES},
+        )
+        # Only the channel names are kept, not the values (which may be large).
+        names = (resp.get("Item") or {}).get(ATTR.VALUES, {}).get("M", {})
+        seen[sk] = {**item, ATTR.VALUES: {"M": {name: {"NULL": True} for name in names}}}
+        return seen[sk]
+
+    return fetch
 
 
 def item_refs(s: BaseDynamoDBSaver, thread_id: str, item: Item) -> tuple[set[str], set[str]]:
@@ -517,10 +693,14 @@ def reap_thread(
     expired, is left alone; otherwise only what its own stamps say expired
     before now goes (a thread that came back to life keeps its new part).
 
-    ``max_bytes``: the table-wide jobs' budget for one thread (see
-    ``load_thread``); a larger one raises ``ThreadTooLargeError``.
+    ``max_bytes``: the table-wide jobs' budget for one thread. A larger one
+    is reaped from its outline, its payloads streamed (see ``load_within``);
+    only an outline over the budget raises ``ThreadTooLargeError``.
     """
-    thread = yield from load_thread(s, thread_id, max_bytes=max_bytes)
+    if max_bytes is None:
+        thread = yield from load_thread(s, thread_id)
+    else:
+        thread = yield from load_within(s, thread_id, max_bytes)
     cutoff = int(expired_before)
     res = PruneResult(threads=1)
     if claimed:
@@ -600,6 +780,20 @@ def keep_set(
     in the loop) if a parent chain comes back on itself: parent ids are
     stored data, and a crafted or damaged one must not make the walk endless.
     """
+    return _pure(_keep_walk(checkpoints, survivors, thread_id, None))
+
+
+#: Completes an item for the keep walk (its ``VALUES``, from the table).
+Fetch = Callable[[Item], Op[Item]]
+
+
+def _keep_walk(
+    checkpoints: Mapping[tuple[str, str], Item],
+    survivors: Iterable[tuple[str, str]],
+    thread_id: str,
+    fetch: Fetch | None,
+) -> Op[tuple[set[tuple[str, str]], set[tuple[str, str]]]]:
+    """``keep_set``'s walk; with ``fetch``, each ancestor's channels are read as it is reached."""
     keep: set[tuple[str, str]] = set()
     ancestors: set[tuple[str, str]] = set()
     for key in survivors:
@@ -623,6 +817,17 @@ def keep_set(
                 break  # chain already broken before us: nothing more to keep
             keep.add(pkey)
             ancestors.add(pkey)
+            if fetch is not None:
+                pitem = yield from fetch(pitem)
             needs -= set(pitem.get(ATTR.VALUES, {}).get("M", {}))
             parent = pitem.get(ATTR.PARENT_ID, {}).get("S")
     return keep, ancestors
+
+
+def _pure(op: Op[Any]) -> Any:
+    """Run an operation that makes no request (a walk without ``fetch``)."""
+    try:
+        op.send(None)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("an I/O-free walk asked for a request")

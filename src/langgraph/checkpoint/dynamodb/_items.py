@@ -367,10 +367,12 @@ class ThreadItems:
     blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
     meta: list[Item] = field(default_factory=list)
     tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
+    #: Read without payloads (``_deleting.load_outline``): keys, lineage, stamps, TTLs.
+    outline: bool = False
 
     @classmethod
-    def from_items(cls, thread_id: str, items: Iterable[Item]) -> ThreadItems:
-        t = cls(thread_id)
+    def from_items(cls, thread_id: str, items: Iterable[Item], *, outline: bool = False) -> ThreadItems:
+        t = cls(thread_id, outline=outline)
         for it in items:
             ns, kind, cid, _ = parse_sk(it)
             if kind == schema.CHECKPOINT_ITEM:

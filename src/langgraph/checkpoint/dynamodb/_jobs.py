@@ -229,7 +229,8 @@ def _prune_one(
     s: BaseDynamoDBSaver, thread_id: str, last_active: float | None, policy: PrunePolicy, report: SweepReport
 ) -> Op[None]:
     try:
-        thread = yield from _deleting.load_thread(s, thread_id, max_bytes=policy.max_thread_bytes)
+        # Whole if it fits the budget, else its outline (payloads then streamed a page at a time).
+        thread = yield from _deleting.load_within(s, thread_id, policy.max_thread_bytes)
     except ThreadTooLargeError:
         if policy.idle_days is None:
             raise  # recorded by the caller; the page goes on
@@ -332,11 +333,10 @@ def _sweep_one(
 ) -> Op[None]:
     """Delete the objects of ``old`` (one thread's, past the grace period) that none of its items references.
 
-    A thread too large to hold raises ``ThreadTooLargeError`` (recorded by
-    the caller): its objects stay, as what it references is unknown.
+    The thread's items are read a Query page at a time and only the keys
+    they reference are kept, so a thread of any size is swept in bounded memory.
     """
-    thread = yield from _deleting.load_thread(s, thread_id, max_bytes=default_thread_budget())
-    referenced = _referenced_s3_keys(s, thread)
+    referenced = yield from _referenced_s3_keys(s, thread_id)
     doomed = [o["Key"] for o in old if o["Key"] not in referenced]
     if doomed:
         yield from _requests.delete_s3_keys(bucket, doomed)
@@ -345,14 +345,18 @@ def _sweep_one(
         report.bytes_freed += sum(o.get("Size", 0) for o in old if o["Key"] in gone)
 
 
-def _referenced_s3_keys(s: BaseDynamoDBSaver, thread: ThreadItems) -> set[str]:
+def _referenced_s3_keys(s: BaseDynamoDBSaver, thread_id: str) -> Op[set[str]]:
+    """The S3 keys a thread's items point to, read a Query page at a time (never the thread whole)."""
     out: set[str] = set()
-    for it in thread.checkpoints.values():
-        out |= _deleting.item_refs(s, thread.thread_id, it)[0]
-    for ws in thread.writes.values():
-        for w in ws:
-            out |= _deleting.item_refs(s, thread.thread_id, w)[0]
-    return out
+    kwargs = _deleting.thread_query(s, thread_id)
+    while True:
+        resp = yield ddb("query", **kwargs)
+        for it in resp.get("Items", []):
+            if _items.parse_sk(it)[1] in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
+                out |= _deleting.item_refs(s, thread_id, it)[0]
+        if "LastEvaluatedKey" not in resp:
+            return out
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
 def uuid6_epoch(checkpoint_id: str) -> float | None:

@@ -37,11 +37,13 @@ class PayloadTooLargeError(CheckpointStoreError, ValueError):
 
 
 class ThreadTooLargeError(CheckpointStoreError):
-    """A table-wide job (pruner, sweeper, purge) met a thread larger than it may hold in memory.
+    """A table-wide job (pruner, purge, reaper) met a thread whose outline is larger than it may hold.
 
-    The job records it and goes on with the other threads: one tenant's huge
-    partition (written with its own grant) must not stop pruning and expiry
-    for everybody after it. The thread is left as it was; an idle one is
+    A thread over the budget is pruned or reaped from its outline (keys,
+    lineage, stamps; payloads streamed a page at a time); only one whose
+    outline alone exceeds the budget is refused. The job records it and goes
+    on with the other threads: one tenant's huge partition (written with its
+    own grant) must not stop pruning and expiry for everybody after it. The thread is left as it was; an idle one is
     still deleted, from its keys alone. Prune it from a machine with more
     memory (``langgraph-dynamodb prune``, or ``saver.prune``), or raise the
     job's budget (``PrunePolicy.max_thread_bytes``, ``PRUNE_MAX_THREAD_MB``).

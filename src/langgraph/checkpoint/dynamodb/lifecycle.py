@@ -53,7 +53,9 @@ class PrunePolicy:
             ``None`` never deletes.
         page_size: threads examined per claimed page.
         max_thread_bytes: the most item bytes of one thread the job holds in
-            memory. A larger thread is recorded in the report's ``errors`` and
+            memory. A larger thread is pruned from its outline (keys, lineage,
+            stamps), its payloads read a Query page at a time; one whose
+            outline alone is larger is recorded in the report's ``errors`` and
             left as it is (an idle one is still deleted, from its keys alone),
             and the job goes on. By default an eighth of the Lambda's memory
             (``AWS_LAMBDA_FUNCTION_MEMORY_SIZE``, at least 8 MiB), else 64 MiB.

@@ -17,8 +17,10 @@ from typing import IO, Any, Final
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
+from langgraph.checkpoint.dynamodb import _objects
 from langgraph.checkpoint.dynamodb._portable import PORTABLE_TYPES
-from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_OBJECTS
+from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadLimitError
 
 __all__ = ["FORMAT", "ExportError", "ExportFileError", "TargetExistsError"]
 
@@ -102,7 +104,9 @@ def _field(
     return value
 
 
-def _decode(reader: RecordReader, serde: Any, payload: Any, where: str, max_payload_size: int) -> Any:
+def _decode(
+    reader: RecordReader, serde: Any, payload: Any, where: str, max_payload_size: int, max_objects: int
+) -> Any:
     if not isinstance(payload, dict) or set(payload) != {"type", "b64"}:
         raise reader.error(f"{where}: a payload must be {{'type': ..., 'b64': ...}}")
     type_, b64 = payload["type"], payload["b64"]
@@ -119,6 +123,10 @@ def _decode(reader: RecordReader, serde: Any, payload: Any, where: str, max_payl
     except (binascii.Error, ValueError) as exc:
         raise reader.error(f"{where}: invalid base64: {exc}") from None
     try:
+        _objects.check_objects((type_, data), max_objects, where)
+    except PayloadLimitError as exc:
+        raise reader.error(str(exc)) from None
+    try:
         return serde.loads_typed((type_, data))
     except Exception as exc:
         raise reader.error(f"{where}: cannot decode the payload: {type(exc).__name__}: {exc}") from None
@@ -131,6 +139,8 @@ def parse_records(
     plan: ImportPlan | None,
     check_keys: Callable[[str, str, str], None] | None = None,
     check_value: Callable[[str, Any], None] | None = None,
+    *,
+    max_payload_objects: int = DEFAULT_MAX_PAYLOAD_OBJECTS,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Validate the file record by record and yield ``(kind, decoded record)``.
 
@@ -142,7 +152,7 @@ def parse_records(
     """
 
     def decode(payload: Any, where: str) -> Any:
-        value = _decode(reader, serde, payload, where, max_payload_size)
+        value = _decode(reader, serde, payload, where, max_payload_size, max_payload_objects)
         if check_value is not None:
             try:
                 check_value(where, value)

@@ -154,7 +154,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         table_name, bucket_name, region_name, endpoint_url, serde, allow_unsafe_serde,
         allow_unbound_ciphertext, s3_key_prefix, inline_threshold, s3_threshold, compression,
         tenant_prefix, ttl, track_threads, touch_on_read, retry_mode,
-        max_attempts, max_payload_size, value_cache_bytes: as for
+        max_attempts, max_payload_size, max_payload_objects, value_cache_bytes: as for
             ``DynamoDBSaver`` (with ``max_concurrency`` below, every
             ``base.SaverSettings`` keyword).
         session: an aiobotocore ``AioSession``, or an aioboto3 ``Session``

@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.dynamodb import _binding, _items, schema
+from langgraph.checkpoint.dynamodb import _binding, _items, _objects, schema
 from langgraph.checkpoint.dynamodb._aws import client_config, error_code
 from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestHint
 from langgraph.checkpoint.dynamodb._items import Item
@@ -36,6 +36,7 @@ from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb._valuecache import DEFAULT_VALUE_CACHE_BYTES, ValueCache
 from langgraph.checkpoint.dynamodb.codec import (
     DEFAULT_COMPRESSION,
+    DEFAULT_MAX_PAYLOAD_OBJECTS,
     DEFAULT_MAX_PAYLOAD_SIZE,
     Compression,
     PayloadCodec,
@@ -128,6 +129,7 @@ class SaverSettings(TypedDict, total=False):
     max_attempts: int
     max_concurrency: int
     max_payload_size: int
+    max_payload_objects: int
     value_cache_bytes: int
 
 
@@ -169,6 +171,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         max_attempts: int = 8,
         max_concurrency: int = 16,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+        max_payload_objects: int = DEFAULT_MAX_PAYLOAD_OBJECTS,
         value_cache_bytes: int = DEFAULT_VALUE_CACHE_BYTES,
     ) -> None:
         """The settings both savers share (see ``DynamoDBSaver`` for each one); the one place they are declared."""
@@ -197,6 +200,12 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             or max_payload_size < 1
         ):
             raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
+        if (
+            not isinstance(max_payload_objects, int)
+            or isinstance(max_payload_objects, bool)
+            or max_payload_objects < 1
+        ):
+            raise ValueError(f"max_payload_objects must be a whole number >= 1, got {max_payload_objects!r}")
         self.table_name = table_name
         self.bucket_name = bucket_name
         #: Read encrypted payloads written without binding (see ``_binding``); writes always bind.
@@ -208,6 +217,9 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         #: Largest payload a read accepts, decompressed or as an S3 body: the
         #: bound on what one crafted item or object can make a reader allocate.
         self.max_payload_size = max_payload_size
+        #: Most objects one payload may decode to, counted before decoding
+        #: (``_objects``): what bounds the memory decoding builds from those bytes.
+        self.max_payload_objects = max_payload_objects
         self.tenant_prefix = tenant_prefix or ""
         #: Idle time (seconds) after which a whole thread expires; None: never.
         self.ttl = ttl
@@ -566,8 +578,24 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         serde = self.serde
         if isinstance(serde, EncryptedSerializer):
             thread_id, place = bind
-            return _binding.seal(serde, value, _binding.thread_digest(self.tenant_prefix, thread_id), place)
-        return serde.dumps_typed(value)
+            inner = serde.serde.dumps_typed(value)
+            self._check_objects(inner, bind)
+            return _binding.seal_serialized(
+                serde, inner, _binding.thread_digest(self.tenant_prefix, thread_id), place
+            )
+        typed = serde.dumps_typed(value)
+        self._check_objects(typed, bind)
+        return typed
+
+    def _check_objects(self, typed: tuple[str, bytes], bind: Bind) -> None:
+        """Refuse to write what a reader would refuse to decode (``max_payload_objects``)."""
+        limit = self.max_payload_objects
+        if len(typed[1]) > limit and _objects.count_objects(typed[0], typed[1], limit) > limit:
+            raise PayloadTooLargeError(
+                f"a {bind[1][0]} of thread {bind[0]!r} serializes to more than max_payload_objects "
+                f"({limit:,} objects), the most a reader decodes; nothing was written. If it is "
+                "legitimate, raise max_payload_objects on every saver that reads this thread"
+            )
 
     def _pack(self, value: Any, where: str, bind: Bind) -> bytes:
         """``value`` serialized, encrypted (sealed to ``bind``: thread id, place) and compressed."""
@@ -599,6 +627,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
                 allow_unbound=self.allow_unbound_ciphertext,
             )
             serde = serde.serde
+        _objects.check_objects(typed, self.max_payload_objects, where)
         try:
             return serde.loads_typed(typed)
         except RevivalError as exc:  # ours: names a type and the fix, never data

@@ -53,6 +53,7 @@ from langgraph.checkpoint.dynamodb.errors import (
 
 __all__ = [
     "DEFAULT_COMPRESSION",
+    "DEFAULT_MAX_PAYLOAD_OBJECTS",
     "DEFAULT_MAX_PAYLOAD_SIZE",
     "SMALL_PAYLOAD",
     "Compression",
@@ -66,6 +67,12 @@ __all__ = [
 #: decoded payload (plus its deserialized objects) stays a fraction of a
 #: 1 GB Lambda. Raise it with the savers' ``max_payload_size``.
 DEFAULT_MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
+
+#: Most objects one payload may decode to by default. A byte of msgpack can
+#: decode to an object of ~72 bytes, so this keeps one decode under ~72 MB of
+#: objects (plus its strings); a chat of 3,000 messages is ~63,000 objects.
+#: Raise it with the savers' ``max_payload_objects``.
+DEFAULT_MAX_PAYLOAD_OBJECTS = 1_000_000
 
 # Output is produced this many bytes at a time, so memory follows what a
 # payload really expands to, never what its header declares.

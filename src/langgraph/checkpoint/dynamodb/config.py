@@ -13,6 +13,7 @@ and ``AsyncDynamoDBSaver.from_env``, the CLI, the Lambda helpers
 ``LANGGRAPH_DYNAMODB_TTL_SECONDS``        idle seconds before a thread expires
 ``LANGGRAPH_DYNAMODB_TRACK_THREADS``      ``1``/``true``: keep heads without a TTL
 ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE``   largest payload read or written (bytes)
+``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_OBJECTS``  most objects one payload decodes to
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION``   region, in this order of precedence
 ``AWS_ENDPOINT_URL``                      endpoint (read by botocore itself)
 ========================================  =====================================
@@ -39,6 +40,7 @@ from typing import Any
 
 __all__ = [
     "ENV_BUCKET",
+    "ENV_MAX_PAYLOAD_OBJECTS",
     "ENV_MAX_PAYLOAD_SIZE",
     "ENV_S3_KEY_PREFIX",
     "ENV_SETUP",
@@ -59,6 +61,7 @@ ENV_TENANT_PREFIX = "LANGGRAPH_DYNAMODB_TENANT_PREFIX"
 ENV_TTL_SECONDS = "LANGGRAPH_DYNAMODB_TTL_SECONDS"
 ENV_TRACK_THREADS = "LANGGRAPH_DYNAMODB_TRACK_THREADS"
 ENV_MAX_PAYLOAD_SIZE = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE"
+ENV_MAX_PAYLOAD_OBJECTS = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_OBJECTS"
 #: ``1``/``true``/``yes``: the LangGraph server factory (``server.checkpointer``) calls ``setup()``.
 ENV_SETUP = "LANGGRAPH_DYNAMODB_SETUP"
 
@@ -183,13 +186,17 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
         # Set but blank (a templating slip) must not quietly mean "no tenant":
         # an untenanted saver reads and maintains every tenant's threads.
         raise ValueError(f"{ENV_TENANT_PREFIX} is set but blank: unset it for no tenant prefix")
-    size_text = get(ENV_MAX_PAYLOAD_SIZE)
-    try:
-        max_payload_size = int(size_text) if size_text else None
-    except ValueError:
-        raise ValueError(
-            f"{ENV_MAX_PAYLOAD_SIZE} must be a whole number of bytes, got {size_text!r}"
-        ) from None
+    limits: dict[str, int] = {}
+    for name, setting, unit in (
+        (ENV_MAX_PAYLOAD_SIZE, "max_payload_size", "of bytes"),
+        (ENV_MAX_PAYLOAD_OBJECTS, "max_payload_objects", "of objects"),
+    ):
+        text = get(name)
+        try:
+            if text:
+                limits[setting] = int(text)
+        except ValueError:
+            raise ValueError(f"{name} must be a whole number {unit}, got {text!r}") from None
     kwargs: dict[str, Any] = {
         "table_name": table,
         "bucket_name": get(ENV_BUCKET),
@@ -199,6 +206,5 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
         "track_threads": bool(ttl) or track,
         "region_name": region_from_env(None, env),
     }
-    if max_payload_size is not None:  # else the savers' own default
-        kwargs["max_payload_size"] = max_payload_size
+    kwargs.update(limits)  # else the savers' own defaults
     return kwargs

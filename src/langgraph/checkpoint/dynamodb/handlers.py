@@ -60,6 +60,8 @@ class StoreConfig:
     region_name: str | None = None
     #: ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` (bytes): the savers' read limit; ``None``: their default.
     max_payload_size: int | None = None
+    #: ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_OBJECTS``: the most objects a read decodes; ``None``: their default.
+    max_payload_objects: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StoreConfig:
@@ -76,6 +78,8 @@ class StoreConfig:
         """
         if self.max_payload_size is not None:
             options.setdefault("max_payload_size", self.max_payload_size)
+        if self.max_payload_objects is not None:
+            options.setdefault("max_payload_objects", self.max_payload_objects)
         if options.get("serde") is None and os.environ.get(ENV_KEYS, "").strip():
             options["serde"] = AesKeyRing.from_env().serializer()
         return DynamoDBSaver(

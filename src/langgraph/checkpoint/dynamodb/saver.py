@@ -94,6 +94,11 @@ class DynamoDBSaver(BaseDynamoDBSaver):
             grows past the limit (a decompression bomb, an oversized object).
             Writes keep to it: a value, write or metadata that serializes to
             more raises ``PayloadTooLargeError`` before anything is stored.
+        max_payload_objects: most objects one payload may decode to, counted
+            from its bytes before decoding (default 1,000,000: about 72 MB
+            of Python objects at worst, since one byte of msgpack can be a
+            ~72-byte empty map). A larger one raises ``PayloadLimitError``;
+            writes keep to it too (``PayloadTooLargeError``).
         value_cache_bytes: memory for the packed channel values this saver
             stored in S3 or read from it, and for values held by older
             checkpoints, so that the next read of a large state needs no GET

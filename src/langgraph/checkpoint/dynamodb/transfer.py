@@ -452,7 +452,17 @@ def import_thread(
                         "saver has no bucket: import into a store with an S3 bucket (--bucket)"
                     )
 
-        for _ in parse_records(RecordReader(src, max_line), serde, limit, plan, check_keys, check_value):
+        objects = saver.max_payload_objects
+        records = parse_records(
+            RecordReader(src, max_line),
+            serde,
+            limit,
+            plan,
+            check_keys,
+            check_value,
+            max_payload_objects=objects,
+        )
+        for _ in records:
             pass
         target = thread_id or plan.source_thread
         _check_target(saver, target)
@@ -474,7 +484,11 @@ def import_thread(
             ) from exc
         try:
             _write(
-                saver, target, parse_records(RecordReader(src, max_line), serde, limit, None), plan, progress
+                saver,
+                target,
+                parse_records(RecordReader(src, max_line), serde, limit, None, max_payload_objects=objects),
+                plan,
+                progress,
             )
             _verify(saver, target, plan)
             _unmark(saver, target)

@@ -18,6 +18,7 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
     library_requirements,
 )
 from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID
+from langgraph.checkpoint.dynamodb.cdk._durable import DurableAgentFunction
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
 from langgraph.checkpoint.dynamodb.cdk._store import (
     CURSOR_ACTIONS,
@@ -59,6 +60,7 @@ __all__ = [
     "S3_READ_WRITE_ACTIONS",
     "STREAM_READ_ACTIONS",
     "CheckpointStore",
+    "DurableAgentFunction",
     "PipLocalBundling",
     "acknowledge",
     "bundle_python_lambda",

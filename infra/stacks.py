@@ -172,6 +172,18 @@ class LangGraphCheckpointStack(Stack):
         )
         log_group.grant_write(role)
         self.store.grant_read_write(agent)
+        # A run that drains before the deadline continues in an asynchronous
+        # invoke of this same function (runs.send_continuation). A policy of
+        # its own: on the role's default policy, the function ARN would make
+        # the function depend on itself.
+        iam.Policy(
+            self,
+            "AgentContinuePolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[agent.function_arn])
+            ],
+        )
         # AWS_IAM: callers sign with SigV4 and need lambda:InvokeFunctionUrl.
         self.agent_url = agent.add_function_url(auth_type=lambda_.FunctionUrlAuthType.AWS_IAM)
         acknowledge(agent, "AwsSolutions-L1", runtime_acknowledgement_reason(runtime))

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import interrupt
 
-__all__ = ["EXECUTIONS", "QUESTION", "AgentState", "build_graph", "count", "reset_counts"]
+__all__ = ["EXECUTIONS", "PARTS", "QUESTION", "AgentState", "build_graph", "count", "reset_counts"]
 
 #: Node executions in this process (a Lambda container), by node name.
 EXECUTIONS: Counter[str] = Counter()
@@ -28,6 +28,9 @@ _COUNT_LOCK = threading.Lock()
 
 #: Seconds ``implement`` takes; tests raise it so concurrent requests overlap.
 WORK_SECONDS = 0.0
+#: Supersteps ``implement`` takes (one per part): a long job, which a Lambda
+#: invocation may not finish, drains between parts (see the handler).
+PARTS = 1
 #: Called at the start of every ``implement`` run (tests inject failures and crashes).
 ON_IMPLEMENT: Callable[[AgentState], None] | None = None
 
@@ -41,6 +44,7 @@ class AgentState(TypedDict, total=False):
         requirement: what the user asked for.
         answer: the user's answer to the clarifying question.
         result: the delivered implementation summary.
+        parts_done: parts of the implementation finished so far.
 
     Example:
         >>> AgentState(requirement="Add an export")
@@ -50,6 +54,7 @@ class AgentState(TypedDict, total=False):
     requirement: str
     answer: str
     result: str
+    parts_done: int
 
 
 def count(node: str) -> None:
@@ -78,7 +83,15 @@ def _implement(state: AgentState) -> dict[str, Any]:
         ON_IMPLEMENT(state)
     if WORK_SECONDS:
         time.sleep(WORK_SECONDS)
-    return {"result": f"Implemented '{state.get('requirement', '')}' as agreed: {state.get('answer', '')}"}
+    done = state.get("parts_done", 0) + 1
+    if done < PARTS:
+        return {"parts_done": done}
+    result = f"Implemented '{state.get('requirement', '')}' as agreed: {state.get('answer', '')}"
+    return {"parts_done": done, "result": result}
+
+
+def _next_part(state: AgentState) -> str:
+    return "implement" if state.get("parts_done", 0) < PARTS else END
 
 
 def build_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -98,5 +111,5 @@ def build_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[An
     builder.add_node("implement", _implement)
     builder.add_edge(START, "clarify")
     builder.add_edge("clarify", "implement")
-    builder.add_edge("implement", END)
+    builder.add_conditional_edges("implement", _next_part, ["implement", END])
     return builder.compile(checkpointer=checkpointer)

@@ -6,13 +6,17 @@ Function URL / API Gateway request::
     {"action": "start",  "thread_id": "t-1", "request_id": "r-1", "input": "Add an export feature"}
     {"action": "resume", "thread_id": "t-1", "request_id": "r-2", "answer": "CSV, admins only",
      "checkpoint_id": "<the checkpoint id returned by start>"}
+    {"action": "status", "thread_id": "t-1"}
 
 Responses carry an HTTP-style ``statusCode`` (Function URL responses put the
 payload in ``body``):
 
 * 200 ``{"status": "waiting", "question", "checkpoint_id"}`` after a start;
-  ``{"status": "done", "result", "checkpoint_id"}`` after a resume.
-  ``replayed: true`` when the request id was seen before and nothing ran.
+  ``{"status": "done", "result", "checkpoint_id"}`` after a resume;
+  ``{"status": "running", "checkpoint_id"}`` when the run drained before the
+  invocation's deadline (see below). ``replayed: true`` when the request id
+  was seen before and nothing ran. ``status`` answers the same shapes from the
+  stored state, running nothing.
 * 400 malformed event (also: ids over 256 bytes, invalid Unicode, JSON too deep);
   413 a body over 128 KB; 401 an HTTP request without an authenticated caller;
   404 unknown thread (also: another caller's thread, see below);
@@ -50,6 +54,19 @@ the invoker is a trusted backend, which may act for a user by adding
 it, acts on unscoped thread ids (like an operator; direct invokes of earlier
 versions keep their threads).
 
+Deadlines: the graph runs under ``runs.run_with_deadline``, which asks
+LangGraph to stop at the next superstep boundary once the invocation's
+remaining time falls below its margin (at least 2 s, else twice the longest
+superstep so far), so an invocation answers before Lambda ends it. A drained
+run answers ``running``; once the thread's lease is released the handler
+sends itself ``runs.continuation_event`` (an asynchronous ``Invoke``, which
+needs ``lambda:InvokeFunction`` on the function itself), and that invocation
+resumes the run through ``runs.run_continuation``: under the lease, at most
+once per checkpoint (a duplicate delivery replays), draining and continuing
+again as often as needed. ``AGENT_CONTINUE=0`` turns self-continuation off:
+the client polls ``status`` and sends ``resume`` again (with a new request id
+and the checkpoint id ``status`` gave) to go on.
+
 Crashes: every checkpoint a request writes carries its request id in its
 metadata, and the graph runs on a saver bound to the request's lease (a worker
 that lost the lease cannot land a checkpoint). A retry of a request whose first
@@ -62,7 +79,8 @@ Configuration (environment): the store's ``LANGGRAPH_DYNAMODB_*`` variables
 ``_TRACK_THREADS``...: the CDK construct's ``saver_environment``, see
 ``langgraph.checkpoint.dynamodb.config``), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
 ``LEASE_WAIT_SECONDS`` (default 5: how long a concurrent request waits for
-the thread before answering 409 busy), ``CALLER_CLAIM`` (default ``sub``).
+the thread before answering 409 busy), ``CALLER_CLAIM`` (default ``sub``),
+``AGENT_CONTINUE`` (default ``1``: continue drained runs by itself).
 
 A lock left by a crashed instance is taken over only after this container has
 watched it unchanged for the holder's whole lease (no clocks are compared);
@@ -83,7 +101,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, callers, handlers
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, callers, handlers, runs
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -161,9 +179,9 @@ def _request(event: Any) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise _HTTPError(400, "bad_request", "event must be a JSON object")
     action = event.get("action")
-    if action not in ("start", "resume"):
-        raise _HTTPError(400, "bad_request", "action must be 'start' or 'resume'")
-    fields = ["thread_id", "request_id"] + (["input"] if action == "start" else ["answer", "checkpoint_id"])
+    if action not in _FIELDS:
+        raise _HTTPError(400, "bad_request", "action must be 'start', 'resume' or 'status'")
+    fields = _FIELDS[action]
     for name in fields:
         value = event.get(name)
         if not isinstance(value, str) or not value.strip():
@@ -179,6 +197,13 @@ def _request(event: Any) -> dict[str, Any]:
             raise _HTTPError(400, "bad_request", f"{name!r} is longer than {limit} bytes")
     return event
 
+
+#: What each action carries.
+_FIELDS = {
+    "start": ["thread_id", "request_id", "input"],
+    "resume": ["thread_id", "request_id", "answer", "checkpoint_id"],
+    "status": ["thread_id"],
+}
 
 #: The longest id (thread, request, checkpoint) a request may carry: it becomes part
 #: of DynamoDB keys (1-2 KB); and the longest input or answer, in UTF-8 bytes.
@@ -229,16 +254,32 @@ def _latest_id(graph: Any, config: dict[str, Any]) -> str | None:
     return graph.get_state(config).config.get("configurable", {}).get("checkpoint_id")  # type: ignore[no-any-return]
 
 
-def _start(graph: Any, config: dict[str, Any], text: str, thread_id: str) -> dict[str, Any]:
-    out = graph.invoke({"requirement": text}, config, durability="sync")
-    interrupts = out.get("__interrupt__") or []
+def _run(graph: Any, inp: Any, config: dict[str, Any], thread_id: str, context: Any) -> dict[str, Any]:
+    """Run until the graph asks, finishes, or drains before the invocation's deadline.
+
+    Drained (``runs.run_with_deadline``: at a superstep boundary, its
+    checkpoint saved), the answer is ``running``; the handler then continues
+    the run in a fresh invocation (see :func:`handler`).
+    """
+    clock: dict[str, Any] = (
+        {"context": context}
+        if callable(getattr(context, "get_remaining_time_in_millis", None))
+        else {"remaining": lambda: math.inf}  # called directly (tests, scripts): no deadline
+    )
+    result = runs.run_with_deadline(graph, inp, config, durability="sync", **clock)
     payload: dict[str, Any] = {"thread_id": thread_id}
-    if interrupts:
-        payload.update(status="waiting", question=interrupts[0].value["question"])
+    if result.status == "interrupted":
+        payload.update(status="waiting", question=result.interrupts[0].value["question"])
+    elif result.status == "drained":
+        payload.update(status="running")
     else:
-        payload.update(status="done", result=out.get("result"))
+        payload.update(status="done", result=(result.output or {}).get("result"))
     payload["checkpoint_id"] = _latest_id(graph, config)
     return payload
+
+
+def _start(graph: Any, config: dict[str, Any], text: str, thread_id: str, context: Any) -> dict[str, Any]:
+    return _run(graph, {"requirement": text}, config, thread_id, context)
 
 
 def _outcome_from_state(graph: Any, ctx: RunContext, thread_id: str) -> dict[str, Any] | None:
@@ -264,30 +305,70 @@ def _outcome_from_state(graph: Any, ctx: RunContext, thread_id: str) -> dict[str
     return payload
 
 
-def _resume(graph: Any, config: dict[str, Any], answer: str, thread_id: str) -> dict[str, Any]:
+def _resume(graph: Any, config: dict[str, Any], answer: str, thread_id: str, context: Any) -> dict[str, Any]:
     snap = graph.get_state(config)
     if any(t.interrupts for t in snap.tasks):
-        out = graph.invoke(Command(resume=answer), config, durability="sync")
-    elif snap.next:
+        return _run(graph, Command(resume=answer), config, thread_id, context)
+    if snap.next:
         # An earlier attempt of this request got past the question and then
         # crashed: continue from its last checkpoint (finished nodes are not
         # run again: their writes are stored).
-        out = graph.invoke(None, config, durability="sync")
+        return _run(graph, None, config, thread_id, context)
+    raise _HTTPError(409, "not_waiting", "the thread is not waiting for an answer")
+
+
+def _status(graph: Any, config: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    """Where a thread stands, without running anything: what a client polls after ``running``."""
+    snap = graph.get_state(config)
+    if snap.created_at is None:
+        raise _HTTPError(404, "thread_not_found", f"thread {thread_id!r} not found")
+    payload: dict[str, Any] = {"thread_id": thread_id}
+    questions = [i.value["question"] for t in snap.tasks for i in t.interrupts]
+    if questions:
+        payload.update(status="waiting", question=questions[0])
+    elif snap.next:
+        payload.update(status="running")
     else:
-        raise _HTTPError(409, "not_waiting", "the thread is not waiting for an answer")
-    if out.get("__interrupt__"):
-        return {
-            "thread_id": thread_id,
-            "status": "waiting",
-            "question": out["__interrupt__"][0].value["question"],
-            "checkpoint_id": _latest_id(graph, config),
-        }
-    return {
-        "thread_id": thread_id,
-        "status": "done",
-        "result": out.get("result"),
-        "checkpoint_id": _latest_id(graph, config),
-    }
+        payload.update(status="done", result=snap.values.get("result"))
+    payload["checkpoint_id"] = snap.config["configurable"]["checkpoint_id"]
+    return payload
+
+
+def _lambda_client() -> Any:
+    """The client continuations are sent with (an asynchronous ``Invoke`` of this function)."""
+    import boto3
+
+    return boto3.client("lambda")
+
+
+def _continue_later(thread: str, checkpoint_id: str, context: Any) -> bool:
+    """Send a drained run on to a fresh invocation of this function; whether it was sent.
+
+    ``AGENT_CONTINUE=0`` turns it off (the client then resumes with
+    ``status``/``resume``); outside Lambda (no function name) nothing is sent.
+    """
+    name = getattr(context, "function_name", None)
+    if os.environ.get("AGENT_CONTINUE", "1") == "0" or not isinstance(name, str) or not name:
+        return False
+    drained = {"status": "drained", "thread_id": thread, "checkpoint_id": checkpoint_id}
+    runs.send_continuation(drained, function_name=name, lambda_client=_lambda_client())
+    return True
+
+
+def _continuation(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """A continuation this function sent itself: resume the drained run, at most once per checkpoint."""
+    clock: dict[str, Any] = (
+        {"context": context}
+        if callable(getattr(context, "get_remaining_time_in_millis", None))
+        else {"remaining": lambda: math.inf}
+    )
+    try:
+        out = runs.run_continuation(get_graph(), get_saver(), event, durability="sync", **clock)
+    except ValueError as exc:
+        return {"statusCode": 400, "error": "bad_request", "message": str(exc)}
+    if out["status"] == "drained" and not out.get("replayed"):
+        _continue_later(out["thread_id"], out["checkpoint_id"], context)
+    return {"statusCode": 200, **out}
 
 
 def handler(event: Any, context: Any = None) -> dict[str, Any]:
@@ -301,12 +382,18 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
         ```
     """
     http = _is_http(event)
+    if not http and isinstance(event, dict) and event.get("action") == runs.CONTINUE_ACTION:
+        # Sent by this function to itself (a direct invoke: trusted, see above).
+        return _continuation(event, context)
     try:
         req = _request(event)
         caller = caller_of(event)
-        thread_id, request_id = req["thread_id"], req["request_id"]
+        thread_id = req["thread_id"]
         key = thread_key(caller, thread_id)
         compiled = get_graph()
+        if req["action"] == "status":
+            return _respond(200, _status(compiled, {"configurable": {"thread_id": key}}, thread_id), http)
+        request_id = req["request_id"]
 
         def graph_of(ctx: RunContext) -> Any:
             # The cached compiled graph, on this request's lease-bound saver:
@@ -317,12 +404,12 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
             expected: str | None = None  # a start needs a new thread
 
             def work(ctx: RunContext) -> dict[str, Any]:
-                return _start(graph_of(ctx), ctx.config(), req["input"], thread_id)
+                return _start(graph_of(ctx), ctx.config(), req["input"], thread_id, context)
         else:
             expected = req["checkpoint_id"]
 
             def work(ctx: RunContext) -> dict[str, Any]:
-                return _resume(graph_of(ctx), ctx.config(), req["answer"], thread_id)
+                return _resume(graph_of(ctx), ctx.config(), req["answer"], thread_id, context)
 
         def recover(ctx: RunContext) -> dict[str, Any] | None:
             return _outcome_from_state(graph_of(ctx), ctx, thread_id)
@@ -337,6 +424,10 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
             lease_seconds=float(os.environ.get("LEASE_SECONDS", "60")),
             wait_seconds=float(os.environ.get("LEASE_WAIT_SECONDS", "5")),
         )
+        if outcome.value.get("status") == "running" and not outcome.replayed:
+            # Drained before the deadline; the lease is released: the next
+            # invocation takes the run on from its checkpoint.
+            _continue_later(key, outcome.value["checkpoint_id"], context)
         return _respond(
             200,
             {

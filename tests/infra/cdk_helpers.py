@@ -49,8 +49,8 @@ class Synth:
         role_id, _ = self.one(stack, "AWS::IAM::Role", role_prefix)
         policies = [
             p
-            for p in self.resources(stack, "AWS::IAM::Policy").values()
-            if {"Ref": role_id} in p["Properties"]["Roles"]
+            for k, p in self.resources(stack, "AWS::IAM::Policy").items()
+            if {"Ref": role_id} in p["Properties"]["Roles"] and k.startswith(f"{role_prefix}DefaultPolicy")
         ]
         assert len(policies) == 1, f"policies of {role_id}: {len(policies)}"
         return [normalize(s) for s in policies[0]["Properties"]["PolicyDocument"]["Statement"]]

@@ -25,6 +25,22 @@ def test_agent_function(reference) -> None:
     assert (props["Timeout"], props["MemorySize"]) == (60, 1024)
 
 
+def test_agent_may_invoke_itself_only_to_continue(reference) -> None:
+    """A drained run continues in an async invoke of the same function: that one ARN, nothing wider."""
+    fn_id, _ = reference.one(REF, "AWS::Lambda::Function", "AgentFunction")
+    role_id, _ = reference.one(REF, "AWS::IAM::Role", "AgentRole")
+    invokes = [
+        (policy, st)
+        for policy in reference.resources(REF, "AWS::IAM::Policy").values()
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "lambda:InvokeFunction" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    ]
+    assert len(invokes) == 1
+    policy, st = invokes[0]
+    assert st["Resource"] == {"Fn::GetAtt": [fn_id, "Arn"]} and st["Effect"] == "Allow"
+    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+
+
 def test_agent_function_url_requires_iam(reference) -> None:
     fn_id, _ = reference.one(REF, "AWS::Lambda::Function", "AgentFunction")
     _, url = reference.one(REF, "AWS::Lambda::Url")

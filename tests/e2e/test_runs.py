@@ -285,10 +285,11 @@ def _chat_graph(saver: Any) -> Any:
     return b.compile(checkpointer=saver)
 
 
+@pytest.mark.parametrize("doc", ["docs/lambda.md", "README.md"])
 def test_the_docs_handler_drains_and_continues_itself(
-    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch, doc: str
 ) -> None:
-    """docs/lambda.md's handler, as written: each invocation drains, sends its continuation, the next goes on."""
+    """The docs' handler, as written: each invocation drains, sends its continuation, the next goes on."""
     import re
     from pathlib import Path
 
@@ -297,10 +298,11 @@ def test_the_docs_handler_drains_and_continues_itself(
     with DynamoDBSaver(**names) as s:
         s.setup()
     monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
-    text = Path(__file__).resolve().parents[2].joinpath("docs", "lambda.md").read_text()
-    (snippet,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    text = Path(__file__).resolve().parents[2].joinpath(doc).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    (snippet,) = [b for b in blocks if "def handler(event, context)" in b and "run_continuation(" in b]
     ns: dict[str, Any] = {"build_graph": _chat_graph}
-    exec(compile(snippet, "docs/lambda.md", "exec"), ns)
+    exec(compile(snippet, doc, "exec"), ns)
     sent: list[dict[str, Any]] = []
     ns["send_continuation"] = lambda out, function_name: sent.append(continuation_event(out))
 

@@ -16,7 +16,8 @@ def test_the_readme_key_ring_snippet_builds_a_sealing_saver(monkeypatch: pytest.
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     text = README.read_text()
-    section = text[text.index("### Encryption") : text.index("## Table schema")]
+    start = text.index("## Encryption")
+    section = text[start : text.find("\n## ", start + 1)]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     ns: dict[str, Any] = {}
     exec(compile(snippet, "README.md", "exec"), ns)

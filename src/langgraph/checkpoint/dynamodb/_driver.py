@@ -523,8 +523,8 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         the caller's next step; bounding them bounds those bursts (the p99
         loop lag in the `async` benchmark). It is a trade: a tighter bound
         lowers the lag and the throughput with it; the default (8) is the
-        one that kept the lag of 5 at more throughput (README, "The event
-        loop").
+        one that kept the lag of 5 at more throughput (docs/async.md, "How it
+        shares the loop").
         """
         client = self.holder.clients.get(call.service)
         if client is None:

@@ -168,7 +168,7 @@ class ATTR:
     BODY: Final = "cp"  # serialized checkpoint without channel_values
     METADATA: Final = "md"  # serialized metadata (the source of truth)
     VALUES: Final = "vals"  # channel -> inline payload or reference
-    RUN_ID: Final = "rid"  # GSI partition key (plaintext, see README)
+    RUN_ID: Final = "rid"  # GSI partition key (plaintext, see docs/configuration.md)
     TASK_ID: Final = "tid"
     TASK_PATH: Final = "tp"
     WRITE_PREFIX: Final = "w"  # w<idx> -> [channel, payload]

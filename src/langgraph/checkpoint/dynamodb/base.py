@@ -455,6 +455,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """The partition key of a thread's items, under this saver's tenant prefix.
 
         Example:
+            >>> from langgraph.checkpoint.dynamodb import DynamoDBSaver
             >>> saver = DynamoDBSaver(table_name="t", tenant_prefix="acme#")
             >>> saver.partition_key("t|1"), saver.thread_id_of("acme#|t%7C1")
             ('acme#|t%7C1', 't|1')

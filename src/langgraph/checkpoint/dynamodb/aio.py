@@ -40,7 +40,7 @@ from langgraph.checkpoint.dynamodb._driver import (
     IOThread,
     split_request_phases,
 )
-from langgraph.checkpoint.dynamodb._methods import async_method, blocking
+from langgraph.checkpoint.dynamodb._methods import SettingsSignature, async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
@@ -205,6 +205,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         ```
     """
 
+    #: ``help()`` and ``inspect.signature`` show every setting with its default
+    #: (``BaseDynamoDBSaver.__init__`` declares them), then the saver's own options.
+    __signature__ = SettingsSignature(BaseDynamoDBSaver.__init__)
+
     def __init__(
         self,
         *,
@@ -215,6 +219,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         max_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
         **settings: Unpack[SaverSettings],
     ) -> None:
+        """A saver on ``table_name`` (and ``bucket_name``): see the class for every option."""
         if max_in_flight is not None and (
             isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1
         ):
@@ -416,6 +421,11 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     # ------------------------------------------------------- async contract
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch a checkpoint tuple (the latest of the namespace without ``checkpoint_id``), or ``None``.
+
+        With its pending writes and its parent's config, as
+        ``BaseCheckpointSaver.aget_tuple`` asks; see ``DynamoDBSaver.get_tuple``.
+        """
         return await self._run(_read.get_tuple(self, config))
 
     async def alist(
@@ -426,6 +436,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """List checkpoints newest first, matching ``filter`` (metadata), ``before`` and ``limit``.
+
+        ``config`` ``None`` lists every thread's (see ``BaseCheckpointSaver.alist``).
+        """
         async for t in self._iter(
             _read.list_checkpoints(self, config, filter=filter, before=before, limit=limit)
         ):
@@ -438,6 +452,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Store a checkpoint: one PutItem, plus payloads for large new values.
+
+        Returns the config naming the stored checkpoint (see ``BaseCheckpointSaver.aput``).
+        """
         return await self._run(_write.put(self, config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
@@ -447,6 +465,10 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Store a task's pending writes: one request for the whole call (a transaction past 64 writes).
+
+        The writes belong to the checkpoint ``config`` names (see ``BaseCheckpointSaver.aput_writes``).
+        """
         await self._run(_write.put_writes(self, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str, *, force: bool = False) -> None:
@@ -530,6 +552,11 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """List checkpoints newest first, as :meth:`alist`: sync, from a thread other than the saver's event loop.
+
+        The whole listing is read before the first one is returned.
+        """
+
         async def collect() -> list[CheckpointTuple]:
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
@@ -540,6 +567,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """Delta-channel history in a constant number of round trips (see ``DynamoDBSaver``'s)."""
         return await self._run(_history.delta_history(self, config, channels))
 
     acopy_thread = async_method(_maintain.copy_thread)

@@ -26,7 +26,7 @@ from langgraph.checkpoint.dynamodb._aws import (
     translate_errors,
 )
 from langgraph.checkpoint.dynamodb._driver import SyncDriver
-from langgraph.checkpoint.dynamodb._methods import sync_method
+from langgraph.checkpoint.dynamodb._methods import SettingsSignature, sync_method
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
@@ -121,6 +121,10 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         ```
     """
 
+    #: ``help()`` and ``inspect.signature`` show every setting with its default
+    #: (``BaseDynamoDBSaver.__init__`` declares them), then the clients.
+    __signature__ = SettingsSignature(BaseDynamoDBSaver.__init__)
+
     def __init__(
         self,
         *,
@@ -129,6 +133,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         boto3_session: Any = None,
         **settings: Unpack[SaverSettings],
     ) -> None:
+        """A saver on ``table_name`` (and ``bucket_name``): see the class for every setting."""
         super().__init__(**settings)
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION (what Lambda sets) is read here.
         region_name = client_region(self._region_name, boto3_session)

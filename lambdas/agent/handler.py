@@ -56,8 +56,8 @@ versions keep their threads).
 
 Deadlines: the graph runs under ``runs.run_with_deadline``, which asks
 LangGraph to stop at the next superstep boundary once the invocation's
-remaining time falls below its margin (at least 2 s, else twice the longest
-superstep so far), so an invocation answers before Lambda ends it. A drained
+remaining time falls below its margin (``AGENT_DRAIN_MARGIN``, at least 5 s,
+else twice the longest superstep so far), so an invocation answers before Lambda ends it. A drained
 run answers ``running``; once the thread's lease is released the handler
 sends itself ``runs.continuation_event`` (an asynchronous ``Invoke``, which
 needs ``lambda:InvokeFunction`` on the function itself), and that invocation
@@ -80,7 +80,9 @@ Configuration (environment): the store's ``LANGGRAPH_DYNAMODB_*`` variables
 ``langgraph.checkpoint.dynamodb.config``), ``LEASE_SECONDS`` (default 60: longer than a run, renewed while running),
 ``LEASE_WAIT_SECONDS`` (default 5: how long a concurrent request waits for
 the thread before answering 409 busy), ``CALLER_CLAIM`` (default ``sub``),
-``AGENT_CONTINUE`` (default ``1``: continue drained runs by itself).
+``AGENT_CONTINUE`` (default ``1``: continue drained runs by itself),
+``AGENT_DRAIN_MARGIN`` (default 5: seconds before the deadline at which a run
+drains at the latest; the handler's own bookkeeping after the run fits in it).
 
 A lock left by a crashed instance is taken over only after this container has
 watched it unchanged for the holder's whole lease (no clocks are compared);
@@ -266,7 +268,9 @@ def _run(graph: Any, inp: Any, config: dict[str, Any], thread_id: str, context: 
         if callable(getattr(context, "get_remaining_time_in_millis", None))
         else {"remaining": lambda: math.inf}  # called directly (tests, scripts): no deadline
     )
-    result = runs.run_with_deadline(graph, inp, config, durability="sync", **clock)
+    result = runs.run_with_deadline(
+        graph, inp, config, durability="sync", min_margin=_drain_margin(), **clock
+    )
     payload: dict[str, Any] = {"thread_id": thread_id}
     if result.status == "interrupted":
         payload.update(status="waiting", question=result.interrupts[0].value["question"])
@@ -276,6 +280,15 @@ def _run(graph: Any, inp: Any, config: dict[str, Any], thread_id: str, context: 
         payload.update(status="done", result=(result.output or {}).get("result"))
     payload["checkpoint_id"] = _latest_id(graph, config)
     return payload
+
+
+def _drain_margin() -> float:
+    """Seconds before the deadline at which a run drains, at least (``AGENT_DRAIN_MARGIN``, default 5).
+
+    More than the graph needs alone: after the run the handler still records
+    the request's result, releases the lease and reads the latest checkpoint.
+    """
+    return float(os.environ.get("AGENT_DRAIN_MARGIN", "5"))
 
 
 def _start(graph: Any, config: dict[str, Any], text: str, thread_id: str, context: Any) -> dict[str, Any]:
@@ -363,7 +376,9 @@ def _continuation(event: dict[str, Any], context: Any) -> dict[str, Any]:
         else {"remaining": lambda: math.inf}
     )
     try:
-        out = runs.run_continuation(get_graph(), get_saver(), event, durability="sync", **clock)
+        out = runs.run_continuation(
+            get_graph(), get_saver(), event, durability="sync", min_margin=_drain_margin(), **clock
+        )
     except ValueError as exc:
         return {"statusCode": 400, "error": "bad_request", "message": str(exc)}
     if out["status"] == "drained" and not out.get("replayed"):
@@ -438,42 +453,47 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
             },
             http,
         )
-    except _HTTPError as err:
-        return _respond(err.status, err.payload, http)
-    except StaleCheckpointError as err:
+    except Exception as exc:
+        return _error_response(exc, event, http)
+
+
+def _error_response(exc: Exception, event: Any, http: bool) -> dict[str, Any]:
+    """The answer to a request that raised ``exc``: 4xx for what the client can fix, else 500."""
+    if isinstance(exc, _HTTPError):
+        return _respond(exc.status, exc.payload, http)
+    if isinstance(exc, StaleCheckpointError):
         # Messages name the caller's thread id, never the store's key of it.
         name = repr(_event_thread_id(event))
-        if err.expected is None:
+        if exc.expected is None:
             msg = f"thread {name} already exists"
-            return _respond(409, {"error": "thread_exists", "message": msg, "actual": err.actual}, http)
-        if err.actual is None:
+            return _respond(409, {"error": "thread_exists", "message": msg, "actual": exc.actual}, http)
+        if exc.actual is None:
             return _respond(404, {"error": "thread_not_found", "message": f"thread {name} not found"}, http)
         payload = {
             "error": "stale_checkpoint",
             "message": f"thread {name} moved on: reload its state and retry",
-            "expected": err.expected,
-            "actual": err.actual,
+            "expected": exc.expected,
+            "actual": exc.actual,
         }
         return _respond(409, payload, http)
-    except LeaseUnavailableError as err:
+    if isinstance(exc, LeaseUnavailableError):
         # When this container may take a silent holder's lease over (it has
         # watched the lock that long): never the holder's own wall clock.
-        retry = max(1, math.ceil(err.retry_after)) if err.retry_after is not None else 1
+        retry = max(1, math.ceil(exc.retry_after)) if exc.retry_after is not None else 1
         busy: dict[str, Any] = {
             "error": "busy",
             "message": "another request is running this thread; retry later",
             "retry_after": retry,
         }
         return _respond(409, busy, http)
-    except ResultNotStoredError as err:
-        return _respond(409, {"error": "result_not_stored", "message": str(err)}, http)
-    except KeyTooLongError as exc:
+    if isinstance(exc, ResultNotStoredError):
+        return _respond(409, {"error": "result_not_stored", "message": str(exc)}, http)
+    if isinstance(exc, KeyTooLongError):
         # The caller's ids or input, refused by the store before anything ran: a
         # client error. Logged by type only (no traceback, no payload).
         log.warning("agent request refused: %s", type(exc).__name__)
         return _respond(400, {"error": "bad_request", "message": type(exc).__name__}, http)
-    except Exception as exc:
-        # The message may quote state (a decode error of a decrypted payload): the
-        # response and the log name the error's type only.
-        log.error("agent request failed: %s", type(exc).__name__, exc_info=_DEBUG)
-        return _respond(500, {"error": "internal", "message": type(exc).__name__}, http)
+    # The message may quote state (a decode error of a decrypted payload): the
+    # response and the log name the error's type only.
+    log.error("agent request failed: %s", type(exc).__name__, exc_info=exc if _DEBUG else False)
+    return _respond(500, {"error": "internal", "message": type(exc).__name__}, http)

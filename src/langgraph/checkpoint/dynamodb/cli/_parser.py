@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from langgraph.checkpoint.dynamodb._inspection import ddb_client
-from langgraph.checkpoint.dynamodb.cli import _ops, _ui
+from langgraph.checkpoint.dynamodb.cli import _migrate, _ops, _ui
 from langgraph.checkpoint.dynamodb.cli._base import (
     CREDENTIAL_CODES,
     DEFAULT_LOCAL_BUCKET,
@@ -257,8 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     _progress_option(p)
     p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
 
-    # doctor, export, import; the inspector (ui): in their own modules.
+    # doctor, export, import; migrate; the inspector (ui): in their own modules.
     _ops.register(add)
+    _migrate.register(add)
     _ui.register(add)
     return parser
 

@@ -48,12 +48,12 @@ test-fast: setup
 
 lint: setup  ## ruff + mypy
 	$(BIN)/ruff check src tests lambdas infra benchmarks demo
-	$(BIN)/ruff format --check src
+	$(BIN)/ruff format --check src tests lambdas infra benchmarks demo
 	$(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff check --fix src tests lambdas infra benchmarks demo
-	$(BIN)/ruff format src
+	$(BIN)/ruff format src tests lambdas infra benchmarks demo
 
 bench: setup  ## benchmarks against the reference saver; writes docs/benchmarks.md (and benchmarks/asset_cold.json)
 	$(BIN)/python -m benchmarks

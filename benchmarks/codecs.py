@@ -159,7 +159,10 @@ def _required_by(name: str) -> list[str]:
     for dist in distributions():
         for req in dist.requires or []:
             head, _, marker = req.partition(";")
-            if re.split(r"[\s<>=!~\[(]", head.strip(), maxsplit=1)[0].lower() == name and "extra" not in marker:
+            if (
+                re.split(r"[\s<>=!~\[(]", head.strip(), maxsplit=1)[0].lower() == name
+                and "extra" not in marker
+            ):
                 out.add(dist.metadata["Name"])
     return sorted(out - {"langgraph-checkpoint-dynamodb-s3"})
 

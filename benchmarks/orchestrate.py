@@ -394,7 +394,13 @@ def run_all(
 ) -> dict[str, Any]:
     """Run the plan against a fresh moto server and return everything measured."""
     ours = sys.executable
-    pythons = {"ours": ours, "ours-zlib": ours, "ours-iothread": ours, "ref": ref_python, "ref-gz": ref_python}
+    pythons = {
+        "ours": ours,
+        "ours-zlib": ours,
+        "ours-iothread": ours,
+        "ref": ref_python,
+        "ref-gz": ref_python,
+    }
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     cold: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
     single: dict[str, Any] = {}

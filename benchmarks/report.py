@@ -33,7 +33,6 @@ LAT_DDB_S = 0.008
 LAT_S3_S = 0.025
 
 
-
 # ------------------------------------------------------------- helpers
 
 
@@ -769,8 +768,14 @@ def write_report(res: dict[str, Any], doc: Path = DOC, img: Path = IMG) -> list[
         ]
     md += _observations(res)
     md += _workload_sections(res)
-    md += ["", *report_perf.codec_section(res), *offload.loop_section(res), *report_perf.load_section(res),
-           *report_perf.ui_section(res), *report_perf.cost_model_section(res)]
+    md += [
+        "",
+        *report_perf.codec_section(res),
+        *offload.loop_section(res),
+        *report_perf.load_section(res),
+        *report_perf.ui_section(res),
+        *report_perf.cost_model_section(res),
+    ]
     md += _method(res, params)
     md += ["", "## Plots", ""]
     for name in ("storage_per_turn.png", "requests_per_turn.png", "bytes_written_per_turn.png"):
@@ -831,7 +836,7 @@ def _observations(res: dict[str, Any]) -> list[str]:
             "throughput: ours does aiobotocore's per-request CPU work (serialising, signing, parsing) and the "
             f"packing of small payloads on the loop, with at most `max_in_flight` ({DEFAULT_MAX_IN_FLIGHT}) "
             "requests per service in "
-            "flight (large payloads go to the loop's executor, see \"The event loop\"); the reference does "
+            'flight (large payloads go to the loop\'s executor, see "The event loop"); the reference does '
             "everything in executor threads and is then limited by that pool's size."
         )
     if not out:
@@ -967,8 +972,13 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
         delta_extra,
     )
     history_phases = sorted(
-        {k for side in (*SIDES, "ours-before") for run in _runs(res, "delta_history", side)
-         for k in run.get("phases", {}) if k.startswith("history@")},
+        {
+            k
+            for side in (*SIDES, "ours-before")
+            for run in _runs(res, "delta_history", side)
+            for k in run.get("phases", {})
+            if k.startswith("history@")
+        },
         key=lambda k: int(k.split("@")[1]),
     )
     history_extra: list[str] = []
@@ -1067,7 +1077,11 @@ def _workload_sections(res: dict[str, Any]) -> list[str]:
             "the two savers took ~2 and ~5.5 minutes), and the 100 concurrent threads are kept. The moto server "
             "shares the 2 cores, so throughput is bounded by moto's CPU as much as by the savers.",
             ["run"],
-            [_table(["metric", "ours", "reference"] + (["ours, `io_thread=True`"] if al else []), rows), "", *spikes],
+            [
+                _table(["metric", "ours", "reference"] + (["ours, `io_thread=True`"] if al else []), rows),
+                "",
+                *spikes,
+            ],
         )
     co, cr = res.get("coldstart", {}).get("ours", []), res.get("coldstart", {}).get("ref", [])
     if co and cr:

@@ -122,7 +122,9 @@ def _num(n: float) -> str:
 
 def _history_probes(run: dict[str, Any] | None) -> list[tuple[int, dict[str, Any]]]:
     return sorted(
-        (int(k.split("@")[1]), v) for k, v in (run or {}).get("phases", {}).items() if k.startswith("history@")
+        (int(k.split("@")[1]), v)
+        for k, v in (run or {}).get("phases", {}).items()
+        if k.startswith("history@")
     )
 
 
@@ -467,9 +469,7 @@ def ui_section(res: dict[str, Any]) -> list[str]:
     if not ui:
         return []
     dyn = (ui.get("latency_model") or {}).get("dynamodb", 0.008)
-    est = ", ".join(
-        f"{name} {_ms(v['requests'] * dyn + v['cpu_s'])}" for name, v in ui["views"].items()
-    )
+    est = ", ".join(f"{name} {_ms(v['requests'] * dyn + v['cpu_s'])}" for name, v in ui["views"].items())
     p, b = ui["params"], ui["build"]
     rows = [
         [
@@ -498,7 +498,8 @@ def ui_section(res: dict[str, Any]) -> list[str]:
         "(`ttl` set), as the stack's do.",
         "",
         _table(
-            ["page", "path", "time", "CPU", "requests", "by operation", "RCU", "items read", "page size"], rows
+            ["page", "path", "time", "CPU", "requests", "by operation", "RCU", "items read", "page size"],
+            rows,
         ),
         "",
         "- A thread page reads one page of the timeline (`list(before=..., limit=51)`), one Query per namespace "
@@ -878,14 +879,22 @@ def perf_targets(res: dict[str, Any]) -> list[list[str]]:
     v = history_verdict(res)
     if v:
         rows.append(
-            ["2. DeltaChannel history of 250 checkpoints: ≥ 10x faster, read units linear", f"**{v[0]}**", v[1]]
+            [
+                "2. DeltaChannel history of 250 checkpoints: ≥ 10x faster, read units linear",
+                f"**{v[0]}**",
+                v[1],
+            ]
         )
     v = read_units_verdict(res)
     if v:
-        rows.append(["3. read units ≤ the reference's in every workload, no added round trip", f"**{v[0]}**", v[1]])
+        rows.append(
+            ["3. read units ≤ the reference's in every workload, no added round trip", f"**{v[0]}**", v[1]]
+        )
     v = loop_verdict(res)
     if v:
-        rows.append(["4. event loop: p99 lag ≤ the reference's at ≥ 2x its throughput (`async`)", f"**{v[0]}**", v[1]])
+        rows.append(
+            ["4. event loop: p99 lag ≤ the reference's at ≥ 2x its throughput (`async`)", f"**{v[0]}**", v[1]]
+        )
     v = load_verdict(res)
     if v:
         rows.append(["5. load benchmark that shows growth", f"**{v[0]}**", v[1]])

@@ -572,7 +572,9 @@ def _held_far(ctx: Context, thread: str, steps: int = 10) -> int:
         versions = dict(cp["channel_versions"])
         config = saver.put(config, cp, {"source": "loop", "step": step, "parents": {}}, new)
         saver.put_writes(config, [("turn", step + 1)], f"task-{step}")
-    got = ctx.measure("get_tuple[20k, 10 back]", partial(saver.get_tuple, {"configurable": {"thread_id": thread}}))
+    got = ctx.measure(
+        "get_tuple[20k, 10 back]", partial(saver.get_tuple, {"configurable": {"thread_id": thread}})
+    )
     return int(got.checkpoint["channel_values"]["turn"]) if got else -1
 
 

@@ -217,7 +217,9 @@ def loop_thread() -> Iterator[Any]:
 
 
 @pytest.fixture(params=["sync", "async", "sync-s3", "async-s3-encrypted", "async-io-thread"])
-def harness(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Iterator[Any]:
+def harness(
+    request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any
+) -> Iterator[Any]:
     """A saver variant (sync/async x S3 on/off x encryption) with a fresh table."""
     from tests.support.harness import Harness
 

@@ -22,7 +22,9 @@ def storage(moto_endpoint: str, names: dict[str, str]) -> dict[str, str]:
 
 def test_delta_history_workload_and_verdicts(storage: dict[str, str]) -> None:
     tiny = Params.tiny()
-    out = run("ours", "delta_history", table=storage["table_name"], bucket=storage["bucket_name"], params=tiny)
+    out = run(
+        "ours", "delta_history", table=storage["table_name"], bucket=storage["bucket_name"], params=tiny
+    )
     assert out["stopped"] is None
     probes = sorted(k for k in out["phases"] if k.startswith("history@"))
     assert len(probes) == 2, probes

@@ -103,6 +103,8 @@ def test_cost_model_formula() -> None:
     assert c["writes"] == pytest.approx(1000 * 12 * p["wru_per_million"] / 1e6)
     assert c["s3_requests"] == pytest.approx((400 * p["s3_put_per_1000"] + 200 * p["s3_get_per_1000"]) / 1000)
     assert c["ddb_storage"] == pytest.approx(200 * p["ddb_gb_month"])
-    assert report_perf.cost_per_1000_turns(inputs, months=3)["s3_storage"] == pytest.approx(3 * 100 * p["s3_gb_month"])
+    assert report_perf.cost_per_1000_turns(inputs, months=3)["s3_storage"] == pytest.approx(
+        3 * 100 * p["s3_gb_month"]
+    )
     # The prices are current on-demand ones (cut 2024-11-01), not the older $1.25/$0.25.
     assert p["wru_per_million"] == 0.625 and p["rru_per_million"] == 0.125

@@ -18,7 +18,9 @@ def test_options_reach_the_run_and_the_result_is_written(tmp_path: Path) -> None
         return {"ok": table}
 
     out = tmp_path / "r.json"
-    got = single_part_cli("prog", "Doc.\n\nMore.", "x", run, ["--table", "T", "--latency", "none", "--out", str(out)])
+    got = single_part_cli(
+        "prog", "Doc.\n\nMore.", "x", run, ["--table", "T", "--latency", "none", "--out", str(out)]
+    )
     assert got == {"ok": "T"} and json.loads(out.read_text()) == {"ok": "T"}
     single_part_cli("prog", "Doc.", "x", run, ["--quick", "--table", "T", "--bucket", "B"])
     assert seen[0] == ("T", "T", False, None)

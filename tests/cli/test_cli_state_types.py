@@ -24,10 +24,14 @@ from tests.support.harness import cfg, new_thread
 
 
 def _record(code: int, record: Any) -> bytes:
-    return PayloadCodec("none").pack(("msgpack", ormsgpack.packb(ormsgpack.Ext(code, ormsgpack.packb(record)))))
+    return PayloadCodec("none").pack(
+        ("msgpack", ormsgpack.packb(ormsgpack.Ext(code, ormsgpack.packb(record))))
+    )
 
 
-def test_show_a_thread_with_types_the_cli_never_imported(moto_endpoint: str, names: dict[str, str], tmp_path: Path) -> None:
+def test_show_a_thread_with_types_the_cli_never_imported(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Path
+) -> None:
     saver = DynamoDBSaver(**names)
     saver.setup()
     thread = new_thread()
@@ -43,7 +47,10 @@ def test_show_a_thread_with_types_the_cli_never_imported(moto_endpoint: str, nam
     # and a forged record next to it.
     boto3.client("dynamodb").update_item(
         TableName=names["table_name"],
-        Key={"PK": {"S": schema.partition_key(thread)}, "SK": {"S": schema.checkpoint_sk("", c["checkpoint_id"])}},
+        Key={
+            "PK": {"S": schema.partition_key(thread)},
+            "SK": {"S": schema.checkpoint_sk("", c["checkpoint_id"])},
+        },
         UpdateExpression="SET vals.#o = :o, vals.evil = :e",
         ExpressionAttributeNames={"#o": "order"},
         ExpressionAttributeValues={
@@ -54,7 +61,9 @@ def test_show_a_thread_with_types_the_cli_never_imported(moto_endpoint: str, nam
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(
         ["show", thread, "--table", names["table_name"], "--bucket", names["bucket_name"], "--json"],
-        stdin=io.StringIO(), stdout=out, stderr=err,
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
     )
     assert code == 0, err.getvalue()
     values = json.loads(out.getvalue())["values"]

@@ -407,10 +407,7 @@ def test_report_names_are_stable_and_the_cost_is_fixed(healthy: dict[str, str]) 
                 f"dynamodb:{op}"
                 for op in ("DescribeTable", "DescribeTimeToLive", "GetItem", "Query", "BatchGetItem")
             ),
-            *(
-                f"dynamodb:{op}"
-                for op in ("PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem")
-            ),
+            *(f"dynamodb:{op}" for op in ("PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem")),
             *(
                 f"s3:{op}"
                 for op in ("HeadBucket", "PutObject", "GetObject", "ListObjectsV2", "DeleteObjects")

@@ -30,9 +30,7 @@ async def test_conformance(variant: str, moto_endpoint: str) -> None:
     suffix = uuid.uuid4().hex[:8]
     table = f"conf-{variant}-{suffix}"
     bucket = f"conf-{variant}-{suffix}" if opts.get("bucket") else None
-    serde = (
-        EncryptedSerializer.from_pycryptodome_aes(key=os.urandom(32)) if opts.get("encrypted") else None
-    )
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=os.urandom(32)) if opts.get("encrypted") else None
 
     async def factory():  # type: ignore[no-untyped-def]
         async with AsyncDynamoDBSaver(

@@ -117,7 +117,9 @@ def _type_name(value: Any) -> str:
 
 def describe(values: dict[str, Any]) -> dict[str, Any]:
     """The type of every value the test cares about, nested ones included."""
-    out: dict[str, Any] = {k: _type_name(values[k]) for k in ("profile", "legacy", "order", "tier", "point", "bag")}
+    out: dict[str, Any] = {
+        k: _type_name(values[k]) for k in ("profile", "legacy", "order", "tier", "point", "bag")
+    }
     profile, order, bag = values["profile"], values["order"], values["bag"]
     out["profile.address"] = _type_name(getattr(profile, "address", None))
     out["profile.tier"] = _type_name(getattr(profile, "tier", None))
@@ -132,7 +134,9 @@ def describe(values: dict[str, Any]) -> dict[str, Any]:
 
 
 PROFILE = Profile(
-    name="Ada", tier=Tier.GOLD, address=Address(city="Paris", zip="75001"),
+    name="Ada",
+    tier=Tier.GOLD,
+    address=Address(city="Paris", zip="75001"),
     since=datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
 )
 ORDER = Order(id=7, lines=[Line("a-1", 2), Line("b-2", 1)], tier=Tier.SILVER)
@@ -142,8 +146,12 @@ BAG = Bag(items=[Item(label="a", weight=1.5)], by_label={"a": Item(label="a", we
 def build() -> StateGraph:
     def fill(state: State) -> dict[str, Any]:
         return {
-            "profile": PROFILE, "legacy": LegacyNote(text="v1"), "order": ORDER, "tier": Tier.GOLD,
-            "point": Point(1.0, 2.0), "bag": BAG,
+            "profile": PROFILE,
+            "legacy": LegacyNote(text="v1"),
+            "order": ORDER,
+            "tier": Tier.GOLD,
+            "point": Point(1.0, 2.0),
+            "bag": BAG,
             "messages": [HumanMessage(content="hi", id="h1"), AIMessage(content="hello", id="a1")],
         }
 

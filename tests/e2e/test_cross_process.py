@@ -16,7 +16,9 @@ def run_flow(action: str, thread: str, mode: str, table: str, bucket: str | None
     cmd = [sys.executable, "-m", "tests.support.flow_cli", action, thread, "--mode", mode, "--table", table]
     if bucket:
         cmd += ["--bucket", bucket]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env_for_subprocess(), timeout=120, check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=env_for_subprocess(), timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

@@ -26,7 +26,9 @@ VARIANTS = ["sync", "async-s3-encrypted"]
 
 
 @pytest.fixture(params=VARIANTS)
-def h(request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any) -> Iterator[Harness]:
+def h(
+    request: pytest.FixtureRequest, moto_endpoint: str, names: dict[str, str], loop_thread: Any
+) -> Iterator[Harness]:
     harness = Harness(request.param, names["table_name"], names["bucket_name"], loop_thread)
     yield harness
     harness.close()
@@ -82,7 +84,6 @@ def _map_reduce(h: Harness, n: int) -> None:
     # A fresh saver sees the same final state.
     fresh = map_reduce().compile(checkpointer=h.make_saver())
     assert h.get_state(fresh, cfg(thread)).values == h.get_state(graph, cfg(thread)).values
-
 
 
 def test_a_node_writing_hundreds_of_channels(h: Harness) -> None:

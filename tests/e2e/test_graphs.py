@@ -58,10 +58,15 @@ def test_subgraph_namespaces_history_time_travel_and_fork(harness: Harness) -> N
     assert state.values == oracle.get_state(cfg(thread)).values
     assert state.values["turns"] == 3
     # Subgraph checkpoints live in their own namespaces.
-    all_ns = {t.config["configurable"]["checkpoint_ns"] for t in harness.list({"configurable": {"thread_id": thread}})}
+    all_ns = {
+        t.config["configurable"]["checkpoint_ns"]
+        for t in harness.list({"configurable": {"thread_id": thread}})
+    }
     assert "" in all_ns and any(ns.startswith("assistant:") for ns in all_ns)
     history = harness.history(graph, cfg(thread))
-    assert [s.metadata["step"] for s in history] == sorted((s.metadata["step"] for s in history), reverse=True)
+    assert [s.metadata["step"] for s in history] == sorted(
+        (s.metadata["step"] for s in history), reverse=True
+    )
     # Time travel: replay from the checkpoint after the first turn.
     after_first = next(s for s in history if s.values.get("turns") == 1 and not s.next)
     first_msgs = list(after_first.values["messages"])
@@ -71,7 +76,10 @@ def test_subgraph_namespaces_history_time_travel_and_fork(harness: Harness) -> N
     forked = harness.update_state(graph, after_first.config, {"messages": ["edited"]})
     fstate = harness.get_state(graph, forked)
     assert fstate.values["messages"] == [*first_msgs, "edited"] and fstate.values["turns"] == 1
-    assert harness.get_state(graph, cfg(thread)).config["configurable"]["checkpoint_id"] == forked["configurable"]["checkpoint_id"]
+    assert (
+        harness.get_state(graph, cfg(thread)).config["configurable"]["checkpoint_id"]
+        == forked["configurable"]["checkpoint_id"]
+    )
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])

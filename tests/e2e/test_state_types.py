@@ -41,9 +41,23 @@ EXPECTED = {
 
 
 def run_app(action: str, thread: str, mode: str, names: dict[str, str], *extra: str) -> dict[str, Any]:
-    cmd = [sys.executable, "-c", f"from {APP} import main; main()", action, thread, "--mode", mode,
-           "--table", names["table_name"], "--bucket", names["bucket_name"], *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env_for_subprocess(), timeout=180, check=False)
+    cmd = [
+        sys.executable,
+        "-c",
+        f"from {APP} import main; main()",
+        action,
+        thread,
+        "--mode",
+        mode,
+        "--table",
+        names["table_name"],
+        "--bucket",
+        names["bucket_name"],
+        *extra,
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=env_for_subprocess(), timeout=180, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

@@ -33,7 +33,9 @@ def _example() -> str:
 
 def test_docs_agent_example_is_nag_clean(tmp_path: Path) -> None:
     (tmp_path / "my_lambdas" / "my_agent").mkdir(parents=True)
-    (tmp_path / "my_lambdas" / "my_agent" / "handler.py").write_text("def handler(event, context):\n    return {}\n")
+    (tmp_path / "my_lambdas" / "my_agent" / "handler.py").write_text(
+        "def handler(event, context):\n    return {}\n"
+    )
     (tmp_path / "app.py").write_text(_example())
     out = tmp_path / "cdk.out"
     env = {
@@ -44,7 +46,13 @@ def test_docs_agent_example_is_nag_clean(tmp_path: Path) -> None:
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
     }
     proc = subprocess.run(
-        [sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "app.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     report = json.loads((out / "validation-report.json").read_text())
@@ -52,7 +60,9 @@ def test_docs_agent_example_is_nag_clean(tmp_path: Path) -> None:
     assert nag["violations"] == [], nag["violations"]
     template = json.loads((out / "Agents.template.json").read_text())
     handlers = sorted(
-        r["Properties"]["Handler"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+        r["Properties"]["Handler"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
     )
     assert handlers == [
         "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",

@@ -65,7 +65,6 @@ def _check_role(
 # ------------------------------------------------------------------ scenario
 
 
-
 def _checkpoint(cid: str, values: dict[str, Any], versions: dict[str, str]) -> Any:
     from langgraph.checkpoint.base import empty_checkpoint
 

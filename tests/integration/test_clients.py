@@ -21,7 +21,20 @@ def test_sync_saver_with_injected_clients_and_session(moto_endpoint: str, names:
     saver.setup()
     saver.setup()  # idempotent
     assert saver.clients["dynamodb"] is ddb and saver.clients["s3"] is s3
-    stored = saver.put(cfg(new_thread()), {"v": 1, "id": "1", "ts": "", "channel_values": {"a": 1}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}, {}, {"a": "1"})  # type: ignore[typeddict-item]
+    stored = saver.put(
+        cfg(new_thread()),
+        {
+            "v": 1,
+            "id": "1",
+            "ts": "",
+            "channel_values": {"a": 1},
+            "channel_versions": {"a": "1"},
+            "versions_seen": {},
+            "updated_channels": None,
+        },
+        {},
+        {"a": "1"},
+    )  # type: ignore[typeddict-item]
     saver.close()  # injected clients stay usable
     assert ddb.describe_table(TableName=names["table_name"])["Table"]["TableStatus"] == "ACTIVE"
     other = DynamoDBSaver(**names, boto3_session=boto3.session.Session(region_name="us-east-1"))
@@ -36,9 +49,24 @@ def test_async_saver_with_injected_clients_and_session(moto_endpoint: str, names
         async with session.create_client("dynamodb", region_name="us-east-1") as ddb:
             saver = AsyncDynamoDBSaver(table_name=names["table_name"], dynamodb_client=ddb)
             await saver.setup()
-            stored = await saver.aput(cfg(new_thread()), {"v": 1, "id": "1", "ts": "", "channel_values": {"a": 2}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}, {}, {"a": "1"})  # type: ignore[typeddict-item]
+            stored = await saver.aput(
+                cfg(new_thread()),
+                {
+                    "v": 1,
+                    "id": "1",
+                    "ts": "",
+                    "channel_values": {"a": 2},
+                    "channel_versions": {"a": "1"},
+                    "versions_seen": {},
+                    "updated_channels": None,
+                },
+                {},
+                {"a": "1"},
+            )  # type: ignore[typeddict-item]
             await saver.aclose()  # must not close the injected client
-            assert (await ddb.describe_table(TableName=names["table_name"]))["Table"]["TableStatus"] == "ACTIVE"
+            assert (await ddb.describe_table(TableName=names["table_name"]))["Table"][
+                "TableStatus"
+            ] == "ACTIVE"
         async with AsyncDynamoDBSaver(table_name=names["table_name"], session=session) as other:
             assert (await other.aget_tuple(stored)).checkpoint["channel_values"] == {"a": 2}
             assert other.clients["dynamodb"] is not None
@@ -109,11 +137,20 @@ def test_a_copy_entered_first_opens_its_savers_clients(moto_endpoint: str, names
 
 
 def checkpoint() -> Any:
-    return {"v": 1, "id": str(uuid6()), "ts": "", "channel_values": {"a": 1}, "channel_versions": {"a": "1"}, "versions_seen": {}, "updated_channels": None}
+    return {
+        "v": 1,
+        "id": str(uuid6()),
+        "ts": "",
+        "channel_values": {"a": 1},
+        "channel_versions": {"a": "1"},
+        "versions_seen": {},
+        "updated_channels": None,
+    }
 
 
-
-def test_the_clients_a_saver_opens_skip_botocores_parameter_validation(moto_endpoint: str, names: dict[str, str]) -> None:
+def test_the_clients_a_saver_opens_skip_botocores_parameter_validation(
+    moto_endpoint: str, names: dict[str, str]
+) -> None:
     """The savers build every request themselves; botocore's second walk over each only costs CPU.
 
     An empty table name: botocore's validation refuses it before sending

@@ -48,7 +48,11 @@ def test_missing_thread_id_names_the_field(harness: Harness) -> None:
 )
 def test_ids_with_separators_and_unicode_round_trip(harness: Harness, thread_id: str, ns: str) -> None:
     stored = harness.call("put", cfg(thread_id, ns), ckpt({"v": thread_id + ns}), {"step": 1}, {"v": "1"})
-    assert stored["configurable"] == {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": stored["configurable"]["checkpoint_id"]}
+    assert stored["configurable"] == {
+        "thread_id": thread_id,
+        "checkpoint_ns": ns,
+        "checkpoint_id": stored["configurable"]["checkpoint_id"],
+    }
     tup = harness.call("get_tuple", cfg(thread_id, ns))
     assert tup.checkpoint["channel_values"] == {"v": thread_id + ns}
     assert tup.config["configurable"]["thread_id"] == thread_id
@@ -98,7 +102,9 @@ def test_over_max_payload_size_is_refused_before_writing(harness: Harness) -> No
         big = "y" * 60_000  # compresses to almost nothing: the limit is on the serialized size
         before_items = scan_table(harness.table_name)
         before_objects = s3_objects(harness.bucket_name) if harness.bucket_name else {}
-        with pytest.raises(PayloadTooLargeError, match=r"channel 'big'.*max_payload_size \(50,000 bytes\).*nothing"):
+        with pytest.raises(
+            PayloadTooLargeError, match=r"channel 'big'.*max_payload_size \(50,000 bytes\).*nothing"
+        ):
             harness.call("put", stored, ckpt({"big": big}), {}, {"big": "1"}, saver=saver)
         with pytest.raises(PayloadTooLargeError, match=r"write 'big' of task 'task-1'.*max_payload_size"):
             harness.call("put_writes", stored, [("ok", 1), ("big", big)], "task-1", saver=saver)
@@ -112,7 +118,9 @@ def test_over_max_payload_size_is_refused_before_writing(harness: Harness) -> No
         # Just under the limit is stored and read back (by a saver with the same limit).
         fits = "z" * 49_000
         harness.call("put", stored, ckpt({"fits": fits}), {}, {"fits": "1"}, saver=saver)
-        assert harness.call("get_tuple", cfg(thread), saver=saver).checkpoint["channel_values"] == {"fits": fits}
+        assert harness.call("get_tuple", cfg(thread), saver=saver).checkpoint["channel_values"] == {
+            "fits": fits
+        }
 
 
 def test_absent_is_not_none(harness: Harness) -> None:
@@ -127,12 +135,17 @@ def test_absent_is_not_none(harness: Harness) -> None:
 def test_metadata_round_trips_and_filters(harness: Harness) -> None:
     thread = new_thread()
     md = {"source": "loop", "step": 3, "score": 0.25, "nested": {"a": [1, 2.5]}, "flag": True}
-    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "user_key": "u1"}, "metadata": {"run_id": "run-9"}}
+    config = {
+        "configurable": {"thread_id": thread, "checkpoint_ns": "", "user_key": "u1"},
+        "metadata": {"run_id": "run-9"},
+    }
     stored = harness.call("put", config, ckpt(), md, {})
     got = harness.call("get_tuple", stored).metadata
     assert got == {**md, "user_key": "u1", "run_id": "run-9"}
     assert type(got["score"]) is float and type(got["step"]) is int
-    assert [t.metadata["step"] for t in harness.list(cfg(thread), filter={"score": 0.25, "user_key": "u1"})] == [3]
+    assert [
+        t.metadata["step"] for t in harness.list(cfg(thread), filter={"score": 0.25, "user_key": "u1"})
+    ] == [3]
     assert harness.list(cfg(thread), filter={"score": 0.5}) == []
 
 
@@ -160,17 +173,23 @@ def test_list_semantics(harness: Harness) -> None:
     for ns in ("", "child:1"):
         parent = cfg(thread, ns)
         for step in range(4):
-            parent = harness.call("put", parent, ckpt(), {"step": step, "source": "loop" if step % 2 else "input"}, {})
+            parent = harness.call(
+                "put", parent, ckpt(), {"step": step, "source": "loop" if step % 2 else "input"}, {}
+            )
             ids[(ns, step)] = parent["configurable"]["checkpoint_id"]
     root = harness.list(cfg(thread))
     assert [t.metadata["step"] for t in root] == [3, 2, 1, 0]
     everything = harness.list({"configurable": {"thread_id": thread}})
     assert len(everything) == 8
-    assert [t.checkpoint["id"] for t in everything] == sorted((t.checkpoint["id"] for t in everything), reverse=True)
+    assert [t.checkpoint["id"] for t in everything] == sorted(
+        (t.checkpoint["id"] for t in everything), reverse=True
+    )
     # before from another namespace is only a bound, never looked up
     bound = cfg(thread, "child:1", ids[("child:1", 2)])
     got = harness.list(cfg(thread), before=bound)
-    assert {t.checkpoint["id"] for t in got} == {i for (ns, s), i in ids.items() if ns == "" and i < ids[("child:1", 2)]}
+    assert {t.checkpoint["id"] for t in got} == {
+        i for (ns, s), i in ids.items() if ns == "" and i < ids[("child:1", 2)]
+    }
     # limit counts matches only
     assert [t.metadata["step"] for t in harness.list(cfg(thread), filter={"source": "input"}, limit=1)] == [2]
     assert harness.list(cfg(thread), limit=0) == []
@@ -183,7 +202,9 @@ def test_missing_external_payload_is_a_clear_error(harness: Harness) -> None:
     stored = harness.call("put", cfg(thread), ckpt({"big": big}), {}, {"big": "1"})
     if harness.bucket_name is not None:
         s3 = boto3.client("s3")
-        listing = s3.list_objects_v2(Bucket=harness.bucket_name, Prefix=schema.s3_thread_prefix("checkpoints/", thread))
+        listing = s3.list_objects_v2(
+            Bucket=harness.bucket_name, Prefix=schema.s3_thread_prefix("checkpoints/", thread)
+        )
         for obj in listing["Contents"]:
             s3.delete_object(Bucket=harness.bucket_name, Key=obj["Key"])
         pattern = "s3://"
@@ -194,7 +215,9 @@ def test_missing_external_payload_is_a_clear_error(harness: Harness) -> None:
         stored = harness.call("put", holder, ckpt({"big": big}), {}, {})
         ddb = boto3.client("dynamodb")
         key = schema.checkpoint_sk("", holder["configurable"]["checkpoint_id"])
-        ddb.delete_item(TableName=harness.table_name, Key={"PK": {"S": schema.partition_key(thread)}, "SK": {"S": key}})
+        ddb.delete_item(
+            TableName=harness.table_name, Key={"PK": {"S": schema.partition_key(thread)}, "SK": {"S": key}}
+        )
         pattern = "item"
     # Read from another process: the writer itself still holds the S3 value
     # it uploaded (its value cache) and would not need the object.
@@ -206,13 +229,31 @@ def test_corrupt_and_future_items_are_refused(harness: Harness) -> None:
     thread = new_thread()
     stored = harness.call("put", cfg(thread), ckpt({"v": 1}), {}, {"v": "1"})
     ddb = boto3.client("dynamodb")
-    key = {"PK": {"S": schema.partition_key(thread)}, "SK": {"S": schema.checkpoint_sk("", stored["configurable"]["checkpoint_id"])}}
-    ddb.update_item(TableName=harness.table_name, Key=key, UpdateExpression="SET vals.v = :b", ExpressionAttributeValues={":b": {"B": b"\x01n\x07msgpack\xc1\xc1"}})
+    key = {
+        "PK": {"S": schema.partition_key(thread)},
+        "SK": {"S": schema.checkpoint_sk("", stored["configurable"]["checkpoint_id"])},
+    }
+    ddb.update_item(
+        TableName=harness.table_name,
+        Key=key,
+        UpdateExpression="SET vals.v = :b",
+        ExpressionAttributeValues={":b": {"B": b"\x01n\x07msgpack\xc1\xc1"}},
+    )
     with pytest.raises(CorruptPayloadError, match="channel 'v'"):
         harness.call("get_tuple", stored)
-    ddb.update_item(TableName=harness.table_name, Key=key, UpdateExpression="SET vals.v = :b", ExpressionAttributeValues={":b": {"B": b"\x01"}})
+    ddb.update_item(
+        TableName=harness.table_name,
+        Key=key,
+        UpdateExpression="SET vals.v = :b",
+        ExpressionAttributeValues={":b": {"B": b"\x01"}},
+    )
     with pytest.raises(CorruptPayloadError, match="truncated"):
         harness.call("get_tuple", stored)
-    ddb.update_item(TableName=harness.table_name, Key=key, UpdateExpression="SET f = :f", ExpressionAttributeValues={":f": {"N": "99"}})
+    ddb.update_item(
+        TableName=harness.table_name,
+        Key=key,
+        UpdateExpression="SET f = :f",
+        ExpressionAttributeValues={":f": {"N": "99"}},
+    )
     with pytest.raises(UnsupportedFormatError, match="format version 99"):
         harness.call("get_tuple", stored)

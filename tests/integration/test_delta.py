@@ -33,7 +33,9 @@ HEAVY = pytest.mark.parametrize("harness", ["sync", "async-s3-encrypted"], indir
 def run_chat(h: Harness, graph: Any, thread: str, turns: range) -> None:
     for i in turns:
         # The run id travels in config metadata, as the LangGraph server sends it.
-        h.invoke(graph, {"messages": [f"user {i}"]}, {**cfg(thread), "metadata": {"run_id": f"{thread}-run-{i}"}})
+        h.invoke(
+            graph, {"messages": [f"user {i}"]}, {**cfg(thread), "metadata": {"run_id": f"{thread}-run-{i}"}}
+        )
 
 
 @functools.cache
@@ -52,7 +54,9 @@ def assert_matches_oracle(h: Harness, graph: Any, thread: str, turns: int = TURN
     assert survivors, "nothing survived"
     for t in survivors:
         snap = h.get_state(graph, t.config)
-        assert (snap.values, snap.next) == expected[t.metadata["step"]], f"state differs at step {t.metadata['step']}"
+        assert (snap.values, snap.next) == expected[t.metadata["step"]], (
+            f"state differs at step {t.metadata['step']}"
+        )
     return len(survivors)
 
 
@@ -70,7 +74,9 @@ def reading(how: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``outline``: prune reads the thread as the table-wide jobs read one over their budget."""
     with monkeypatch.context() as m:
         if how == "outline":
-            m.setattr(_deleting, "load_thread", lambda s, thread_id, **_: _deleting.load_outline(s, thread_id))
+            m.setattr(
+                _deleting, "load_thread", lambda s, thread_id, **_: _deleting.load_outline(s, thread_id)
+            )
         yield
 
 
@@ -98,7 +104,9 @@ def test_copy_thread_is_complete_and_independent(harness: Harness, delta_thread:
     graph, thread = delta_thread
     target = new_thread()
     harness.call("copy_thread", thread, target)
-    assert [t.checkpoint["id"] for t in harness.list(cfg(target))] == [t.checkpoint["id"] for t in harness.list(cfg(thread))]
+    assert [t.checkpoint["id"] for t in harness.list(cfg(target))] == [
+        t.checkpoint["id"] for t in harness.list(cfg(thread))
+    ]
     # The source continues on its own...
     run_chat(harness, graph, thread, range(TURNS, TURNS + 1))
     assert harness.get_state(graph, cfg(thread)).values == oracle(TURNS + 1)[max(oracle(TURNS + 1))][0]
@@ -150,9 +158,13 @@ def _chain(h: Harness, thread: str, n: int, snapshot_every: int) -> dict[str, An
     parent = cfg(thread)
     for i in range(n):
         cp = {
-            "v": 1, "id": str(uuid6(clock_seq=-1)), "ts": "2026-11-29T00:00:00+00:00",
+            "v": 1,
+            "id": str(uuid6(clock_seq=-1)),
+            "ts": "2026-11-29T00:00:00+00:00",
             "channel_values": {"msgs": [f"m{j}" for j in range(i)]} if i % snapshot_every == 0 else {},
-            "channel_versions": {"msgs": f"{i + 1:032}.0"}, "versions_seen": {}, "updated_channels": None,
+            "channel_versions": {"msgs": f"{i + 1:032}.0"},
+            "versions_seen": {},
+            "updated_channels": None,
         }
         md = {"step": i, "counters_since_delta_snapshot": {"msgs": [i % snapshot_every, i % snapshot_every]}}
         parent = h.call("put", parent, cp, md, {"msgs": f"{i + 1:032}.0"})
@@ -173,9 +185,15 @@ def test_delta_history_matches_base_walk_in_constant_round_trips(harness: Harnes
         got = harness.call("get_delta_channel_history", config=head, channels=["msgs", "other", "never"])
         # The base class's walk (one get_tuple per ancestor) is the reference.
         if harness.is_async:
-            expected = harness.loop.run(BaseCheckpointSaver.aget_delta_channel_history(harness.saver, config=head, channels=["msgs", "other", "never"]))
+            expected = harness.loop.run(
+                BaseCheckpointSaver.aget_delta_channel_history(
+                    harness.saver, config=head, channels=["msgs", "other", "never"]
+                )
+            )
         else:
-            expected = BaseCheckpointSaver.get_delta_channel_history(harness.saver, config=head, channels=["msgs", "other", "never"])
+            expected = BaseCheckpointSaver.get_delta_channel_history(
+                harness.saver, config=head, channels=["msgs", "other", "never"]
+            )
         assert got == expected
         assert "seed" in got["msgs"] and "seed" not in got["never"]
     # One round trip: the Query and, in the same wave, the namespace's

@@ -85,7 +85,11 @@ def test_history_listing_reads_grow_linearly(harness: Harness) -> None:
     # Linear: twice the checkpoints, about twice the requests, items and
     # bytes (quadratic would be about four times; the walk of the first
     # checkpoint and the list are linear themselves).
-    for what, a, b in (("requests", small[1], large[1]), ("items", small[2], large[2]), ("bytes", small[3], large[3])):
+    for what, a, b in (
+        ("requests", small[1], large[1]),
+        ("items", small[2], large[2]),
+        ("bytes", small[3], large[3]),
+    ):
         assert b / a <= 1.25 * n_ratio, f"{what}: {a} for {small[0]} checkpoints, {b} for {large[0]}"
     # About one request per checkpoint listed (the history calls), plus the list.
     assert large[1] <= large[0] + 8, large

@@ -93,7 +93,9 @@ def test_async_saver_packs_and_unpacks_large_payloads_off_the_loop(
             for size in (SMALL, LARGE):
                 thread = new_thread()
                 serde.reset()
-                stored = await saver.aput(cfg(thread), checkpoint_of({"v": text(size)}), {"step": 1}, {"v": "1"})
+                stored = await saver.aput(
+                    cfg(thread), checkpoint_of({"v": text(size)}), {"step": 1}, {"v": "1"}
+                )
                 await saver.aput_writes(stored, [("w", text(size, seed=1))], "task-1")
                 assert serde.dumps, "nothing was packed"
                 on_loop = serde.threads() == {loop_thread}
@@ -172,7 +174,9 @@ def test_a_large_value_that_cannot_be_serialized_fails_the_put_and_writes_nothin
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_corrupt_large_payload_is_refused_as_corrupt_in_both_savers(store: dict[str, str], mode: str) -> None:
+def test_a_corrupt_large_payload_is_refused_as_corrupt_in_both_savers(
+    store: dict[str, str], mode: str
+) -> None:
     """A stored large value altered in S3 fails its decode the same way on the loop's executor."""
     import boto3
 

@@ -152,9 +152,13 @@ def test_delete_for_runs_finds_a_run_id_over_an_index_key(harness: Harness) -> N
 def test_a_tenant_thread_with_long_ids(harness: Harness) -> None:
     with harness.other_saver(tenant_prefix="acme") as tenant:
         thread_id = _thread(CJK)
-        stored = harness.call("put", cfg(thread_id, DEEP_NS), checkpoint_of({"x": _big()}), {}, {"x": "1"}, saver=tenant)
+        stored = harness.call(
+            "put", cfg(thread_id, DEEP_NS), checkpoint_of({"x": _big()}), {}, {"x": "1"}, saver=tenant
+        )
         harness.call("put_writes", stored, [("x", 1)], LONG_TASK, saver=tenant)
-        assert harness.call("get_tuple", cfg(thread_id, DEEP_NS), saver=tenant).pending_writes[0][0] == LONG_TASK
+        assert (
+            harness.call("get_tuple", cfg(thread_id, DEEP_NS), saver=tenant).pending_writes[0][0] == LONG_TASK
+        )
         items = _own_items(harness, thread_id, tenant)
         assert items and all(it[ATTR.PK]["S"].startswith("acme|") for it in items)
         assert harness.call("get_tuple", cfg(thread_id, DEEP_NS)) is None  # not the untenanted saver's

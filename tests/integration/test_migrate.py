@@ -223,7 +223,10 @@ def namespaces(saver: Any, thread: str) -> dict[str, list[tuple[Any, ...]]]:
                 t.checkpoint["channel_values"],
                 t.checkpoint["channel_versions"],
                 t.checkpoint["versions_seen"],
-                [(w[0], w[1], repr(w[2]) if isinstance(w[2], Exception) else w[2]) for w in t.pending_writes or []],
+                [
+                    (w[0], w[1], repr(w[2]) if isinstance(w[2], Exception) else w[2])
+                    for w in t.pending_writes or []
+                ],
             )
         )
     for rows in out.values():
@@ -269,9 +272,10 @@ def test_every_thread_reads_the_same_after_migration(source: Any, target: Dynamo
     assert subgraph and all(ns.startswith("review:") for ns in subgraph)
     assert any(w[1] == "__interrupt__" for w in latest_writes(target, threads["review"], subgraph[0]))
     state = build_graph(target).get_state(cfg(threads["review"]), subgraphs=True)
-    assert state.tasks[0].state.values == build_graph(source).get_state(
-        cfg(threads["review"]), subgraphs=True
-    ).tasks[0].state.values
+    assert (
+        state.tasks[0].state.values
+        == build_graph(source).get_state(cfg(threads["review"]), subgraphs=True).tasks[0].state.values
+    )
 
 
 def test_task_paths_and_order_are_the_sources(source: Any, target: DynamoDBSaver) -> None:
@@ -302,7 +306,10 @@ def test_resume_on_our_saver_ends_as_on_the_source(
         if stage == "ask":
             out = graph.invoke(Command(resume="yes"), cfg(thread), durability="sync")
         snap = graph.get_state(cfg(thread))
-        steps = [(s.values, s.next, s.metadata["step"], s.metadata["source"]) for s in graph.get_state_history(cfg(thread))]
+        steps = [
+            (s.values, s.next, s.metadata["step"], s.metadata["source"])
+            for s in graph.get_state_history(cfg(thread))
+        ]
         results.append((out, snap.values, snap.next, steps))
     assert results[1] == results[0]
     assert results[0][1]["verdict"] == "yes: 3 parts"

@@ -88,7 +88,9 @@ def test_every_attribute_type_and_response_shape(ddb: Any, names: dict[str, str]
     assert ddb.scan(TableName=table, Limit=2)["Count"] == 2
     got = ddb.batch_get_item(RequestItems={table: {"Keys": [key, {"PK": {"S": "p"}, "SK": {"S": "k1"}}]}})
     assert len(got["Responses"][table]) == 2
-    ddb.batch_write_item(RequestItems={table: [{"DeleteRequest": {"Key": {"PK": {"S": "p"}, "SK": {"S": "k0"}}}}]})
+    ddb.batch_write_item(
+        RequestItems={table: [{"DeleteRequest": {"Key": {"PK": {"S": "p"}, "SK": {"S": "k0"}}}}]}
+    )
     ddb.transact_write_items(
         TransactItems=[
             {"Put": {"TableName": table, "Item": {"PK": {"S": "q"}, "SK": {"S": "1"}}}},
@@ -97,7 +99,10 @@ def test_every_attribute_type_and_response_shape(ddb: Any, names: dict[str, str]
     )
     both = ddb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}])
     assert both["Responses"][0]["Item"]["bs"] == EVERY_TYPE["bs"]
-    assert ddb.delete_item(TableName=table, Key=key, ReturnValues="ALL_OLD")["Attributes"]["ns"] == EVERY_TYPE["ns"]
+    assert (
+        ddb.delete_item(TableName=table, Key=key, ReturnValues="ALL_OLD")["Attributes"]["ns"]
+        == EVERY_TYPE["ns"]
+    )
 
 
 def test_a_saver_through_the_checking_server(checking_endpoint: str, names: dict[str, str]) -> None:
@@ -113,7 +118,9 @@ def test_a_saver_through_the_checking_server(checking_endpoint: str, names: dict
     assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 4
     assert saver.get_tuple(config).pending_writes[0][2] == "w3"
     saver.copy_thread("t", "u")
-    assert saver.get_tuple({"configurable": {"thread_id": "u"}}).checkpoint["channel_values"] == {"x": "v" * 900}
+    assert saver.get_tuple({"configurable": {"thread_id": "u"}}).checkpoint["channel_values"] == {
+        "x": "v" * 900
+    }
     saver.delete_thread("t")
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
     saver.close()

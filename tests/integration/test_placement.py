@@ -117,10 +117,20 @@ def _prune_rehomes(harness: Harness, rehome_to: str, how: str, monkeypatch: pyte
         harness.call("sweep_orphans", grace_seconds=0, saver=pruner)
     latest = configs[-1]
     for reader in (saver, _saver(harness), pruner):
-        assert harness.call("get_tuple", latest, saver=reader).checkpoint["channel_values"] == {"big": big, "n": 4}
+        assert harness.call("get_tuple", latest, saver=reader).checkpoint["channel_values"] == {
+            "big": big,
+            "n": 4,
+        }
     # A writer that still believes the holder exists keeps working: its new
     # checkpoint references the holder, and readers find the re-homed value.
-    nxt = harness.call("put", latest, checkpoint_of({"big": big, "n": 5}, {"big": "1", "n": "5"}), {}, {"n": "5"}, saver=saver)
+    nxt = harness.call(
+        "put",
+        latest,
+        checkpoint_of({"big": big, "n": 5}, {"big": "1", "n": "5"}),
+        {},
+        {"n": "5"},
+        saver=saver,
+    )
     assert harness.call("get_tuple", nxt, saver=pruner).checkpoint["channel_values"] == {"big": big, "n": 5}
     # A copy takes the re-homed value along.
     target = new_thread()
@@ -155,7 +165,9 @@ def test_an_item_over_the_limit_moves_its_largest_values_out(harness: Harness) -
     saver = _saver(harness, s3_threshold=400 * 1024) if harness.bucket_name else _saver(harness)
     thread = new_thread()
     values = {f"c{i}": _value(10 + i, 120_000) for i in range(4)}  # ~120 KB packed each
-    stored = harness.call("put", cfg(thread), checkpoint_of(values), {}, {k: "1" for k in values}, saver=saver)
+    stored = harness.call(
+        "put", cfg(thread), checkpoint_of(values), {}, {k: "1" for k in values}, saver=saver
+    )
     item = next(it for it in _thread_items(harness, thread) if it["t"]["S"] == schema.CHECKPOINT_ITEM)
     held = [ch for ch, av in item["vals"]["M"].items() if "B" in av]
     assert 1 <= len(held) < len(values)
@@ -174,5 +186,7 @@ def test_putting_the_same_checkpoint_again_never_references_itself(harness: Harn
     stored = harness.call("put", cfg(thread), cp, {}, {"big": "1"}, saver=saver)
     again = harness.call("put", cfg(thread), cp, {}, {}, saver=saver)
     assert again == stored
-    assert harness.call("get_tuple", stored, saver=_saver(harness)).checkpoint["channel_values"] == {"big": big}
+    assert harness.call("get_tuple", stored, saver=_saver(harness)).checkpoint["channel_values"] == {
+        "big": big
+    }
     _close(harness, saver)

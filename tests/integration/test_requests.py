@@ -23,7 +23,9 @@ def _chain(h: Harness, thread: str, n: int) -> list[dict]:  # type: ignore[type-
     configs = []
     parent = cfg(thread)
     for i in range(n):
-        parent = h.call("put", parent, _checkpoint({"step": i}, {"step": str(i + 1)}), {"step": i}, {"step": str(i + 1)})
+        parent = h.call(
+            "put", parent, _checkpoint({"step": i}, {"step": str(i + 1)}), {"step": i}, {"step": str(i + 1)}
+        )
         configs.append(parent)
     return configs
 
@@ -31,7 +33,13 @@ def _chain(h: Harness, thread: str, n: int) -> list[dict]:  # type: ignore[type-
 def test_put_is_one_request(harness: Harness) -> None:
     thread = new_thread()
     harness.counter.reset()
-    harness.call("put", cfg(thread), _checkpoint({"a": "x" * 200, "b": [1, 2, 3]}), {"source": "input", "step": -1}, {"a": "1", "b": "1"})
+    harness.call(
+        "put",
+        cfg(thread),
+        _checkpoint({"a": "x" * 200, "b": [1, 2, 3]}),
+        {"source": "input", "step": -1},
+        {"a": "1", "b": "1"},
+    )
     assert harness.counter.counts == {"dynamodb.PutItem": 1} or (
         # S3 variants spill values over their 1 KB threshold: one PutObject each, in parallel.
         harness.bucket_name is not None and harness.counter.total("dynamodb") == 1
@@ -55,7 +63,10 @@ def test_put_writes_of_a_fan_out_is_one_transaction(harness: Harness) -> None:
     harness.counter.reset()
     writes = [("__pregel_tasks", i) for i in range(300)]
     harness.call("put_writes", stored, writes, "task-1", "path")
-    assert harness.counter.total("dynamodb") == 1 and harness.counter.counts.get("dynamodb.TransactWriteItems") == 1
+    assert (
+        harness.counter.total("dynamodb") == 1
+        and harness.counter.counts.get("dynamodb.TransactWriteItems") == 1
+    )
     # A retried call (the same writes again) changes nothing and adds nothing.
     harness.call("put_writes", stored, [("__pregel_tasks", -i) for i in range(300)], "task-1", "path")
     tup = harness.call("get_tuple", stored)
@@ -74,7 +85,9 @@ def test_get_tuple_is_one_round_trip(harness: Harness) -> None:
         if target is configs[2]:
             # By id the Query does not reach the namespace's tombstone (deletion
             # finality): a GetItem of it goes in the same round trip (a Gather).
-            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}, harness.counter.counts
+            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1}, (
+                harness.counter.counts
+            )
         else:
             assert harness.counter.counts == {"dynamodb.Query": 1}, harness.counter.counts
 
@@ -120,7 +133,11 @@ def test_get_tuple_large_values_fetch_in_one_wave(harness: Harness) -> None:
         with harness.other_saver() as reader:
             harness.counter.reset()
             assert harness.call("get_tuple", child, saver=reader).checkpoint["channel_values"] == big
-            assert harness.counter.counts == {"dynamodb.Query": 1, "dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1}
+            assert harness.counter.counts == {
+                "dynamodb.Query": 1,
+                "dynamodb.GetItem": 1,
+                "dynamodb.BatchGetItem": 1,
+            }
             # ... once: the reader keeps them too.
             harness.counter.reset()
             assert harness.call("get_tuple", child, saver=reader).checkpoint["channel_values"] == big
@@ -143,7 +160,9 @@ def test_put_and_get_of_a_new_mid_size_value_are_one_request_each(harness: Harne
         value = base64.b64encode(rnd.randbytes(15_000)).decode()
         cp = _checkpoint({"messages": value, "small": step}, {"messages": str(step), "small": str(step)})
         harness.counter.reset()
-        parent = harness.call("put", parent, cp, {"step": step}, {"messages": str(step), "small": str(step)}, saver=saver)
+        parent = harness.call(
+            "put", parent, cp, {"step": step}, {"messages": str(step), "small": str(step)}, saver=saver
+        )
         assert harness.counter.counts == {"dynamodb.PutItem": 1}, harness.counter.counts
         harness.counter.reset()
         tup = harness.call("get_tuple", cfg(thread), saver=saver)
@@ -174,12 +193,16 @@ def test_filtered_list_downloads_no_unmatched_bodies(harness: Harness) -> None:
     parent = cfg(thread)
     for i in range(8):
         value = base64.b64encode(rnd.randbytes(20_000)).decode()
-        parent = harness.call("put", parent, _checkpoint({"big": value}, {"big": str(i + 1)}), {"step": i}, {"big": str(i + 1)})
+        parent = harness.call(
+            "put", parent, _checkpoint({"big": value}, {"big": str(i + 1)}), {"step": i}, {"big": str(i + 1)}
+        )
     with harness.other_saver() as reader:  # a process that did not upload the values
         harness.counter.reset()
         got = harness.list(cfg(thread), filter={"step": 3}, saver=reader)
     assert [t.metadata["step"] for t in got] == [3]
-    fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get("dynamodb.BatchGetItem", 0)
+    fetches = harness.counter.counts.get("s3.GetObject", 0) + harness.counter.counts.get(
+        "dynamodb.BatchGetItem", 0
+    )
     # Only the matching checkpoint's value: from S3, or held in its own item.
     assert fetches == (1 if harness.bucket_name is not None else 0), harness.counter.counts
 
@@ -218,7 +241,9 @@ def test_unchanged_large_value_is_referenced_after_a_read_and_restored_without_o
     else:
         assert harness.counter.counts == {"dynamodb.GetItem": 1, "dynamodb.PutItem": 1}
         item = next(
-            it for it in scan_table(harness.table_name) if it["SK"]["S"] == f"|c|{stored['configurable']['checkpoint_id']}"
+            it
+            for it in scan_table(harness.table_name)
+            if it["SK"]["S"] == f"|c|{stored['configurable']['checkpoint_id']}"
         )
         assert "B" in item["vals"]["M"]["big"]  # held again here, not referenced
     assert harness.call("get_tuple", stored, saver=blind).checkpoint["channel_values"] == {"big": big}

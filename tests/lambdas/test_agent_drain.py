@@ -76,7 +76,13 @@ def _deliver(invokes: Invokes) -> list[dict[str, Any]]:
 
 def _start_and_answer(thread: str) -> dict[str, Any]:
     first = _call(
-        {"action": "start", "thread_id": thread, "request_id": "r1", "input": "Add an export", "caller": "alice"}
+        {
+            "action": "start",
+            "thread_id": thread,
+            "request_id": "r1",
+            "input": "Add an export",
+            "caller": "alice",
+        }
     )
     assert first["status"] == "waiting"
     return _call(

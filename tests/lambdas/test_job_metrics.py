@@ -124,7 +124,6 @@ def store(
     handlers.reset_saver()
 
 
-
 def _cfg(thread: str, cid: str | None = None) -> dict[str, Any]:
     conf = {"thread_id": thread, "checkpoint_ns": ""}
     if cid:

@@ -71,11 +71,21 @@ def simulate_ttl(table: str) -> dict[str, Any]:
                     "eventSource": "aws:dynamodb",
                     "awsRegion": "us-east-1",
                     "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
-                    "dynamodb": {"ApproximateCreationDateTime": now, "Keys": key, "StreamViewType": "KEYS_ONLY"},
+                    "dynamodb": {
+                        "ApproximateCreationDateTime": now,
+                        "Keys": key,
+                        "StreamViewType": "KEYS_ONLY",
+                    },
                 }
             )
     # A user's own delete in the same batch must not trigger a reap.
-    records.append({"eventName": "REMOVE", "userIdentity": None, "dynamodb": {"Keys": {"PK": {"S": "x"}, "SK": {"S": schema.HEAD_SK}}}})
+    records.append(
+        {
+            "eventName": "REMOVE",
+            "userIdentity": None,
+            "dynamodb": {"Keys": {"PK": {"S": "x"}, "SK": {"S": schema.HEAD_SK}}},
+        }
+    )
     return {"Records": records}
 
 
@@ -103,7 +113,9 @@ def _deletion_record(it: dict[str, Any]) -> bool:
     return it["SK"]["S"] == schema.HEAD_SK and set(it) <= retired
 
 
-def test_idle_thread_expires_whole_and_active_thread_survives(store: dict[str, Any], fake_clock: FakeClock) -> None:
+def test_idle_thread_expires_whole_and_active_thread_survives(
+    store: dict[str, Any], fake_clock: FakeClock
+) -> None:
     saver, table, bucket = store["saver"], store["table_name"], store["bucket_name"]
     idle, active = new_thread(), new_thread()
     big = "incompressible? no: " + "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000))
@@ -115,7 +127,10 @@ def test_idle_thread_expires_whole_and_active_thread_survives(store: dict[str, A
         fake_clock.advance(TTL / 2)
         chat(saver, active, range(3 + k, 4 + k))
     graph = chat_graph(delta=True, snapshot_frequency=2).compile(checkpointer=saver)
-    before = {t.config["configurable"]["checkpoint_id"]: graph.get_state(t.config).values for t in saver.list(cfg(active))}
+    before = {
+        t.config["configurable"]["checkpoint_id"]: graph.get_state(t.config).values
+        for t in saver.list(cfg(active))
+    }
     first = min(before)
     assert saver.get_tuple(cfg(active, checkpoint_id=first)).checkpoint["id"] == first
     fake_clock.advance(TTL / 2)
@@ -132,7 +147,10 @@ def test_idle_thread_expires_whole_and_active_thread_survives(store: dict[str, A
     assert thread_items(table, idle) == []
     assert not any(k.startswith(schema.s3_thread_prefix("checkpoints/", idle)) for k in s3_objects(bucket))
     # The active thread, whose first checkpoint is older than the TTL, is whole.
-    after = {t.config["configurable"]["checkpoint_id"]: graph.get_state(t.config).values for t in saver.list(cfg(active))}
+    after = {
+        t.config["configurable"]["checkpoint_id"]: graph.get_state(t.config).values
+        for t in saver.list(cfg(active))
+    }
     assert after == before
     # Reaping the same event again is a no-op.
     again = handler("reaper")(event, None)
@@ -149,7 +167,11 @@ def test_expired_thread_coming_back_starts_clean(store: dict[str, Any], fake_clo
     values = graph.get_state(cfg(thread)).values
     assert values["messages"][0] == "user 5", "the expired history must not leak into the new one"
     assert len(list(fresh.list(cfg(thread)))) == 3
-    assert all(int(it.get("exp", {"N": "0"})["N"]) > clock.now() for it in thread_items(table, thread) if it["t"]["S"] in ("c", "w"))
+    assert all(
+        int(it.get("exp", {"N": "0"})["N"]) > clock.now()
+        for it in thread_items(table, thread)
+        if it["t"]["S"] in ("c", "w")
+    )
 
 
 def test_a_copy_starts_its_own_lease(store: dict[str, Any], fake_clock: FakeClock) -> None:
@@ -164,7 +186,10 @@ def test_a_copy_starts_its_own_lease(store: dict[str, Any], fake_clock: FakeCloc
     fake_clock.advance(TTL * 0.5)  # the source has expired; the copy has not
     fresh = DynamoDBSaver(table_name=table, bucket_name=store["bucket_name"], ttl=TTL)
     assert fresh.get_tuple(cfg(source)) is None
-    assert chat_graph(delta=True, snapshot_frequency=2).compile(checkpointer=fresh).get_state(cfg(target)).values == want
+    assert (
+        chat_graph(delta=True, snapshot_frequency=2).compile(checkpointer=fresh).get_state(cfg(target)).values
+        == want
+    )
     # When the copy's own head expires, the reaper takes the whole copy.
     fake_clock.advance(TTL * 2)
     handler("reaper")(simulate_ttl(table), None)
@@ -236,7 +261,9 @@ def test_pruner_deletes_idle_threads(store: dict[str, Any], fake_clock: FakeCloc
     assert thread_items(table, old) == [] and thread_items(table, recent)
 
 
-def test_orphan_sweep_respects_grace_and_references(store: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_orphan_sweep_respects_grace_and_references(
+    store: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     saver, bucket = store["saver"], store["bucket_name"]
     thread = new_thread()
     chat(saver, thread, range(1))
@@ -261,7 +288,9 @@ def test_orphan_sweep_respects_grace_and_references(store: dict[str, Any], monke
     assert young["s3_objects_deleted"] == 0 and young["complete"]  # all younger than the grace
     time.sleep(3)
     s3.put_object(Bucket=bucket, Key=prefix + "_/c/x/w/t/1.orphan-young", Body=b"new")  # stamped >= old + 2 s
-    now[0] = old_stamped_by + 3  # cutoff (now - grace) = old + 1 s: past the old orphans, before the young one
+    now[0] = (
+        old_stamped_by + 3
+    )  # cutoff (now - grace) = old + 1 s: past the old orphans, before the young one
     out = handler("orphan_sweeper")({"source": "aws.events"}, None)
     left = set(s3_objects(bucket))
     assert out["s3_objects_deleted"] == 2

@@ -163,7 +163,9 @@ def oracle(name: str, durability: str = "sync") -> tuple[Any, Counter[str]]:
 # ------------------------------------------------------------------ checks
 
 
-def check_outcome(r: Runner, scenario: Scenario, thread: str, tracker: Tracker, *, durability: str = "sync") -> None:
+def check_outcome(
+    r: Runner, scenario: Scenario, thread: str, tracker: Tracker, *, durability: str = "sync"
+) -> None:
     """Final state equals the oracle's; no saved task ran again; every checkpoint decodes."""
     want, _ = oracle(scenario.name, durability)
     saver = r.fresh_saver()

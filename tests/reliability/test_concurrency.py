@@ -161,17 +161,24 @@ def test_concurrent_chains_in_namespaces_of_one_thread(moto_endpoint: str, names
             cp = empty_checkpoint()
             cp["id"] = str(uuid6(clock_seq=k * 100 + step))
             cp["channel_values"] = {"x": f"{k}/{step}:" + "v" * (step * 90), "k": k}
-            cp["channel_versions"] = {"x": saver.get_next_version(None, None).replace("1.", f"{step + 1}.", 1), "k": "1"}
-            parent = saver.put(parent, cp, {"step": step, "writer": k}, {"x": cp["channel_versions"]["x"], "k": "1"})
+            cp["channel_versions"] = {
+                "x": saver.get_next_version(None, None).replace("1.", f"{step + 1}.", 1),
+                "k": "1",
+            }
+            parent = saver.put(
+                parent, cp, {"step": step, "writer": k}, {"x": cp["channel_versions"]["x"], "k": "1"}
+            )
             saver.put_writes(parent, [("x", f"pending {k}/{step}")], f"task-{k}", "~")
             ids.append(parent["configurable"]["checkpoint_id"])
         return ids
 
     with ThreadPoolExecutor(n_ns) as pool:
         all_ids = list(pool.map(writer, range(n_ns)))
-    everything = list(DynamoDBSaver(**names, inline_threshold=64, s3_threshold=512).list(
-        {"configurable": {"thread_id": thread}}
-    ))
+    everything = list(
+        DynamoDBSaver(**names, inline_threshold=64, s3_threshold=512).list(
+            {"configurable": {"thread_id": thread}}
+        )
+    )
     assert len(everything) == n_ns * depth
     by_ns: dict[str, list[Any]] = {}
     for t in everything:
@@ -201,7 +208,9 @@ def test_racing_put_writes_first_write_wins(moto_endpoint: str, names: dict[str,
 
     with ThreadPoolExecutor(len(values)) as pool:
         list(pool.map(race, values))
-    seen = {tuple(DynamoDBSaver(**names, s3_threshold=256).get_tuple(stored).pending_writes) for _ in range(3)}
+    seen = {
+        tuple(DynamoDBSaver(**names, s3_threshold=256).get_tuple(stored).pending_writes) for _ in range(3)
+    }
     assert len(seen) == 1
     (pending,) = seen
     assert len(pending) == 2 and pending[0][2] in values and pending[1][2] in values
@@ -327,11 +336,16 @@ def test_100_concurrent_aputs_on_one_loop(moto_endpoint: str, names: dict[str, s
             blocking: list[str] = []
             ticker, elapsed = await _burst(
                 saver,
-                [saver.aput(cfg(t), cp, {"i": i}, {"v": "1"}) for i, (t, cp) in enumerate(zip(threads, cps, strict=True))],
+                [
+                    saver.aput(cfg(t), cp, {"i": i}, {"v": "1"})
+                    for i, (t, cp) in enumerate(zip(threads, cps, strict=True))
+                ],
                 blocking,
             )
             assert not blocking, f"blocking calls on the event loop: {sorted(set(blocking))}"
-            assert inflight.max >= 8, f"requests did not overlap (max in flight {inflight.max}): blocking driver?"
+            assert inflight.max >= 8, (
+                f"requests did not overlap (max in flight {inflight.max}): blocking driver?"
+            )
             assert ticker.ticks >= 5, f"ticker ran {ticker.ticks} times during a {elapsed:.2f}s burst"
             assert ticker.max_gap < STALL_BOUND, f"event loop stalled {ticker.max_gap:.2f}s"
             got = await asyncio.gather(*(saver.aget_tuple(cfg(t)) for t in threads))
@@ -348,14 +362,19 @@ def test_100_concurrent_graph_runs_on_one_loop(moto_endpoint: str, names: dict[s
             await saver.setup()
             inflight = _InFlight(saver)
             graph = chat_graph().compile(checkpointer=saver)
-            expected = chat_graph().compile(checkpointer=InMemorySaver()).invoke(
-                {"messages": ["hello " + "h" * 1500]}, cfg("oracle")
+            expected = (
+                chat_graph()
+                .compile(checkpointer=InMemorySaver())
+                .invoke({"messages": ["hello " + "h" * 1500]}, cfg("oracle"))
             )
             threads = [new_thread() for _ in range(100)]
             blocking: list[str] = []
             ticker, _elapsed = await _burst(
                 saver,
-                [graph.ainvoke({"messages": ["hello " + "h" * 1500]}, cfg(t), durability="async") for t in threads],
+                [
+                    graph.ainvoke({"messages": ["hello " + "h" * 1500]}, cfg(t), durability="async")
+                    for t in threads
+                ],
                 blocking,
             )
             assert not blocking, f"blocking calls on the event loop: {sorted(set(blocking))}"

@@ -39,12 +39,26 @@ RUN_REQUESTS = 45
 CRASH_STATS: Counter[str] = Counter()
 
 
-def _worker(phase: str, names: dict[str, str], thread: str, mode: str, durability: str, log: Path,
-            **extra: Any) -> list[str]:
+def _worker(
+    phase: str, names: dict[str, str], thread: str, mode: str, durability: str, log: Path, **extra: Any
+) -> list[str]:
     cmd = [
-        sys.executable, "-m", "tests.reliability.crash_worker", phase,
-        "--table", names["table_name"], "--bucket", names["bucket_name"], "--thread", thread,
-        "--mode", mode, "--durability", durability, "--log", str(log),
+        sys.executable,
+        "-m",
+        "tests.reliability.crash_worker",
+        phase,
+        "--table",
+        names["table_name"],
+        "--bucket",
+        names["bucket_name"],
+        "--thread",
+        thread,
+        "--mode",
+        mode,
+        "--durability",
+        durability,
+        "--log",
+        str(log),
     ]
     for k, v in extra.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
@@ -78,7 +92,9 @@ def _referenced_keys(saver: DynamoDBSaver, thread: str) -> set[str]:
 
 
 @pytest.mark.parametrize("seed", range(cases(4, 40)))
-def test_sigkill_then_resume_then_sweep(moto_endpoint: str, names: dict[str, str], tmp_path: Path, seed: int) -> None:
+def test_sigkill_then_resume_then_sweep(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Path, seed: int
+) -> None:
     rng = random.Random(seed)
     mode = rng.choice(["sync", "async"])
     durability = rng.choice(["sync", "sync", "async"])
@@ -104,7 +120,9 @@ def test_sigkill_then_resume_then_sweep(moto_endpoint: str, names: dict[str, str
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.strip() == "READY", f"worker did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        assert line.strip() == "READY", (
+            f"worker did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        )
         if not by_request:
             delay = rng.uniform(0, RUN_SECONDS)
             context += f" kill-after={delay:.2f}s"
@@ -123,7 +141,11 @@ def test_sigkill_then_resume_then_sweep(moto_endpoint: str, names: dict[str, str
     # 2. Resume in a new process.
     done = subprocess.run(
         _worker("resume", names, thread, mode, durability, log, barrier=int(barrier)),
-        capture_output=True, text=True, env=env, timeout=180, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
     )
     assert done.returncode == 0 and "DONE" in done.stdout, f"{context}: resume failed:\n{done.stderr[-3000:]}"
 
@@ -131,7 +153,9 @@ def test_sigkill_then_resume_then_sweep(moto_endpoint: str, names: dict[str, str
     graph = crash_worker.build_graph(barrier=barrier).compile(checkpointer=saver)
     state = graph.get_state(cfg(thread))
     assert not state.next and not state.tasks, f"{context}: not finished"
-    assert state.values == _oracle_values(barrier), f"{context}: final state differs from the uninterrupted run"
+    assert state.values == _oracle_values(barrier), (
+        f"{context}: final state differs from the uninterrupted run"
+    )
     tracker = Tracker()
     tracker.events = crash_worker.read_log(str(log))
     assert not tracker.reruns_after_save(), f"{context}: tasks re-ran after their writes were saved"
@@ -141,11 +165,15 @@ def test_sigkill_then_resume_then_sweep(moto_endpoint: str, names: dict[str, str
     # 4. Orphans: exactly the unreferenced objects go; nothing referenced does.
     before = set(s3_objects(names["bucket_name"]))
     referenced = _referenced_keys(saver, thread)
-    assert referenced <= before, f"{context}: items point to missing objects: {sorted(referenced - before)[:3]}"
+    assert referenced <= before, (
+        f"{context}: items point to missing objects: {sorted(referenced - before)[:3]}"
+    )
     orphans = before - referenced
     report = saver.sweep_orphans(grace_seconds=0)
     after = set(s3_objects(names["bucket_name"]))
-    assert after == referenced, f"{context}: sweep left {sorted(after - referenced)[:3]} / deleted {sorted(referenced - after)[:3]}"
+    assert after == referenced, (
+        f"{context}: sweep left {sorted(after - referenced)[:3]} / deleted {sorted(referenced - after)[:3]}"
+    )
     assert report.s3_objects_deleted == len(orphans)
     CRASH_STATS["orphans swept"] += len(orphans)
     fresh = DynamoDBSaver(**names, **crash_worker.SAVER_KW)

@@ -82,7 +82,9 @@ from tests.support.harness import shared_store
 
 _ALPHABET = [*"ab|%#:/_-. é子🙂", "%7C", "%25"]
 _key_text = st.lists(st.sampled_from(_ALPHABET), min_size=1, max_size=6).map("".join)
-THREAD_IDS = st.one_of(_key_text, st.sampled_from(["a|b", "a%7Cb", "a%257Cb", "tenant#1:thread/é", "🙂 %25 |"]))
+THREAD_IDS = st.one_of(
+    _key_text, st.sampled_from(["a|b", "a%7Cb", "a%257Cb", "tenant#1:thread/é", "🙂 %25 |"])
+)
 NAMESPACES = st.one_of(st.just(""), _key_text, st.sampled_from(["child:1", "a|b:c", "x%7Cy", "子图:1|2"]))
 CHANNELS = ("a", "b|c", "m:x", "d%7C", "ü/v")
 TASK_IDS = ("t1", "task|2", "t%3", "τ4")
@@ -210,7 +212,8 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             self.serde = EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32) if encrypted else None
             DynamoDBSaver(table_name=self.table, **session_kw()).setup()
             self.parties = {
-                name: Party(tenant, self._saver(tenant, inline, s3_threshold)) for name, tenant in PARTIES.items()
+                name: Party(tenant, self._saver(tenant, inline, s3_threshold))
+                for name, tenant in PARTIES.items()
             }
             self.p = self.parties["a"]  # the party the current rule acts for
             self.clock = 1_000_000
@@ -261,8 +264,10 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
 
         # ------------------------------------------------------ pools
 
-        @initialize(threads=st.lists(THREAD_IDS, min_size=1, max_size=2, unique=True),
-                    namespaces=st.lists(NAMESPACES, min_size=1, max_size=2, unique=True))
+        @initialize(
+            threads=st.lists(THREAD_IDS, min_size=1, max_size=2, unique=True),
+            namespaces=st.lists(NAMESPACES, min_size=1, max_size=2, unique=True),
+        )
         def pools(self, threads: list[str], namespaces: list[str]) -> None:
             self.threads = threads
             self.namespaces = sorted(set(namespaces) | {""})
@@ -306,7 +311,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
                 values = dict(parent["channel_values"])
             new_versions: dict[str, Any] = {}
             for ch in CHANNELS:
-                action = data.draw(st.sampled_from(["keep", "keep", "update", "update", "absent"]), label=f"ch {ch}")
+                action = data.draw(
+                    st.sampled_from(["keep", "keep", "update", "update", "absent"]), label=f"ch {ch}"
+                )
                 if action == "keep" and ch in versions:
                     continue
                 if action == "keep":
@@ -329,7 +336,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             )
             return dict(cp), dict(data.draw(METADATA, label="metadata")), new_versions
 
-        def _put_one(self, data: st.DataObject, thread: str, ns: str, saver: DynamoDBSaver | None = None) -> None:
+        def _put_one(
+            self, data: st.DataObject, thread: str, ns: str, saver: DynamoDBSaver | None = None
+        ) -> None:
             existing = self.stored(thread, ns)
             how = data.draw(st.sampled_from(["latest", "latest", "fork", "root"]), label="parent")
             parent = None
@@ -372,7 +381,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
         def _writes(self, data: st.DataObject) -> tuple[str, list[tuple[str, Any]]]:
             task_id = data.draw(st.sampled_from(TASK_IDS), label="task")
             if data.draw(st.integers(0, 3), label="special") == 0:
-                writes = data.draw(st.lists(st.tuples(st.sampled_from(SPECIAL), VALUES), min_size=1, max_size=2))
+                writes = data.draw(
+                    st.lists(st.tuples(st.sampled_from(SPECIAL), VALUES), min_size=1, max_size=2)
+                )
             else:
                 writes = data.draw(
                     st.lists(st.tuples(st.sampled_from((*CHANNELS, "extra")), VALUES), min_size=1, max_size=4)
@@ -387,10 +398,14 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             existing = self.stored(thread, ns)
             # "foreign": an id another party stored on the same thread id.
             foreign = [
-                cid for p in self.parties.values() if p is not me
+                cid
+                for p in self.parties.values()
+                if p is not me
                 for cid in p.oracle.storage.get(thread, {}).get(ns, {})
             ]
-            choice = data.draw(st.sampled_from(["latest", "id", "missing", "no-ns", "foreign"]), label="which")
+            choice = data.draw(
+                st.sampled_from(["latest", "id", "missing", "no-ns", "foreign"]), label="which"
+            )
             if choice == "id" and existing:
                 config = _cfg(thread, ns, data.draw(st.sampled_from(existing), label="cid"))
             elif choice == "missing":
@@ -401,7 +416,11 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
                 config = _cfg(thread, ns, data.draw(st.sampled_from(sorted(foreign)), label="foreign_cid"))
             else:
                 config = _cfg(thread, ns)
-            _same(norm(self.saver.get_tuple(config)), norm(self.oracle.get_tuple(config)), f"get_tuple({config})")
+            _same(
+                norm(self.saver.get_tuple(config)),
+                norm(self.oracle.get_tuple(config)),
+                f"get_tuple({config})",
+            )
 
         @rule(data=st.data())
         def list_(self, data: st.DataObject) -> None:
@@ -438,7 +457,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             ours = [norm(t) for t in self.saver.list(config, filter=flt, before=before, limit=limit)]
             self._compare_list(ours, config, flt, before, limit)
 
-        def _compare_list(self, ours: list[Any], config: Any, flt: Any, before: Any, limit: int | None) -> None:
+        def _compare_list(
+            self, ours: list[Any], config: Any, flt: Any, before: Any, limit: int | None
+        ) -> None:
             full = [t for t in self.oracle.list(config, before=before) if _matches(t.metadata, flt or {})]
             what = f"list({config}, filter={flt}, before={before}, limit={limit})"
             if config is not None and "checkpoint_ns" in config["configurable"]:
@@ -491,9 +512,12 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             """
             live = p.oracle.storage
             return [
-                entry for entry in p.late
+                entry
+                for entry in p.late
                 if entry[0]["configurable"]["checkpoint_id"]
-                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(entry[0]["configurable"]["checkpoint_ns"], {})
+                not in live.get(entry[0]["configurable"]["thread_id"], {}).get(
+                    entry[0]["configurable"]["checkpoint_ns"], {}
+                )
             ]
 
         @rule(data=st.data())
@@ -531,7 +555,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
                 cp, md, new_versions = self._child(data, None, self.new_id(False))
                 sub_ns = f"late:{cp['id']}|子"
                 cmap = {ns: config["configurable"]["checkpoint_id"]}
-                sub_cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": sub_ns, "checkpoint_map": cmap}}
+                sub_cfg = {
+                    "configurable": {"thread_id": thread, "checkpoint_ns": sub_ns, "checkpoint_map": cmap}
+                }
                 late = self.saver.put(sub_cfg, cp, md, new_versions)
             elif how != "put_writes":
                 cp, md, new_versions = self._child(data, parent, self.new_id(False))
@@ -546,7 +572,11 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             _same(norm(self.saver.get_tuple(late)), None, f"late checkpoint {late} by id")
             _same([norm(t) for t in self.saver.list(late)], [], f"list({late}) of a late checkpoint")
             for c in (_cfg(thread, ns), _cfg(thread, None)):
-                _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a late write")
+                _same(
+                    norm(self.saver.get_tuple(c)),
+                    norm(self.oracle.get_tuple(c)),
+                    f"get_tuple({c}) after a late write",
+                )
             for c in (_cfg(thread, ns), _cfg(thread, None)):
                 self._compare_list([norm(t) for t in self.saver.list(c)], c, None, None, None)
             return True
@@ -571,25 +601,37 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
             if data.draw(st.booleans(), label="put while held"):
                 self._put_one(data, thread, ns, saver=stale)
             second = ThreadLease(
-                self.saver, thread, lease_seconds=LEASE_SECONDS, wait_seconds=5,
-                poll_seconds=LEASE_SECONDS / 4, heartbeat=False,
+                self.saver,
+                thread,
+                lease_seconds=LEASE_SECONDS,
+                wait_seconds=5,
+                poll_seconds=LEASE_SECONDS / 4,
+                heartbeat=False,
             )
             second.acquire()
             try:
                 existing = self.stored(thread, ns)
                 if data.draw(st.booleans(), label="stale put?"):
                     parent = existing[-1] if existing else None
-                    pcp = None if parent is None else self.oracle.get_tuple(_cfg(thread, ns, parent)).checkpoint
+                    pcp = (
+                        None if parent is None else self.oracle.get_tuple(_cfg(thread, ns, parent)).checkpoint
+                    )
                     cp, md, new_versions = self._child(data, pcp, self.new_id(False))
                     with pytest.raises(LeaseLostError):
                         stale.put(_cfg(thread, ns, parent), cp, md, new_versions)
                 else:
-                    cid = data.draw(st.sampled_from(existing), label="cid") if existing else self.new_id(False)
+                    cid = (
+                        data.draw(st.sampled_from(existing), label="cid") if existing else self.new_id(False)
+                    )
                     task_id, writes = self._writes(data)
                     with pytest.raises(LeaseLostError):
                         stale.put_writes(_cfg(thread, ns, cid), writes, task_id, f"~path|{task_id}")
                 for c in (_cfg(thread, ns), _cfg(thread, None)):
-                    _same(norm(self.saver.get_tuple(c)), norm(self.oracle.get_tuple(c)), f"get_tuple({c}) after a stale write")
+                    _same(
+                        norm(self.saver.get_tuple(c)),
+                        norm(self.oracle.get_tuple(c)),
+                        f"get_tuple({c}) after a stale write",
+                    )
                 if data.draw(st.booleans(), label="new holder puts"):
                     self._put_one(data, thread, ns, saver=second.bind())
             finally:
@@ -620,7 +662,9 @@ def make_machine(config_name: str, table_prefix: str, bucket: str) -> type[RuleB
         @rule(data=st.data())
         def prune(self, data: st.DataObject) -> None:
             self._party(data)
-            threads = data.draw(st.lists(st.sampled_from(self.threads), min_size=1, max_size=2), label="threads")
+            threads = data.draw(
+                st.lists(st.sampled_from(self.threads), min_size=1, max_size=2), label="threads"
+            )
             strategy = data.draw(st.sampled_from(["keep_latest", "keep_latest", "delete"]), label="strategy")
             if strategy == "delete":
                 for thread in dict.fromkeys(threads):
@@ -719,20 +763,30 @@ def test_saver_matches_in_memory_oracle(diff_store: dict[str, str], config_name:
             deadline=None,
             derandomize=not SOAK,  # CI: the same examples every run; soak: fresh ones
             database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+            suppress_health_check=[
+                HealthCheck.too_slow,
+                HealthCheck.data_too_large,
+                HealthCheck.filter_too_much,
+            ],
         ),
     )
 
 
 @pytest.mark.parametrize("bucket", [False, True])
-def test_lower_inline_threshold_keeps_unchanged_values_readable(diff_store: dict[str, str], bucket: bool) -> None:
+def test_lower_inline_threshold_keeps_unchanged_values_readable(
+    diff_store: dict[str, str], bucket: bool
+) -> None:
     kw: dict[str, Any] = {"table_name": diff_store["table_name"], **session_kw()}
     if bucket:
         kw.update(bucket_name=diff_store["bucket_name"], s3_key_prefix=f"lower-{uuid.uuid4().hex[:8]}/")
     thread = f"lower-{uuid.uuid4().hex[:8]}"
     old = DynamoDBSaver(**kw, inline_threshold=4096, s3_threshold=64 * 1024)
     cp = empty_checkpoint()
-    cp.update(id="1f1a0000-0000-6000-8000-000000000001", channel_values={"a": "v" * 500}, channel_versions={"a": "1"})
+    cp.update(
+        id="1f1a0000-0000-6000-8000-000000000001",
+        channel_values={"a": "v" * 500},
+        channel_versions={"a": "1"},
+    )
     parent = old.put(_cfg(thread), cp, {}, {"a": "1"})  # 500 bytes: inline for this writer
     new = DynamoDBSaver(**kw, inline_threshold=128, s3_threshold=256)
     child = {**cp, "id": "1f1a0000-0000-6000-8000-000000000002"}

@@ -101,7 +101,9 @@ def _run_secret_workload(h: Harness, saver: Any) -> str:
     # references it: re-homed to a blob item, and encrypted there too.
     kept = thread + "-rehomed"
     doc = f"{MARKER} document " + _text("d", 600)
-    parent = h.call("put", cfg(kept), checkpoint_of({"doc": doc}), {"note": MARKER}, {"doc": "1"}, saver=saver)
+    parent = h.call(
+        "put", cfg(kept), checkpoint_of({"doc": doc}), {"note": MARKER}, {"doc": "1"}, saver=saver
+    )
     child = h.call("put", parent, checkpoint_of({"doc": doc}), {"note": MARKER}, {}, saver=saver)
     assert h.call("prune", [kept], saver=saver).values_rehomed == 1
     assert h.call("get_tuple", child, saver=saver).checkpoint["channel_values"] == {"doc": doc}
@@ -157,7 +159,9 @@ def _find_marker(table: str, bucket: str | None) -> list[str]:
         for name, av in item.items():
             strings, blobs = _strings_and_blobs(av)
             hits += [f"item {where} attr {name} (string)" for s in strings if MARKER in s]
-            hits += [f"item {where} attr {name} (bytes)" for b in blobs for x in _expansions(b) if needle in x]
+            hits += [
+                f"item {where} attr {name} (bytes)" for b in blobs for x in _expansions(b) if needle in x
+            ]
     if bucket:
         for key, body in s3_objects(bucket).items():
             if MARKER in key:
@@ -168,13 +172,34 @@ def _find_marker(table: str, bucket: str | None) -> list[str]:
 
 #: Attribute names an item may carry (everything else would be unexpected plaintext).
 DOCUMENTED_ATTRIBUTES = {
-    "PK", "SK", "t", "f", "id", "p", "cp", "md", "vals", "rid", "tid", "tp", "b", "dn", "ct", "exp",
-    "ts", "ua", "thr", "ttl", "rt",
+    "PK",
+    "SK",
+    "t",
+    "f",
+    "id",
+    "p",
+    "cp",
+    "md",
+    "vals",
+    "rid",
+    "tid",
+    "tp",
+    "b",
+    "dn",
+    "ct",
+    "exp",
+    "ts",
+    "ua",
+    "thr",
+    "ttl",
+    "rt",
 }
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_marker_is_nowhere_in_plaintext(moto_endpoint: str, names: dict[str, str], loop_thread: LoopThread, mode: str) -> None:
+def test_marker_is_nowhere_in_plaintext(
+    moto_endpoint: str, names: dict[str, str], loop_thread: LoopThread, mode: str
+) -> None:
     variant = "async-s3-encrypted" if mode == "async" else "sync-s3"
     h = Harness(variant, names["table_name"], names["bucket_name"], loop_thread)
     saver = h.make_saver(
@@ -194,7 +219,11 @@ def test_marker_is_nowhere_in_plaintext(moto_endpoint: str, names: dict[str, str
         # Inventory of what is plaintext: attribute names, and string values
         # only of the documented kinds (ids, names, versions, keys, numbers).
         for it in items:
-            extra = {n for n in it if not (n in DOCUMENTED_ATTRIBUTES or (n[0] == "w" and n[1:].lstrip("-").isdigit()))}
+            extra = {
+                n
+                for n in it
+                if not (n in DOCUMENTED_ATTRIBUTES or (n[0] == "w" and n[1:].lstrip("-").isdigit()))
+            }
             assert not extra, f"undocumented attributes {extra} on {it['SK']['S']}"
             for name in ("cp", "md", "b"):
                 if name in it:
@@ -210,7 +239,9 @@ def test_marker_is_nowhere_in_plaintext(moto_endpoint: str, names: dict[str, str
         h.close()
 
 
-def test_scanner_finds_the_marker_without_encryption(moto_endpoint: str, names: dict[str, str], loop_thread: LoopThread) -> None:
+def test_scanner_finds_the_marker_without_encryption(
+    moto_endpoint: str, names: dict[str, str], loop_thread: LoopThread
+) -> None:
     """Control: the same workload unencrypted leaves the marker in items, blobs and S3 objects."""
     h = Harness("sync-s3", names["table_name"], names["bucket_name"], loop_thread)
     saver = h.make_saver(inline_threshold=128, s3_threshold=1024)

@@ -100,7 +100,9 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
         probe = FaultInjector(seed, rate=0.0, ops=ops).attach_saver(r.saver)
         t0 = Tracker()
         graph0 = scenario.graph(durability).compile(checkpointer=t0.wrap(r.saver))
-        run_to_completion(r, graph0, new_thread(), scenario, tracker=t0, injector=probe, durability=durability)
+        run_to_completion(
+            r, graph0, new_thread(), scenario, tracker=t0, injector=probe, durability=durability
+        )
         n = probe.sends
         probe.enabled = False
         assert n > 0, f"{variant}/{scenario.name} never sends {ops}"
@@ -115,7 +117,9 @@ def _surfaced_case(  # type: ignore[no-untyped-def]
     graph = scenario.graph(durability).compile(checkpointer=tracker.wrap(r.saver))
     thread = new_thread()
     context = f"seed={seed} variant={variant} scenario={scenario.name} durability={durability} fail_at={sorted(fail_at)}"
-    errors = run_to_completion(r, graph, thread, scenario, tracker=tracker, injector=inj, durability=durability)
+    errors = run_to_completion(
+        r, graph, thread, scenario, tracker=tracker, injector=inj, durability=durability
+    )
     with inj.paused():
         try:
             check_outcome(r, scenario, thread, tracker, durability=durability)
@@ -145,7 +149,9 @@ REQUEST_TYPES: dict[str, list[tuple[str, str]]] = {
     # transaction. UpdateItem remains for thread heads and leases, which graph runs here skip.
     "TransactWriteItems": [(v, "map-reduce") for v in VARIANTS],
     "Query": [(v, n) for v in VARIANTS for n in sorted(SCENARIOS)],
-    "PutObject": [(v, n) for v in ("sync-s3", "async-s3-encrypted") for n in ("chat-delta-subgraph", "fanout")],
+    "PutObject": [
+        (v, n) for v in ("sync-s3", "async-s3-encrypted") for n in ("chat-delta-subgraph", "fanout")
+    ],
     "GetObject": [(v, "chat-delta-subgraph") for v in ("sync-s3", "async-s3-encrypted")],
 }
 
@@ -183,13 +189,29 @@ def test_batch_write_faults_on_an_oversized_put(make_runner, variant: str, kind:
     values = {f"c{i}": _incompressible(i, 120_000) for i in range(4)}  # ~480 KB packed in all
     cp = checkpoint_of(values, {k: "1" for k in values})
     kinds = ("server", "reset", "lost") if kind == "surfaced" else ("partial",)
-    inj = FaultInjector(7, rate=1.0, kinds=kinds, ops=frozenset({"BatchWriteItem"}), max_faults=1).attach_saver(r.saver)
+    inj = FaultInjector(
+        7, rate=1.0, kinds=kinds, ops=frozenset({"BatchWriteItem"}), max_faults=1
+    ).attach_saver(r.saver)
     if kind == "surfaced":
         with pytest.raises(Exception):  # noqa: B017 - botocore's error for the injected fault
-            h.call("put", {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp, {}, dict(cp["channel_versions"]), saver=r.saver)  # type: ignore[call-overload]
+            h.call(
+                "put",
+                {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+                cp,
+                {},
+                dict(cp["channel_versions"]),
+                saver=r.saver,
+            )  # type: ignore[call-overload]
         with inj.paused():
             assert h.call("get_tuple", {"configurable": {"thread_id": thread}}, saver=r.fresh_saver()) is None
-    stored = h.call("put", {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, cp, {}, dict(cp["channel_versions"]), saver=r.saver)  # type: ignore[call-overload]
+    stored = h.call(
+        "put",
+        {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+        cp,
+        {},
+        dict(cp["channel_versions"]),
+        saver=r.saver,
+    )  # type: ignore[call-overload]
     assert inj.log and inj.ops_injected() == Counter({"dynamodb.BatchWriteItem": 1})
     assert h.call("get_tuple", stored, saver=r.fresh_saver()).checkpoint["channel_values"] == values
 
@@ -206,12 +228,21 @@ def test_batch_get_faults_on_a_cold_read(make_runner, variant: str, kind: str) -
     parent: dict[str, object] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     for step in range(1, 14):
         new = {"doc": "1", "n": str(step)} if step == 1 else {"n": str(step)}
-        parent = h.call("put", parent, checkpoint_of({"doc": doc, "n": step}, {"doc": "1", "n": str(step)}), {}, new, saver=r.saver)
+        parent = h.call(
+            "put",
+            parent,
+            checkpoint_of({"doc": doc, "n": step}, {"doc": "1", "n": str(step)}),
+            {},
+            new,
+            saver=r.saver,
+        )
     cold = r.fresh_saver() if kind == "partial" else h.make_saver(**{**r.overrides, "max_attempts": 0})
     if kind == "surfaced":
         r._extra.append(cold)
     kinds = ("server", "reset", "lost") if kind == "surfaced" else ("partial",)
-    inj = FaultInjector(3, rate=1.0, kinds=kinds, ops=frozenset({"BatchGetItem"}), max_faults=1).attach_saver(cold)
+    inj = FaultInjector(3, rate=1.0, kinds=kinds, ops=frozenset({"BatchGetItem"}), max_faults=1).attach_saver(
+        cold
+    )
     latest = {"configurable": {"thread_id": thread}}
     if kind == "surfaced":
         with pytest.raises(Exception):  # noqa: B017 - botocore's error for the injected fault

@@ -96,7 +96,9 @@ def _key(thread: str, sk: str) -> dict[str, Any]:
     return {"PK": {"S": schema.partition_key(thread)}, "SK": {"S": sk}}
 
 
-def _update(saver: DynamoDBSaver, thread: str, sk: str, expr: str, values: dict[str, Any] | None = None) -> None:
+def _update(
+    saver: DynamoDBSaver, thread: str, sk: str, expr: str, values: dict[str, Any] | None = None
+) -> None:
     kw: dict[str, Any] = {"TableName": saver.table_name, "Key": _key(thread, sk), "UpdateExpression": expr}
     if values:
         kw["ExpressionAttributeValues"] = values
@@ -252,7 +254,9 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
     elif case == "writes-future-item":
         _update(saver, thread, wsk, "SET f = :v", {":v": {"N": str(schema.FORMAT_VERSION + 1)}})
     elif case == "writes-inline-garbage":
-        _update(saver, thread, wsk, "SET w0 = :v", {":v": {"L": [{"S": "small"}, {"B": b"\x01n\x07msgpack\xc1"}]}})
+        _update(
+            saver, thread, wsk, "SET w0 = :v", {":v": {"L": [{"S": "small"}, {"B": b"\x01n\x07msgpack\xc1"}]}}
+        )
     elif case == "writes-s3-missing":
         _del_s3(saver, _s3_key(saver, stored, "/w/"))
     elif case == "writes-s3-truncated":
@@ -264,8 +268,11 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
         _update(saver, thread, wsk, "SET w0 = :v", {":v": {"L": [{"S": "small"}]}})
     elif case == "value-ref-wrong-type":
         boto3.client("dynamodb").update_item(
-            TableName=saver.table_name, Key=_key(thread, csk), UpdateExpression="SET vals.#c = :v",
-            ExpressionAttributeNames={"#c": "blob"}, ExpressionAttributeValues={":v": {"S": "garbage"}},
+            TableName=saver.table_name,
+            Key=_key(thread, csk),
+            UpdateExpression="SET vals.#c = :v",
+            ExpressionAttributeNames={"#c": "blob"},
+            ExpressionAttributeValues={":v": {"S": "garbage"}},
         )
     elif case == "vals-not-a-map":
         _update(saver, thread, csk, "SET vals = :v", {":v": {"S": "garbage"}})
@@ -275,10 +282,15 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
         _update(saver, thread, csk, "SET vals.held = :v", {":v": {"B": b"\x01n\x07msgpack\xc1"}})
     elif case in ("value-ref-unknown-location", "value-ref-no-holder-id"):
         expr = "SET vals.#c.l = :v" if case == "value-ref-unknown-location" else "REMOVE vals.#c.c"
-        kw: dict[str, Any] = {"ExpressionAttributeValues": {":v": {"S": "elsewhere"}}} if "SET" in expr else {}
+        kw: dict[str, Any] = (
+            {"ExpressionAttributeValues": {":v": {"S": "elsewhere"}}} if "SET" in expr else {}
+        )
         boto3.client("dynamodb").update_item(
-            TableName=saver.table_name, Key=_key(thread, csk), UpdateExpression=expr,
-            ExpressionAttributeNames={"#c": "blob"}, **kw,
+            TableName=saver.table_name,
+            Key=_key(thread, csk),
+            UpdateExpression=expr,
+            ExpressionAttributeNames={"#c": "blob"},
+            **kw,
         )
     elif case == "cp-future-item":
         _update(saver, thread, csk, "SET f = :v", {":v": {"N": str(schema.FORMAT_VERSION + 1)}})
@@ -298,10 +310,24 @@ def _damage(case: str, saver: DynamoDBSaver, stored: dict[str, Any]) -> None:
 
 
 DAMAGE = [
-    "cp-truncated", "cp-not-a-payload", "cp-future-payload", "md-bad-zlib", "md-unknown-codec",
-    "md-unknown-serde-type", "md-s3-truncated", "md-s3-missing", "value-s3-garbage", "value-s3-future",
-    "value-s3-empty", "blob-garbage", "blob-future-item", "blob-future-payload", "writes-future-item",
-    "writes-inline-garbage", "writes-s3-missing", "writes-s3-truncated",
+    "cp-truncated",
+    "cp-not-a-payload",
+    "cp-future-payload",
+    "md-bad-zlib",
+    "md-unknown-codec",
+    "md-unknown-serde-type",
+    "md-s3-truncated",
+    "md-s3-missing",
+    "value-s3-garbage",
+    "value-s3-future",
+    "value-s3-empty",
+    "blob-garbage",
+    "blob-future-item",
+    "blob-future-payload",
+    "writes-future-item",
+    "writes-inline-garbage",
+    "writes-s3-missing",
+    "writes-s3-truncated",
     "writes-attr-wrong-type",
     "writes-attr-short-list",
     "value-ref-wrong-type",
@@ -339,7 +365,11 @@ def test_damaged_payloads_raise_specific_errors(saver: DynamoDBSaver, case: str)
     expected = EXPECTED_ERROR.get(case, CorruptPayloadError)
     thread_id, _, cid = stored["configurable"].values()
     fresh = DynamoDBSaver(
-        table_name=saver.table_name, bucket_name=saver.bucket_name, inline_threshold=64, s3_threshold=512, **session_kw()
+        table_name=saver.table_name,
+        bucket_name=saver.bucket_name,
+        inline_threshold=64,
+        s3_threshold=512,
+        **session_kw(),
     )
     reads = [
         lambda: fresh.get_tuple(stored),
@@ -364,7 +394,11 @@ def test_future_blob_refused_on_unprocessed_keys_retry(saver: DynamoDBSaver) -> 
     _damage("blob-future-item", saver, stored)
     # Another process's saver: the writer serves the value it holds from memory.
     fresh = DynamoDBSaver(
-        table_name=saver.table_name, bucket_name=saver.bucket_name, inline_threshold=64, s3_threshold=512, **session_kw()
+        table_name=saver.table_name,
+        bucket_name=saver.bucket_name,
+        inline_threshold=64,
+        s3_threshold=512,
+        **session_kw(),
     )
     inj = FaultInjector(1, rate=1.0, kinds=("partial",), ops=frozenset({"BatchGetItem"}), max_faults=1)
     inj.attach_saver(fresh)
@@ -397,8 +431,23 @@ def _hostile_payloads(sentinel: Path, *, spawning: bool = True) -> dict[str, tup
         "ext-single-arg os.system": _ext(0, ("os", "system", f"touch {s}")),
         "ext-kwargs subprocess.run": _ext(2, ("subprocess", "run", {"args": ["touch", s]})),
         "ext-method os.system": _ext(3, ("os", "system", f"touch {s}", "__call__")),
-        "json lc:2 constructor": ("json", json.dumps({"lc": 2, "type": "constructor", "id": ["subprocess", "run"], "args": [["touch", s]]}).encode()),
-        "json lc:1 constructor": ("json", json.dumps({"lc": 1, "type": "constructor", "id": ["subprocess", "run"], "kwargs": {"args": ["touch", s]}}).encode()),
+        "json lc:2 constructor": (
+            "json",
+            json.dumps(
+                {"lc": 2, "type": "constructor", "id": ["subprocess", "run"], "args": [["touch", s]]}
+            ).encode(),
+        ),
+        "json lc:1 constructor": (
+            "json",
+            json.dumps(
+                {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["subprocess", "run"],
+                    "kwargs": {"args": ["touch", s]},
+                }
+            ).encode(),
+        ),
         "pickle os.system": ("pickle", pickle.dumps(_Evil(s))),
     }
     if spawning:  # these leave a child process behind if they ever run
@@ -427,7 +476,9 @@ def _read_value(saver: DynamoDBSaver, stored: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("name", sorted(_hostile_payloads(Path("x"))), ids=_id)
-def test_code_payloads_run_nothing_with_a_strict_serializer(moto_endpoint: str, names: dict[str, str], tmp_path: Path, name: str) -> None:
+def test_code_payloads_run_nothing_with_a_strict_serializer(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Path, name: str
+) -> None:
     """A strict msgpack allow-list (``allowed_msgpack_modules=None``), kept by ``with_allowlist``."""
     base = DynamoDBSaver(**names, serde=JsonPlusSerializer(allowed_msgpack_modules=None))
     base.setup()
@@ -437,14 +488,20 @@ def test_code_payloads_run_nothing_with_a_strict_serializer(moto_endpoint: str, 
     stored = _plant(saver, _hostile_payloads(sentinel)[name])
     value = _read_value(saver, stored)
     assert not sentinel.exists(), f"{name}: the payload ran code"
-    assert not isinstance(value, (subprocess.Popen, subprocess.CompletedProcess, int)) or isinstance(value, bool)
+    assert not isinstance(value, (subprocess.Popen, subprocess.CompletedProcess, int)) or isinstance(
+        value, bool
+    )
     base.close()
 
 
 @pytest.mark.parametrize(
-    "name", ["json lc:1 constructor", "json lc:2 constructor", "pickle os.system", "ext-method os.system"], ids=_id
+    "name",
+    ["json lc:1 constructor", "json lc:2 constructor", "pickle os.system", "ext-method os.system"],
+    ids=_id,
 )
-def test_code_payloads_refused_by_the_default_serializer_too(saver: DynamoDBSaver, tmp_path: Path, name: str) -> None:
+def test_code_payloads_refused_by_the_default_serializer_too(
+    saver: DynamoDBSaver, tmp_path: Path, name: str
+) -> None:
     sentinel = tmp_path / "pwned"
     stored = _plant(saver, _hostile_payloads(sentinel)[name])
     _read_value(saver, stored)
@@ -452,7 +509,9 @@ def test_code_payloads_refused_by_the_default_serializer_too(saver: DynamoDBSave
 
 
 @pytest.mark.parametrize("name", ["ext-single-arg os.system", "ext-kwargs subprocess.run"], ids=_id)
-def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSaver, tmp_path: Path, name: str) -> None:
+def test_code_payloads_run_nothing_with_the_default_serializer(
+    saver: DynamoDBSaver, tmp_path: Path, name: str
+) -> None:
     sentinel = tmp_path / "pwned"
     stored = _plant(saver, _hostile_payloads(sentinel, spawning=False)[name])
     _read_value(saver, stored)
@@ -460,12 +519,16 @@ def test_code_payloads_run_nothing_with_the_default_serializer(saver: DynamoDBSa
 
 
 @pytest.mark.parametrize("forged", ["plain-value", "code"])
-def test_encrypted_saver_refuses_unencrypted_payloads(moto_endpoint: str, names: dict[str, str], tmp_path: Path, forged: str) -> None:
+def test_encrypted_saver_refuses_unencrypted_payloads(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Path, forged: str
+) -> None:
     saver = DynamoDBSaver(**names, serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32))
     saver.setup()
     sentinel = tmp_path / "pwned"
-    typed = ("msgpack", ormsgpack.packb({"forged": True})) if forged == "plain-value" else (
-        _hostile_payloads(sentinel, spawning=False)["ext-single-arg os.system"]
+    typed = (
+        ("msgpack", ormsgpack.packb({"forged": True}))
+        if forged == "plain-value"
+        else (_hostile_payloads(sentinel, spawning=False)["ext-single-arg os.system"])
     )
     stored = _plant(saver, typed)
     with pytest.raises(CorruptPayloadError):
@@ -474,7 +537,9 @@ def test_encrypted_saver_refuses_unencrypted_payloads(moto_endpoint: str, names:
     saver.close()
 
 
-def test_encrypted_saver_refuses_tampered_ciphertext(moto_endpoint: str, names: dict[str, str], tmp_path: Path) -> None:
+def test_encrypted_saver_refuses_tampered_ciphertext(
+    moto_endpoint: str, names: dict[str, str], tmp_path: Path
+) -> None:
     """A payload that claims to be encrypted but was not made with the key fails authentication."""
     saver = DynamoDBSaver(**names, serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32))
     saver.setup()
@@ -486,7 +551,11 @@ def test_encrypted_saver_refuses_tampered_ciphertext(moto_endpoint: str, names: 
     # A genuine ciphertext with one byte flipped: refused too.
     good = saver.put(cfg(new_thread()), _ckpt({"v": "secret"}), {}, {"v": "1"})
     thread, csk = _ck(good)
-    (item,) = [it for it in scan_table(saver.table_name) if it["SK"]["S"] == csk and it["PK"]["S"] == schema.partition_key(thread)]
+    (item,) = [
+        it
+        for it in scan_table(saver.table_name)
+        if it["SK"]["S"] == csk and it["PK"]["S"] == schema.partition_key(thread)
+    ]
     blob = bytearray(item["vals"]["M"]["v"]["B"])
     blob[-1] ^= 1
     _update(saver, thread, csk, "SET vals.v = :v", {":v": {"B": bytes(blob)}})
@@ -512,7 +581,11 @@ def test_strict_msgpack_environment_protects_the_default_saver(saver: DynamoDBSa
     env = {**env_for_subprocess(), "LANGGRAPH_STRICT_MSGPACK": "true"}
     proc = subprocess.run(
         [sys.executable, "-c", _STRICT_CHILD, saver.table_name, stored["configurable"]["thread_id"]],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not sentinel.exists()

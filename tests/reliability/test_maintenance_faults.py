@@ -84,7 +84,12 @@ def _snapshot(saver: DynamoDBSaver, thread: str) -> dict[tuple[str, str], Any]:
 
 
 def _readable_subset(
-    saver: DynamoDBSaver, thread: str, before: dict[tuple[str, str], Any], what: str, *, deleted_ok: bool = False
+    saver: DynamoDBSaver,
+    thread: str,
+    before: dict[tuple[str, str], Any],
+    what: str,
+    *,
+    deleted_ok: bool = False,
 ) -> int:
     """Every checkpoint still stored reads back exactly as before, or raises our error
     (or, with ``deleted_ok``, reads as deleted). Returns how many did not raise."""
@@ -96,7 +101,9 @@ def _readable_subset(
         if value is _DELETED:
             assert deleted_ok, f"{what}: checkpoint {key} reads as deleted"
             continue
-        assert value == before[key], f"{what}: checkpoint {key} reads back DIFFERENTLY after the interrupted operation"
+        assert value == before[key], (
+            f"{what}: checkpoint {key} reads back DIFFERENTLY after the interrupted operation"
+        )
     return sum(1 for v in now.values() if v is not ERROR_CHANNEL)
 
 
@@ -150,7 +157,9 @@ def test_interrupted_maintenance_never_changes_a_readable_checkpoint(
     probe.enabled = False
     assert n >= 2, f"{op} made only {n} eligible requests"
     k = rng.randrange(n)
-    inj = FaultInjector(seed, fail_at=frozenset({k}), kinds=("server", "reset", "lost"), ops=frozenset(FAULT_OPS[op]))
+    inj = FaultInjector(
+        seed, fail_at=frozenset({k}), kinds=("server", "reset", "lost"), ops=frozenset(FAULT_OPS[op])
+    )
     inj.attach_saver(flaky)
     what = f"{op} seed={seed} fault at eligible request {k}/{n}"
     try:
@@ -216,7 +225,9 @@ def _kth_batch_write(k: int, torn: bool, client: Any, table: str) -> Any:
 
 def _raw(saver: DynamoDBSaver, thread: str) -> list[dict[str, Any]]:
     pk = schema.partition_key(thread)
-    return sorted((it for it in scan_table(saver.table_name) if it["PK"]["S"] == pk), key=lambda it: it["SK"]["S"])
+    return sorted(
+        (it for it in scan_table(saver.table_name) if it["PK"]["S"] == pk), key=lambda it: it["SK"]["S"]
+    )
 
 
 def _batch_write_calls(names: dict[str, str], op: str) -> int:
@@ -285,7 +296,9 @@ def test_every_interruption_point_leaves_readable_checkpoints_unchanged(
             assert _snapshot(setup, target) == before, what
         else:
             after = _snapshot(setup, thread)
-            assert all(before[key] == value for key, value in after.items()), f"{what}: retry changed a checkpoint"
+            assert all(before[key] == value for key, value in after.items()), (
+                f"{what}: retry changed a checkpoint"
+            )
             if op == "delete_thread":
                 assert after == {}, what
         flaky.close()

@@ -245,8 +245,17 @@ class Tracker(BaseCallbackHandler):
         self._lock = threading.Lock()
 
     # LangChain callback: one per node run (tags "graph:step:N").
-    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None,
-                       tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kw: Any) -> None:
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: Any,
+        parent_run_id: Any = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> None:
         md = metadata or {}
         node = md.get("langgraph_node")
         if not node or kw.get("name") != node or not any(t.startswith("graph:step:") for t in tags or ()):

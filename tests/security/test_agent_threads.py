@@ -221,13 +221,27 @@ def test_users_of_one_identity_pool_are_different_callers(agent: Any, shape: str
         resp = agent.handler(make(body, identity, POOL_ROLE))
         return resp["statusCode"], json.loads(resp["body"])
 
-    status, started = call("us-east-1:alice", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "Export"})
+    status, started = call(
+        "us-east-1:alice", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "Export"}
+    )
     assert status == 200, started
-    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    resume = {
+        "action": "resume",
+        "thread_id": t,
+        "request_id": "r-2",
+        "answer": "CSV",
+        "checkpoint_id": started["checkpoint_id"],
+    }
     # Bob, same role: neither the thread nor a replay of Alice's request id.
     assert call("us-east-1:bob", resume)[0] == 404
-    status, replay = call("us-east-1:bob", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "x"})
-    assert status == 200 and replay.get("replayed") is False and replay["checkpoint_id"] != started["checkpoint_id"]
+    status, replay = call(
+        "us-east-1:bob", {"action": "start", "thread_id": t, "request_id": "r-1", "input": "x"}
+    )
+    assert (
+        status == 200
+        and replay.get("replayed") is False
+        and replay["checkpoint_id"] != started["checkpoint_id"]
+    )
     assert call("us-east-1:alice", resume)[0] == 200
 
 
@@ -238,9 +252,19 @@ def test_role_sessions_are_different_callers(agent: Any) -> None:
     def call(session: str, body: dict[str, Any]) -> int:
         return int(agent.handler(_http_api_iam_event(body, None, role + session))["statusCode"])
 
-    resp = agent.handler(_http_api_iam_event({"action": "start", "thread_id": t, "request_id": "r-1", "input": "E"}, None, role + "alice"))
+    resp = agent.handler(
+        _http_api_iam_event(
+            {"action": "start", "thread_id": t, "request_id": "r-1", "input": "E"}, None, role + "alice"
+        )
+    )
     started = json.loads(resp["body"])
-    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    resume = {
+        "action": "resume",
+        "thread_id": t,
+        "request_id": "r-2",
+        "answer": "CSV",
+        "checkpoint_id": started["checkpoint_id"],
+    }
     assert call("bob", resume) == 404
     assert call("alice", resume) == 200
 
@@ -249,7 +273,13 @@ def test_rest_user_pool_callers_are_scoped_by_sub(agent: Any) -> None:
     t = f"t-{uuid.uuid4().hex[:8]}"
     start = {"action": "start", "thread_id": t, "request_id": "r-1", "input": "Export"}
     started = json.loads(agent.handler(_rest_user_pool_event(start, "sub-1"))["body"])
-    resume = {"action": "resume", "thread_id": t, "request_id": "r-2", "answer": "CSV", "checkpoint_id": started["checkpoint_id"]}
+    resume = {
+        "action": "resume",
+        "thread_id": t,
+        "request_id": "r-2",
+        "answer": "CSV",
+        "checkpoint_id": started["checkpoint_id"],
+    }
     assert agent.handler(_rest_user_pool_event(resume, "sub-2"))["statusCode"] == 404
     assert agent.handler(_rest_user_pool_event(resume, "sub-1"))["statusCode"] == 200
 

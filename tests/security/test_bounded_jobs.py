@@ -67,12 +67,16 @@ def _stuff(table: str, thread: str, count: int = STUFFING, *, in_outline: bool =
 
 
 def _items_of(table: str, thread: str) -> list[dict[str, Any]]:
-    pages = boto3.client("dynamodb").get_paginator("query").paginate(
-        TableName=table,
-        KeyConditionExpression="PK = :pk",
-        ExpressionAttributeValues={":pk": {"S": schema.partition_key(thread)}},
-        ProjectionExpression="PK, SK, #b, #body",
-        ExpressionAttributeNames={"#b": schema.ATTR.BLOB, "#body": schema.ATTR.BODY},
+    pages = (
+        boto3.client("dynamodb")
+        .get_paginator("query")
+        .paginate(
+            TableName=table,
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": schema.partition_key(thread)}},
+            ProjectionExpression="PK, SK, #b, #body",
+            ExpressionAttributeNames={"#b": schema.ATTR.BLOB, "#body": schema.ATTR.BODY},
+        )
     )
     return [it for page in pages for it in page["Items"]]
 

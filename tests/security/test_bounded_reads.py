@@ -261,7 +261,9 @@ def test_lambda_environment_sets_the_limit(moto_endpoint: str) -> None:
     """``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` reaches the Lambdas' saver; a bad value names the variable."""
     from langgraph.checkpoint.dynamodb.handlers import StoreConfig
 
-    with StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE": "1000"}).saver() as saver:
+    with StoreConfig.from_env(
+        {"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE": "1000"}
+    ).saver() as saver:
         assert saver.max_payload_size == 1000
     with StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t"}).saver() as saver:
         assert saver.max_payload_size == DEFAULT_LIMIT

@@ -42,7 +42,20 @@ def _objects(o: Any) -> int:
 def _random(r: random.Random, depth: int = 0) -> Any:
     roll = r.random()
     if depth > 4 or roll < 0.4:
-        return r.choice([0, -5, 300, -70_000, 2**40, 1.5, None, True, "s" * r.randint(0, 300), b"b" * r.randint(0, 70_000)])
+        return r.choice(
+            [
+                0,
+                -5,
+                300,
+                -70_000,
+                2**40,
+                1.5,
+                None,
+                True,
+                "s" * r.randint(0, 300),
+                b"b" * r.randint(0, 70_000),
+            ]
+        )
     if roll < 0.7:
         return [_random(r, depth + 1) for _ in range(r.randint(0, 20))]
     return {f"k{i}" * r.randint(1, 3): _random(r, depth + 1) for i in range(r.randint(0, 20))}
@@ -77,7 +90,9 @@ def _put_many_maps(h: Harness) -> tuple[str, Any]:
     """A checkpoint whose channel is ``N`` empty maps, put by a writer that allows it."""
     writer = h.make_saver(max_payload_objects=10 * N)
     thread = new_thread()
-    first = h.call("put", cfg(thread), checkpoint_of({"x": "small"}, {"x": "1"}), {}, {"x": "1"}, saver=writer)
+    first = h.call(
+        "put", cfg(thread), checkpoint_of({"x": "small"}, {"x": "1"}), {}, {"x": "1"}, saver=writer
+    )
     cp = checkpoint_of({"x": [{}] * N}, {"x": "2"})  # one dict N times: cheap here, N dicts once decoded
     h.call("put", first, cp, {}, {"x": "2"}, saver=writer)
     return thread, writer

@@ -91,7 +91,9 @@ def _assert_gone(h: Harness, reader: Any, thread: str, late: list[tuple[str, str
     for ns, cid in late:
         assert h.call("get_tuple", cfg(thread, ns, cid), saver=reader) is None, cid
         assert h.list(cfg(thread, ns, cid)) == []
-        hist = h.call("get_delta_channel_history", config=cfg(thread, ns, cid), channels=["messages"], saver=reader)
+        hist = h.call(
+            "get_delta_channel_history", config=cfg(thread, ns, cid), channels=["messages"], saver=reader
+        )
         assert hist == {"messages": {"writes": []}}, hist
     assert not _indexed(h.table_name, thread)
 
@@ -210,13 +212,17 @@ def test_late_put_and_put_writes_on_pre_delete_configs(harness: Harness) -> None
     deleter = harness.make_saver()
     reader = harness.saver
     thread = new_thread()
-    c1 = harness.call("put", cfg(thread), _cp({"messages": ["a"]}), {"step": 0}, {"messages": "1"}, saver=writer)
+    c1 = harness.call(
+        "put", cfg(thread), _cp({"messages": ["a"]}), {"step": 0}, {"messages": "1"}, saver=writer
+    )
     c2 = harness.call("put", c1, _cp({"messages": ["a", "b"]}), {"step": 1}, {"messages": "2"}, saver=writer)
     harness.call("put_writes", c2, [("messages", "c")], "task-1", saver=writer)
     harness.call("delete_thread", thread, saver=deleter)
 
     # The run in flight: a child of c2, writes on c2 and on the child.
-    c3 = harness.call("put", c2, _cp({"messages": ["a", "b", "c"]}), {"step": 2}, {"messages": "3"}, saver=writer)
+    c3 = harness.call(
+        "put", c2, _cp({"messages": ["a", "b", "c"]}), {"step": 2}, {"messages": "3"}, saver=writer
+    )
     harness.call("put_writes", c2, [("messages", "late")], "task-2", saver=writer)
     harness.call("put_writes", c3, [("messages", "later")], "task-3", saver=writer)
     # Another process continuing from the late checkpoint (it reads its parent's
@@ -229,11 +235,17 @@ def test_late_put_and_put_writes_on_pre_delete_configs(harness: Harness) -> None
     _assert_gone(harness, reader, thread, late)
 
     # A new conversation: get_tuple says nothing, then a put with no parent.
-    n1 = harness.call("put", cfg(thread), _cp({"messages": ["new"]}), {"step": -1}, {"messages": "1"}, saver=writer)
-    n2 = harness.call("put", n1, _cp({"messages": ["new", "x"]}), {"step": 0}, {"messages": "2"}, saver=writer)
+    n1 = harness.call(
+        "put", cfg(thread), _cp({"messages": ["new"]}), {"step": -1}, {"messages": "1"}, saver=writer
+    )
+    n2 = harness.call(
+        "put", n1, _cp({"messages": ["new", "x"]}), {"step": 0}, {"messages": "2"}, saver=writer
+    )
     harness.call("put_writes", n2, [("messages", "y")], "task-n", saver=writer)
     latest = harness.call("get_tuple", cfg(thread), saver=reader)
-    assert latest is not None and latest.config == n2 and latest.pending_writes == [("task-n", "messages", "y")]
+    assert (
+        latest is not None and latest.config == n2 and latest.pending_writes == [("task-n", "messages", "y")]
+    )
     assert harness.call("get_tuple", n1, saver=reader).checkpoint["channel_values"] == {"messages": ["new"]}
     assert [t.config for t in harness.list(cfg(thread))] == [n2, n1]
     assert [t.config for t in harness.list({"configurable": {"thread_id": thread}})] == [n2, n1]
@@ -254,7 +266,9 @@ def test_late_put_and_put_writes_on_pre_delete_configs(harness: Harness) -> None
     _close(harness, writer, deleter, blind)
 
 
-def test_new_conversation_from_a_host_whose_clock_is_behind(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_new_conversation_from_a_host_whose_clock_is_behind(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Its ids sort below the late writes' ids: lineage, not time, decides what is dead."""
     writer = harness.make_saver(track_threads=True)
     thread = new_thread()
@@ -265,8 +279,12 @@ def test_new_conversation_from_a_host_whose_clock_is_behind(harness: Harness, mo
     behind = time.time() - 3600
     monkeypatch.setattr(clock, "now", lambda: time.time() - 3600)  # the library's clock on that host
     skewed = harness.make_saver(track_threads=True)
-    n1 = harness.call("put", cfg(thread), _cp({"messages": ["new"]}, _uuid6_at(behind)), {}, {"messages": "1"}, saver=skewed)
-    n2 = harness.call("put", n1, _cp({"messages": ["new", "2"]}, _uuid6_at(behind + 1)), {}, {"messages": "2"}, saver=skewed)
+    n1 = harness.call(
+        "put", cfg(thread), _cp({"messages": ["new"]}, _uuid6_at(behind)), {}, {"messages": "1"}, saver=skewed
+    )
+    n2 = harness.call(
+        "put", n1, _cp({"messages": ["new", "2"]}, _uuid6_at(behind + 1)), {}, {"messages": "2"}, saver=skewed
+    )
     assert n2["configurable"]["checkpoint_id"] < late["configurable"]["checkpoint_id"]
     monkeypatch.undo()
 
@@ -340,13 +358,17 @@ def test_copy_carries_no_deleted_lineage_and_a_recopy_is_alive(harness: Harness)
     n1 = harness.call("put", cfg(src), _cp({"messages": ["new"]}), {}, {"messages": "1"}, saver=writer)
     harness.call("copy_thread", src, dst)
     copied = harness.list({"configurable": {"thread_id": dst}})
-    assert [t.config["configurable"]["checkpoint_id"] for t in copied] == [n1["configurable"]["checkpoint_id"]]
+    assert [t.config["configurable"]["checkpoint_id"] for t in copied] == [
+        n1["configurable"]["checkpoint_id"]
+    ]
     assert len(_checkpoint_ids(harness, dst)) == 1  # the garbage was not copied, hidden or not
     # Same checkpoint ids again after a delete of the copy: not hidden by its tombstone.
     harness.call("delete_thread", dst)
     harness.call("copy_thread", src, dst)
     got = harness.call("get_tuple", cfg(dst))
-    assert got is not None and got.config["configurable"]["checkpoint_id"] == n1["configurable"]["checkpoint_id"]
+    assert (
+        got is not None and got.config["configurable"]["checkpoint_id"] == n1["configurable"]["checkpoint_id"]
+    )
     assert harness.call("get_tuple", cfg(dst, "", n1["configurable"]["checkpoint_id"])) is not None
     _close(harness, writer)
 

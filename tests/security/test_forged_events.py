@@ -56,7 +56,9 @@ def _items(table: str, pk: str) -> int:
 def test_a_forged_ttl_record_deletes_no_live_thread(
     store: dict[str, str], ttl: int | None, track: bool | None, tenant: str | None
 ) -> None:
-    victim = DynamoDBSaver(**store, ttl=ttl, track_threads=track, **({"tenant_prefix": tenant} if tenant else {}))
+    victim = DynamoDBSaver(
+        **store, ttl=ttl, track_threads=track, **({"tenant_prefix": tenant} if tenant else {})
+    )
     thread = new_thread()
     _thread(victim, thread)
     pk = victim.partition_key(thread)
@@ -71,7 +73,9 @@ def test_a_forged_ttl_record_deletes_no_live_thread(
     assert victim.get_tuple(cfg(thread)) is not None
 
 
-def test_a_really_expired_thread_is_still_reaped(store: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_really_expired_thread_is_still_reaped(
+    store: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     saver = DynamoDBSaver(**store, ttl=3600)
     thread = new_thread()
     _thread(saver, thread)

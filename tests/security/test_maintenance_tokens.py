@@ -29,8 +29,6 @@ from tests.support.lambda_context import AMPLE, TINY
 KEY = "k3y-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"
 
 
-
-
 @pytest.fixture
 def store(
     moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch

@@ -141,7 +141,9 @@ def test_a_malformed_item_is_recorded_and_the_page_goes_on(store: Store) -> None
         store.attacker.prune(["evil"], keep_last=1)
 
 
-def test_a_forged_head_ttl_does_not_stop_the_expired_purge(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_forged_head_ttl_does_not_stop_the_expired_purge(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     victims = [new_thread() for _ in range(2)]
     for t in victims:
         _chain(store.victim, t, 3)
@@ -166,7 +168,11 @@ def test_a_foreign_item_does_not_stop_the_orphan_sweeper(store: Store) -> None:
     _chain(store.attacker, "evil", 1)  # objects under the attacker's prefix, so the sweeper visits it
     store.raw.put_item(
         TableName=store.table,
-        Item={ATTR.PK: {"S": store.attacker.partition_key("evil")}, ATTR.SK: {"S": "junk"}, ATTR.FORMAT: {"N": "1"}},
+        Item={
+            ATTR.PK: {"S": store.attacker.partition_key("evil")},
+            ATTR.SK: {"S": "junk"},
+            ATTR.FORMAT: {"N": "1"},
+        },
     )
     report = store.operator.sweep_orphans(grace_seconds=0)
     assert report.complete
@@ -186,7 +192,11 @@ def test_a_poisoned_thread_does_not_keep_delete_for_runs_from_the_others(store: 
         saver.put(cfg(thread), cp, {"run_id": run}, {})
     store.raw.put_item(
         TableName=store.table,
-        Item={ATTR.PK: {"S": store.attacker.partition_key("evil")}, ATTR.SK: {"S": "junk"}, ATTR.FORMAT: {"N": "1"}},
+        Item={
+            ATTR.PK: {"S": store.attacker.partition_key("evil")},
+            ATTR.SK: {"S": "junk"},
+            ATTR.FORMAT: {"N": "1"},
+        },
     )
     assert store.attacker.partition_key("evil") < store.victim.partition_key(victim_thread)
     with pytest.raises(CorruptPayloadError, match=r"1 thread\(s\).*'evil'"):
@@ -250,7 +260,9 @@ def test_the_scan_listing_skips_what_is_not_a_thread_s(moto_endpoint: str, names
     victim.close()
 
 
-def _retype(h: Harness, thread: str, sk: str, expr: str, values: dict[str, Any], names: dict[str, str] | None = None) -> None:
+def _retype(
+    h: Harness, thread: str, sk: str, expr: str, values: dict[str, Any], names: dict[str, str] | None = None
+) -> None:
     kwargs: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
     boto3.client("dynamodb").update_item(
         TableName=h.table_name,
@@ -262,8 +274,12 @@ def _retype(h: Harness, thread: str, sk: str, expr: str, values: dict[str, Any],
 
 
 DAMAGE = {
-    "format is 1.5": lambda h, t, ids: _retype(h, t, schema.checkpoint_sk("", ids[-1]), "SET f = :v", {":v": {"N": "1.5"}}),
-    "format is a string": lambda h, t, ids: _retype(h, t, schema.checkpoint_sk("", ids[-1]), "SET f = :v", {":v": {"S": "1"}}),
+    "format is 1.5": lambda h, t, ids: _retype(
+        h, t, schema.checkpoint_sk("", ids[-1]), "SET f = :v", {":v": {"N": "1.5"}}
+    ),
+    "format is a string": lambda h, t, ids: _retype(
+        h, t, schema.checkpoint_sk("", ids[-1]), "SET f = :v", {":v": {"S": "1"}}
+    ),
     "expiry stamp is 1.5": lambda h, t, ids: _retype(
         h, t, schema.checkpoint_sk("", ids[-1]), "SET #e = :v", {":v": {"N": "1.5"}}, {"#e": ATTR.EXPIRES}
     ),

@@ -54,9 +54,7 @@ def test_tombstone_and_head_stay_bounded_over_many_cycles(
         if n % max(1, cycles // 20) == 0 or n == cycles - 1:
             items = [it for it in scan_table(store["table_name"]) if it["PK"]["S"] == pk]
             sizes.append(max(_size(it) for it in items))
-    entries = [
-        it for it in scan_table(store["table_name"]) if it["PK"]["S"] == pk and "dr" in it
-    ]
+    entries = [it for it in scan_table(store["table_name"]) if it["PK"]["S"] == pk and "dr" in it]
     assert entries and all(len(it["dr"]["SS"]) <= cap + 2 for it in entries)
     # Bounded: the largest item stops growing once the cap is reached.
     assert sizes[-1] <= sizes[len(sizes) // 2] + 200, sizes

@@ -78,9 +78,13 @@ def attacks(s: str) -> dict[str, tuple[str, bytes]]:
         "ext1 subprocess.Popen": _ext(1, ("subprocess", "Popen", [["touch", s]])),
         "ext2 subprocess.run": _ext(2, ("subprocess", "run", {"args": ["touch", s]})),
         "ext3 os.system.__call__": _ext(3, ("os", "system", f"touch {s}", "__call__")),
-        "ext3 pathlib.Path.touch": _ext(3, ("pathlib", "Path", s, "touch")),  # a safe class, a method that acts
+        "ext3 pathlib.Path.touch": _ext(
+            3, ("pathlib", "Path", s, "touch")
+        ),  # a safe class, a method that acts
         "ext4 subprocess.Popen": _ext(4, ("subprocess", "Popen", {"args": ["touch", s]})),
-        "ext5 subprocess.Popen": _ext(5, ("subprocess", "Popen", {"args": ["touch", s]}, "model_validate_json")),
+        "ext5 subprocess.Popen": _ext(
+            5, ("subprocess", "Popen", {"args": ["touch", s]}, "model_validate_json")
+        ),
         # A loaded class, not a data class, whose constructor acts (creates the file).
         "ext2 logging.FileHandler": _ext(2, ("logging", "FileHandler", {"filename": s})),
         # A module-level function of a module the reader has imported.
@@ -90,7 +94,14 @@ def attacks(s: str) -> dict[str, tuple[str, bytes]]:
         "ext0 dataclass": _ext(0, (GADGETS, "TouchOnInit", s)),
         "ext1 dataclass": _ext(1, (GADGETS, "TouchOnInit", [s])),
         # Nested: an allowed Send carrying a forged record.
-        "nested in Send": _ext(1, ("langgraph.types", "Send", ["node", ormsgpack.Ext(0, ormsgpack.packb(("os", "system", f"touch {s}")))])),
+        "nested in Send": _ext(
+            1,
+            (
+                "langgraph.types",
+                "Send",
+                ["node", ormsgpack.Ext(0, ormsgpack.packb(("os", "system", f"touch {s}")))],
+            ),
+        ),
         "json lc:2 subprocess.run": _lc(2, ["subprocess", "run"], args=[["touch", s]]),
         "json lc:1 subprocess.run": _lc(1, ["subprocess", "run"], kwargs={"args": ["touch", s]}),
         "json lc:2 dataclass": _lc(2, [*GADGETS.split("."), "TouchOnInit"], kwargs={"path": s}),
@@ -194,7 +205,9 @@ def test_a_fresh_reader_imports_nothing_a_payload_names(
     h = Harness("sync", store["table_name"], store["bucket_name"], loop_thread)
     sentinel, marker = tmp_path / "pwned", tmp_path / "imported"
     planted = [
-        plant(h, _ext(2, (GADGETS, "TouchOnInit", {"path": str(sentinel)}))),  # as LangGraph writes a dataclass
+        plant(
+            h, _ext(2, (GADGETS, "TouchOnInit", {"path": str(sentinel)}))
+        ),  # as LangGraph writes a dataclass
         plant(h, _ext(2, ("this", "X", {}))),
         plant(h, _ext(2, ("unittest.__main__", "main", {}))),
     ]
@@ -204,7 +217,11 @@ def test_a_fresh_reader_imports_nothing_a_payload_names(
     threads = [p["configurable"]["thread_id"] for p in planted]
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, store["table_name"], *threads],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -229,7 +246,9 @@ def test_a_loaded_dataclass_is_rebuilt_with_its_own_code(reader: Harness, tmp_pa
     sentinel.unlink()
     strict = reader.make_saver(serde=JsonPlusSerializer(allowed_msgpack_modules=None))
     try:
-        value = reader.call("get_tuple", plant(reader, record), saver=strict).checkpoint["channel_values"]["v"]
+        value = reader.call("get_tuple", plant(reader, record), saver=strict).checkpoint["channel_values"][
+            "v"
+        ]
     finally:
         if reader.is_async:
             reader.loop.run(strict.aclose())
@@ -253,11 +272,15 @@ def test_explicit_allowlist_revives_what_the_rule_refuses(reader: Harness) -> No
     # The fix the message gives: with_allowlist, a shallow copy with a derived serializer.
     allowed = reader.saver.with_allowlist([(GADGETS, "Plain")])
     assert allowed is not reader.saver and isinstance(allowed.serde, StateTypesSerializer)
-    assert reader.call("get_tuple", stored, saver=allowed).checkpoint["channel_values"]["v"] == gadgets.Plain(a=1)
+    assert reader.call("get_tuple", stored, saver=allowed).checkpoint["channel_values"]["v"] == gadgets.Plain(
+        a=1
+    )
     assert isinstance(read(reader, stored), CorruptPayloadError)  # the original is unchanged
     # copy.copy keeps the serializer and its rule.
     clone = copy.copy(allowed)
-    assert reader.call("get_tuple", stored, saver=clone).checkpoint["channel_values"]["v"] == gadgets.Plain(a=1)
+    assert reader.call("get_tuple", stored, saver=clone).checkpoint["channel_values"]["v"] == gadgets.Plain(
+        a=1
+    )
     assert allowed.with_allowlist([(GADGETS, "Plain")]) is allowed  # nothing new: same saver
     # Allowlisting one name lets nothing else through.
     with pytest.raises(CorruptPayloadError, match=r"os\.system"):
@@ -289,7 +312,9 @@ def test_encrypted_saver_keeps_the_rule_through_with_allowlist(store: dict[str, 
             TableName=store["table_name"],
             Key=_key(thread, schema.checkpoint_sk(h_stored["checkpoint_ns"], h_stored["checkpoint_id"])),
             UpdateExpression="SET vals.v = :v",
-            ExpressionAttributeValues={":v": {"B": PayloadCodec("none").pack(attacks(str(sentinel))["ext0 os.system"])}},
+            ExpressionAttributeValues={
+                ":v": {"B": PayloadCodec("none").pack(attacks(str(sentinel))["ext0 os.system"])}
+            },
         )
         with pytest.raises(CorruptPayloadError, match="not encrypted"):
             allowed.get_tuple(stored)
@@ -315,7 +340,14 @@ def test_strict_msgpack_environment_keeps_langgraphs_allowlist(store: dict[str, 
     env = {**env_for_subprocess(), "LANGGRAPH_STRICT_MSGPACK": "true"}
     proc = subprocess.run(
         [sys.executable, "-c", _STRICT_COMPILE_CHILD, store["table_name"]],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"serde": "JsonPlusSerializer", "profile_allowed": True}
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "serde": "JsonPlusSerializer",
+        "profile_allowed": True,
+    }

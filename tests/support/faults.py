@@ -64,7 +64,11 @@ BATCH_KINDS = ("partial",)
 ALL_KINDS = SEND_KINDS + BATCH_KINDS
 BATCH_OPS = ("BatchWriteItem", "BatchGetItem")
 
-_DDB_THROTTLE_CODES = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded")
+_DDB_THROTTLE_CODES = (
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+)
 
 
 @dataclass(frozen=True)
@@ -392,7 +396,9 @@ class FaultInjector:
 
         return before_call
 
-    def _partial_merge(self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+    def _partial_merge(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
         info = context.get("fault_unprocessed")
         if info is None or http_response is None or http_response.status_code >= 300:
             return

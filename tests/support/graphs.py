@@ -118,7 +118,9 @@ def chat_graph(*, delta: bool = False, snapshot_frequency: int = 3, subgraph: bo
         state_t: Any = TypedDict(  # type: ignore[operator]
             "DState",
             {
-                "messages": Annotated[list[str], DeltaChannel(_append, snapshot_frequency=snapshot_frequency)],
+                "messages": Annotated[
+                    list[str], DeltaChannel(_append, snapshot_frequency=snapshot_frequency)
+                ],
                 "turns": int,
             },
             total=False,

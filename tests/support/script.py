@@ -138,7 +138,10 @@ def scripted_saver(mode: str, **kwargs: Any) -> tuple[Any, Script]:
     """
     kwargs.setdefault("table_name", "tbl")
     never = object()
-    clients: dict[str, Any] = {"dynamodb_client": never, "s3_client": never if kwargs.get("bucket_name") else None}
+    clients: dict[str, Any] = {
+        "dynamodb_client": never,
+        "s3_client": never if kwargs.get("bucket_name") else None,
+    }
     script = Script()
     if mode == "sync":
         saver: Any = DynamoDBSaver(**clients, **kwargs)

@@ -48,7 +48,7 @@ class Table:
         return out
 
     def batch_get_item(self, c: Call) -> dict[str, Any]:
-        (table, spec), = c.kwargs["RequestItems"].items()
+        ((table, spec),) = c.kwargs["RequestItems"].items()
         found = [self.items[k[ATTR.SK]["S"]] for k in spec["Keys"] if k[ATTR.SK]["S"] in self.items]
         return {"Responses": {table: found}}
 
@@ -81,9 +81,13 @@ def _delta_thread(mode: str) -> tuple[Any, Script, Table, list[dict[str, Any]]]:
     parent: dict[str, Any] = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
     for i in range(N):
         cp = {
-            "v": 1, "id": str(uuid6(clock_seq=-1)), "ts": "2026-11-29T00:00:00+00:00",
+            "v": 1,
+            "id": str(uuid6(clock_seq=-1)),
+            "ts": "2026-11-29T00:00:00+00:00",
             "channel_values": {"msgs": ["seed"]} if i == 0 else {},
-            "channel_versions": {"msgs": f"{i + 1:032}.0"}, "versions_seen": {}, "updated_channels": None,
+            "channel_versions": {"msgs": f"{i + 1:032}.0"},
+            "versions_seen": {},
+            "updated_channels": None,
         }
         md = {"step": i, "counters_since_delta_snapshot": {"msgs": [i, i]}}
         parent = call(saver, "put", parent, cp, md, {"msgs": f"{i + 1:032}.0"})
@@ -94,7 +98,13 @@ def _delta_thread(mode: str) -> tuple[Any, Script, Table, list[dict[str, Any]]]:
     for c in script.calls("update_item"):
         kw = c.kwargs
         v = kw["ExpressionAttributeValues"]
-        item = {**kw["Key"], ATTR.KIND: v[":t"], ATTR.FORMAT: v[":f"], ATTR.TASK_ID: v[":tid"], ATTR.TASK_PATH: v[":tp"]}
+        item = {
+            **kw["Key"],
+            ATTR.KIND: v[":t"],
+            ATTR.FORMAT: v[":f"],
+            ATTR.TASK_ID: v[":tid"],
+            ATTR.TASK_PATH: v[":tp"],
+        }
         for name, attr in kw["ExpressionAttributeNames"].items():
             if attr.startswith(ATTR.WRITE_PREFIX) and ":" + name[1:] in v:
                 item[attr] = v[":" + name[1:]]
@@ -161,7 +171,9 @@ def test_a_deleted_thread_is_not_served_from_the_cache(mode: str) -> None:
     root = table.items[schema.checkpoint_sk("", configs[0]["configurable"]["checkpoint_id"])][ATTR.ROOT]["S"]
     table.items.clear()
     table.items[schema.HEAD_SK] = {
-        ATTR.PK: {"S": "t1"}, ATTR.SK: {"S": schema.HEAD_SK}, ATTR.DEAD: {"SS": [root]},
+        ATTR.PK: {"S": "t1"},
+        ATTR.SK: {"S": schema.HEAD_SK},
+        ATTR.DEAD: {"SS": [root]},
     }
     script.reset()
     assert _history(saver, target) == {"msgs": {"writes": []}}
@@ -181,7 +193,9 @@ def test_a_pruned_target_or_a_dead_lineage_reads_as_nothing(mode: str) -> None:
     alive = configs[N - 4]
     root = table.items[schema.checkpoint_sk("", alive["configurable"]["checkpoint_id"])][ATTR.ROOT]["S"]
     table.items[schema.HEAD_SK] = {
-        ATTR.PK: {"S": "t1"}, ATTR.SK: {"S": schema.HEAD_SK}, ATTR.DEAD: {"SS": [root]},
+        ATTR.PK: {"S": "t1"},
+        ATTR.SK: {"S": schema.HEAD_SK},
+        ATTR.DEAD: {"SS": [root]},
     }
     assert _history(saver, alive) == {"msgs": {"writes": []}}
 
@@ -193,9 +207,12 @@ def test_writes_that_may_still_be_in_flight_are_not_cached(mode: str) -> None:
     _history(saver, configs[-1])
     parent_id = configs[-2]["configurable"]["checkpoint_id"]
     late = {
-        ATTR.PK: {"S": "t1"}, ATTR.SK: {"S": schema.writes_sk("", parent_id, "task-late")},
-        ATTR.KIND: {"S": schema.WRITES_ITEM}, ATTR.FORMAT: {"N": "1"},
-        ATTR.TASK_ID: {"S": "task-late"}, ATTR.TASK_PATH: {"S": "~b"},
+        ATTR.PK: {"S": "t1"},
+        ATTR.SK: {"S": schema.writes_sk("", parent_id, "task-late")},
+        ATTR.KIND: {"S": schema.WRITES_ITEM},
+        ATTR.FORMAT: {"N": "1"},
+        ATTR.TASK_ID: {"S": "task-late"},
+        ATTR.TASK_PATH: {"S": "~b"},
     }
     first = next(it for it in table.items.values() if it.get(ATTR.TASK_ID, {}).get("S") == "task-0")
     late[ATTR.WRITE_PREFIX + "0"] = first[ATTR.WRITE_PREFIX + "0"]  # the same packed value "m0"

@@ -67,7 +67,6 @@ def test_sort_keys_parse_back_and_meta_keys_cannot_collide() -> None:
         assert not schema.checkpoint_sk(ns, "x").startswith(schema.META_PREFIX)
 
 
-
 def test_tombstone_sorts_above_every_checkpoint_of_its_namespace_only() -> None:
     """The descending latest-checkpoint Query reads the tombstone first (deletion finality)."""
     for ns in ("", "sub:1", "a|b"):
@@ -82,8 +81,14 @@ def test_tombstone_sorts_above_every_checkpoint_of_its_namespace_only() -> None:
 
 def test_table_definition_is_the_single_source() -> None:
     d = schema.table_definition("t")
-    assert d["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}]
-    assert {g["IndexName"] for g in d["GlobalSecondaryIndexes"]} == {schema.RUN_INDEX_NAME, schema.THREADS_INDEX_NAME}
+    assert d["KeySchema"] == [
+        {"AttributeName": "PK", "KeyType": "HASH"},
+        {"AttributeName": "SK", "KeyType": "RANGE"},
+    ]
+    assert {g["IndexName"] for g in d["GlobalSecondaryIndexes"]} == {
+        schema.RUN_INDEX_NAME,
+        schema.THREADS_INDEX_NAME,
+    }
     assert d["StreamSpecification"]["StreamViewType"] == "KEYS_ONLY"
     assert schema.ttl_specification() == {"Enabled": True, "AttributeName": "ttl"}
 

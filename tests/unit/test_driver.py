@@ -546,7 +546,9 @@ def _in_flight_peaks(max_in_flight: int | None, per_op: int = 6, ops: int = 4) -
     clients = Clients(dynamodb=_InFlight(tally, "dynamodb"), s3=_InFlight(tally, "s3"))
 
     def op(i: int) -> Op[list[Any]]:
-        calls = [Call(svc, "get_item", {"Key": f"{i}-{j}"}) for svc in ("dynamodb", "s3") for j in range(per_op)]
+        calls = [
+            Call(svc, "get_item", {"Key": f"{i}-{j}"}) for svc in ("dynamodb", "s3") for j in range(per_op)
+        ]
         return (yield Gather(calls))
 
     async def main() -> None:

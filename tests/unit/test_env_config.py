@@ -114,13 +114,25 @@ def test_canonical_names_win_over_old_ones() -> None:
     assert cfg.table_name == "new"
 
 
-def test_with_any_canonical_name_set_the_bare_names_are_the_applications(caplog: pytest.LogCaptureFixture) -> None:
+def test_with_any_canonical_name_set_the_bare_names_are_the_applications(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """The app's own BUCKET_NAME (its uploads) must not become where checkpoints go."""
-    app = {"BUCKET_NAME": "app-user-uploads", "S3_KEY_PREFIX": "public/", "THREAD_TTL_SECONDS": "3600", "TRACK_THREADS": "1"}
+    app = {
+        "BUCKET_NAME": "app-user-uploads",
+        "S3_KEY_PREFIX": "public/",
+        "THREAD_TTL_SECONDS": "3600",
+        "TRACK_THREADS": "1",
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # and no deprecation warning about them either
         cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "ckpt", **app})
-    assert (cfg.bucket_name, cfg.s3_key_prefix, cfg.ttl, cfg.track_threads) == (None, "checkpoints/", None, False)
+    assert (cfg.bucket_name, cfg.s3_key_prefix, cfg.ttl, cfg.track_threads) == (
+        None,
+        "checkpoints/",
+        None,
+        False,
+    )
     assert caplog.records == []
 
 
@@ -131,7 +143,10 @@ def test_a_bare_name_read_is_logged_where_it_is_seen(caplog: pytest.LogCaptureFi
     assert any("TABLE_NAME is deprecated" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("1", True), ("true", True), ("Yes", True), ("on", True), ("0", False), ("false", False), ("no", False)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1", True), ("true", True), ("Yes", True), ("on", True), ("0", False), ("false", False), ("no", False)],
+)
 def test_track_threads_reads_the_usual_spellings(value: str, expected: bool) -> None:
     cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_TRACK_THREADS": value})
     assert cfg.track_threads is expected
@@ -153,7 +168,12 @@ def test_the_s3_key_prefix_must_be_a_folder(no_aws_env: None, prefix: str) -> No
     if prefix:
         with pytest.raises(ValueError, match="s3_key_prefix must be a folder"):
             DynamoDBSaver.from_env(
-                {"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_BUCKET": "b", "AWS_REGION": "us-east-1", "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": prefix}
+                {
+                    "LANGGRAPH_DYNAMODB_TABLE": "t",
+                    "LANGGRAPH_DYNAMODB_BUCKET": "b",
+                    "AWS_REGION": "us-east-1",
+                    "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": prefix,
+                }
             )
     DynamoDBSaver(table_name="t", bucket_name="b", region_name="us-east-1", s3_key_prefix="a/b/").close()
 
@@ -201,7 +221,9 @@ def test_a_sessions_own_region_is_not_overridden(no_aws_env: None, monkeypatch: 
         assert saver.clients["dynamodb"].meta.region_name == "eu-west-1"
 
 
-async def test_async_session_region_is_not_overridden(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_async_session_region_is_not_overridden(
+    no_aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from aiobotocore.session import get_session
 
     from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver

@@ -103,7 +103,9 @@ def test_put_writes_is_one_idempotent_update(mode: str) -> None:
         ATTR.PK: {"S": "t1"},
         ATTR.SK: {"S": schema.writes_sk("", cid, "task-1")},
     }
-    assert sorted(a for a in kw["Item"] if a[1:].isdigit()) == sorted(f"{ATTR.WRITE_PREFIX}{i}" for i in range(10))
+    assert sorted(a for a in kw["Item"] if a[1:].isdigit()) == sorted(
+        f"{ATTR.WRITE_PREFIX}{i}" for i in range(10)
+    )
     # A retried call (LangGraph retries on timeouts) must not overwrite what the first stored.
     assert kw["ConditionExpression"] == "attribute_not_exists(#pk)"
 

@@ -66,7 +66,10 @@ def test_keys_that_fit_whole_are_the_keys_they_always_were() -> None:
     for ns, channel, version in itertools.product(_values(), ["messages", "c" * 300], ["1", "0" * 49]):
         old = f"{schema.escape(ns)}|v|{schema.escape(channel)}|{schema.escape(version)}"
         # A blob's namespace was a checkpoint's first, whose put refused one over 941 bytes.
-        if len(old.encode()) <= schema.MAX_KEY_BYTES and len(schema.escape(ns).encode()) <= schema.NS_KEEP_BYTES:
+        if (
+            len(old.encode()) <= schema.MAX_KEY_BYTES
+            and len(schema.escape(ns).encode()) <= schema.NS_KEEP_BYTES
+        ):
             assert schema.blob_sk(ns, channel, version) == old
 
 
@@ -136,7 +139,9 @@ def test_a_forged_id_map_is_refused(forge: object) -> None:
 
 @pytest.mark.parametrize("tenant", ["", "acme", "t" * 120])
 def test_every_s3_key_fits_behind_a_prefix_and_tenant(tenant: str) -> None:
-    saver = DynamoDBSaver(table_name="t", bucket_name="b", s3_key_prefix="checkpoints/", tenant_prefix=tenant or None)
+    saver = DynamoDBSaver(
+        table_name="t", bucket_name="b", s3_key_prefix="checkpoints/", tenant_prefix=tenant or None
+    )
     for value in _values():
         thread = value or "t"
         for ns, cid, task in [(value, UUID, UUID), ("", value or "c", value or "k")]:
@@ -157,6 +162,9 @@ def test_s3_keys_that_fit_whole_are_unchanged() -> None:
     whole = f"checkpoints/{quote(thread, safe='')}/_{quote(ns, safe='')}/"
     assert saver._checkpoint_s3_key(thread, ns, UUID, "body") == f"{whole}c/{UUID}/body"
     assert saver._value_s3_key(thread, ns, "messages", "7") == f"{whole}v/messages/7"
-    assert saver.s3_thread_prefixes(thread) == (saver.s3_thread_prefix(thread), saver.s3_thread_prefixes(thread)[1])
+    assert saver.s3_thread_prefixes(thread) == (
+        saver.s3_thread_prefix(thread),
+        saver.s3_thread_prefixes(thread)[1],
+    )
     assert saver.s3_thread_prefixes("short") == ("checkpoints/short/",)
     saver.close()

@@ -84,8 +84,11 @@ VALUES: dict[str, Any] = {
     "pydantic v2": MODEL,
     "pydantic v1": V1(a=1),
     "typed dict of models": Bag(models=[Inner(x=1)], by_key={"k": MODEL}),
-    "messages": [HumanMessage(content="hi", id="1"), AIMessage(content="", tool_calls=[{"name": "t", "args": {"m": 1}, "id": "c"}]),
-                 ToolMessage(content="ok", tool_call_id="c")],
+    "messages": [
+        HumanMessage(content="hi", id="1"),
+        AIMessage(content="", tool_calls=[{"name": "t", "args": {"m": 1}, "id": "c"}]),
+        ToolMessage(content="ok", tool_call_id="c"),
+    ],
     "Send carrying a model": Send("node", MODEL),
     "Interrupt carrying a model": Interrupt(value=Leaf(1, Color.RED), id="i"),
     "set of enums": {Color.RED},
@@ -105,7 +108,9 @@ def test_round_trip_keeps_types(name: str) -> None:
 
 def test_nested_values_revived_by_the_same_rule() -> None:
     serde = StateTypesSerializer()
-    cmd = serde.loads_typed(serde.dumps_typed(Command(update={"m": MODEL}, goto=Send("n", Leaf(1, Color.RED)))))
+    cmd = serde.loads_typed(
+        serde.dumps_typed(Command(update={"m": MODEL}, goto=Send("n", Leaf(1, Color.RED))))
+    )
     assert isinstance(cmd.update["m"], Model) and cmd.update["m"].leaf == Leaf(1, Color.RED)
     assert isinstance(cmd.goto, Send) and isinstance(cmd.goto.arg, Leaf)
     snap = serde.loads_typed(serde.dumps_typed(_DeltaSnapshot([Leaf(1, Color.RED)])))
@@ -128,7 +133,10 @@ def test_an_alias_is_refused() -> None:
 @pytest.mark.parametrize(
     "record,match",
     [
-        (_ext(2, (__name__, "Color", {"value": "x", "names": "A B"})), "never written as msgpack ext record 2"),
+        (
+            _ext(2, (__name__, "Color", {"value": "x", "names": "A B"})),
+            "never written as msgpack ext record 2",
+        ),
         (_ext(5, (__name__, "Nope", {}, None)), "not defined in"),
         (_ext(9, (__name__, "Color", "red")), "unknown msgpack ext record 9"),
         (_ext(0, ["only-one"]), "malformed"),

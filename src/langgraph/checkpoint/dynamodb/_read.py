@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from botocore.exceptions import ClientError
@@ -73,68 +74,11 @@ def dead_roots_call(s: BaseDynamoDBSaver, thread_id: str) -> Call:
 def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTuple | None]:
     thread_id, ns, cid = s._ids(config)
     pk = s._pk(thread_id)
-    record: CheckpointRecord | None = None
     nearby: list[CheckpointRecord] = []
     if cid is not None:
-        query = _requests.checkpoint_query(s.table_name, pk, ns, cid)
-        # No tombstone is in this key range: read the head's dead roots in
-        # the same round trip (one more request, not one more wait).
-        first, head = yield Gather([ddb("query", **query), dead_roots_call(s, thread_id)])
-        items = list(first.get("Items", []))
-        if "LastEvaluatedKey" in first:
-            items += yield from _requests.query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
-        record = _items.group(thread_id, items, only=cid)
-        if record is not None and _items.is_dead(record.item, _items.head_roots(head.get("Item"))):
-            record = None
+        record = yield from _get_by_id(s, thread_id, pk, ns, cid)
     else:
-        # Newest first: the first checkpoint item is the latest; its
-        # writes items sort right after it, so they come just before.
-        kwargs: dict[str, Any] = dict(
-            TableName=s.table_name,
-            KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
-            ExpressionAttributeValues={
-                ":pk": {"S": pk},
-                ":pre": {"S": schema.checkpoint_prefix(ns)},
-            },
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            Limit=latest_limit(s, pk, ns),
-        )
-        writes: dict[str, list[Item]] = {}
-        dead: set[str] | None = None
-        position = 0  # items read up to the latest checkpoint's item
-        while record is None:
-            resp = yield ddb("query", **kwargs)
-            for it in resp.get("Items", []):
-                if record is None:
-                    position += 1
-                _items.check_format(it)
-                item_ns, kind, item_cid, _ = _items.parse_sk(it)
-                if item_ns != ns:
-                    continue  # another namespace whose digested key collides: never merged
-                if kind == schema.TOMBSTONE_ITEM:
-                    # Sorts first: known before any checkpoint is considered.
-                    dead = _items.tomb_roots(it)
-                elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, dead):
-                    continue  # a late write on a deleted lineage
-                elif kind == schema.WRITES_ITEM:
-                    writes.setdefault(item_cid, []).append(it)
-                elif kind == schema.CHECKPOINT_ITEM and record is None:
-                    record = CheckpointRecord(thread_id, item_ns, item_cid, it, writes.get(item_cid, []))
-                elif kind == schema.CHECKPOINT_ITEM:
-                    # Older checkpoints on the same page (read anyway): one
-                    # may hold a value the latest references.
-                    nearby.append(CheckpointRecord(thread_id, item_ns, item_cid, it))
-            if record is None:
-                if "LastEvaluatedKey" not in resp:
-                    break
-                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-                kwargs["Limit"] = LATEST_PAGE_MORE
-        if record is not None:
-            tasks = {w[ATTR.SK]["S"] for w in record.writes}
-            above = max(0, position - len(record.writes) - 1)
-            _set_hint(s, pk, ns, LatestHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
+        record, nearby = yield from _get_latest(s, thread_id, pk, ns)
     if record is None:
         return None
     if _items.expired_stamp(record.item):
@@ -145,6 +89,104 @@ def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTupl
         yield from _heads.on_activity(s, thread_id, root=_items.root_of(record.item, record.checkpoint_id))
     tuples = yield from decode_records(s, [record], local=nearby)
     return tuples[0]
+
+
+def _get_by_id(
+    s: BaseDynamoDBSaver, thread_id: str, pk: str, ns: str, cid: str
+) -> Op[CheckpointRecord | None]:
+    """``get_tuple`` of a checkpoint named by id: its key range, unless its lineage was deleted."""
+    query = _requests.checkpoint_query(s.table_name, pk, ns, cid)
+    # No tombstone is in this key range: read the head's dead roots in
+    # the same round trip (one more request, not one more wait).
+    first, head = yield Gather([ddb("query", **query), dead_roots_call(s, thread_id)])
+    items = list(first.get("Items", []))
+    if "LastEvaluatedKey" in first:
+        items += yield from _requests.query_all(**query, ExclusiveStartKey=first["LastEvaluatedKey"])
+    record = _items.group(thread_id, items, only=cid)
+    if record is not None and _items.is_dead(record.item, _items.head_roots(head.get("Item"))):
+        return None
+    return record
+
+
+def _latest_query(s: BaseDynamoDBSaver, pk: str, ns: str) -> dict[str, Any]:
+    """The first page of the latest-checkpoint Query of a namespace (sized by ``latest_limit``)."""
+    # Newest first: the first checkpoint item is the latest; its
+    # writes items sort right after it, so they come just before.
+    kwargs = _requests.newest_first_query(
+        s.table_name,
+        "#pk = :pk AND begins_with(#sk, :pre)",
+        {":pk": {"S": pk}, ":pre": {"S": schema.checkpoint_prefix(ns)}},
+    )
+    kwargs["Limit"] = latest_limit(s, pk, ns)
+    return kwargs
+
+
+def _get_latest(
+    s: BaseDynamoDBSaver, thread_id: str, pk: str, ns: str
+) -> Op[tuple[CheckpointRecord | None, list[CheckpointRecord]]]:
+    """``get_tuple`` without an id: the latest live checkpoint, and older ones read with it.
+
+    Pages until a live checkpoint item is found; the first page is sized
+    from the last hint, later ones are larger. Records the hint for the next read.
+    """
+    kwargs = _latest_query(s, pk, ns)
+    scan = _LatestScan(thread_id, ns)
+    while scan.record is None:
+        resp = yield ddb("query", **kwargs)
+        scan.take(resp.get("Items", []))
+        if scan.record is None:
+            if "LastEvaluatedKey" not in resp:
+                break
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+            kwargs["Limit"] = LATEST_PAGE_MORE
+    record = scan.record
+    if record is not None:
+        tasks = {w[ATTR.SK]["S"] for w in record.writes}
+        above = max(0, scan.position - len(record.writes) - 1)
+        _set_hint(s, pk, ns, LatestHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
+    return record, scan.nearby
+
+
+@dataclass
+class _LatestScan:
+    """What the latest-checkpoint Query of one namespace has read so far, page after page."""
+
+    thread_id: str
+    ns: str
+    #: The latest live checkpoint, once found.
+    record: CheckpointRecord | None = None
+    #: Older checkpoints read with it: one may hold a value the latest references.
+    nearby: list[CheckpointRecord] = field(default_factory=list)
+    #: Writes items by checkpoint id (they sort just before their checkpoint).
+    writes: dict[str, list[Item]] = field(default_factory=dict)
+    dead: set[str] | None = None
+    #: Items read up to the latest checkpoint's item (sizes the next read's page).
+    position: int = 0
+
+    def take(self, items: Iterable[Item]) -> None:
+        """Sort one page's items (newest first) into the scan."""
+        for it in items:
+            if self.record is None:
+                self.position += 1
+            _items.check_format(it)
+            item_ns, kind, item_cid, _ = _items.parse_sk(it)
+            if item_ns != self.ns:
+                continue  # another namespace whose digested key collides: never merged
+            if kind == schema.TOMBSTONE_ITEM:
+                # Sorts first: known before any checkpoint is considered.
+                self.dead = _items.tomb_roots(it)
+            elif kind == schema.CHECKPOINT_ITEM and _items.is_dead(it, self.dead):
+                continue  # a late write on a deleted lineage
+            elif kind == schema.WRITES_ITEM:
+                self.writes.setdefault(item_cid, []).append(it)
+            elif kind == schema.CHECKPOINT_ITEM and self.record is None:
+                self.record = CheckpointRecord(
+                    self.thread_id, item_ns, item_cid, it, self.writes.get(item_cid, [])
+                )
+            elif kind == schema.CHECKPOINT_ITEM:
+                # Older checkpoints on the same page (read anyway): one
+                # may hold a value the latest references.
+                self.nearby.append(CheckpointRecord(self.thread_id, item_ns, item_cid, it))
 
 
 def latest_limit(s: BaseDynamoDBSaver, pk: str, ns: str) -> int:
@@ -615,21 +657,11 @@ def list_checkpoints(
     before: RunnableConfig | None = None,
     limit: int | None = None,
 ) -> Op[None]:
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
-        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
-    if limit is not None and limit <= 0:
+    if not _wants_any(limit):
         return
     if filter is not None and not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict, got {type(filter).__name__}")
-    before_id: str | None = None
-    if before is not None:
-        conf = before.get("configurable") if isinstance(before, Mapping) else None
-        if not isinstance(conf, Mapping):
-            raise TypeError(
-                "before must be a config like {'configurable': {'checkpoint_id': ...}}, "
-                f"got {type(before).__name__}"
-            )
-        before_id = conf.get("checkpoint_id")
+    before_id = _before_id(before)
     if config is None:
         yield from _list_scan(s, filter=filter, before_id=before_id, limit=limit)
         return
@@ -638,25 +670,87 @@ def list_checkpoints(
     ns: str | None = conf.get("checkpoint_ns") if "checkpoint_ns" in conf else None
     pk = s._pk(thread_id)
     if ns is None:
-        # All namespaces of the thread: one item collection, read and
-        # merged newest first (an administrative path, not a hot one).
-        items = yield from _requests.query_all(
-            TableName=s.table_name,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": ATTR.PK},
-            ExpressionAttributeValues={":pk": {"S": pk}},
-            ConsistentRead=True,
-        )
-        records = _items.group_all(thread_id, items)
-        records.sort(key=lambda r: r.checkpoint_id, reverse=True)
-        yield from _emit_records(s, records, cid=cid, filter=filter, before_id=before_id, limit=limit)
+        yield from _list_thread(s, thread_id, pk, cid=cid, filter=filter, before_id=before_id, limit=limit)
         return
-    values: dict[str, AttributeValue] = {":pk": {"S": pk}}
     dead: set[str] | None = None
     if cid is not None or before_id:
         # This key range does not reach the tombstone: the head's dead roots.
         head = yield dead_roots_call(s, thread_id)
         dead = _items.head_roots(head.get("Item"))
+    kwargs = _list_query(s.table_name, pk, ns, cid=cid, before_id=before_id)
+    if limit is not None and not filter:
+        kwargs["Limit"] = min(1000, limit * 4 + 8)
+    remaining = limit
+    writes: dict[str, list[Item]] = {}
+    # LangGraph's get_state_history asks for the delta history of each
+    # checkpoint listed: keep what the walks will need (see _chains).
+    notes = _chains.ListingNotes()
+    while True:
+        resp = yield ddb("query", **kwargs)
+        page, dead = _listed_page(thread_id, resp.get("Items", []), writes, dead)
+        notes.note(s._chain_cache, pk, page)
+        emitted = yield from _emit_records(
+            s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
+        )
+        if remaining is not None:
+            remaining -= emitted
+            if remaining <= 0:
+                return
+        if "LastEvaluatedKey" not in resp:
+            return
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def _wants_any(limit: int | None) -> bool:
+    """Check ``list``'s ``limit``; ``False``: it asks for nothing (no request is made)."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    return limit is None or limit > 0
+
+
+def _before_id(before: RunnableConfig | None) -> str | None:
+    """The checkpoint id ``list``'s ``before`` bounds the listing by (``None``: no bound)."""
+    if before is None:
+        return None
+    conf = before.get("configurable") if isinstance(before, Mapping) else None
+    if not isinstance(conf, Mapping):
+        raise TypeError(
+            "before must be a config like {'configurable': {'checkpoint_id': ...}}, "
+            f"got {type(before).__name__}"
+        )
+    return conf.get("checkpoint_id")
+
+
+def _list_thread(
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    pk: str,
+    *,
+    cid: str | None,
+    filter: dict[str, Any] | None,
+    before_id: str | None,
+    limit: int | None,
+) -> Op[None]:
+    """``list`` of a thread in all its namespaces (``checkpoint_ns`` not given)."""
+    # One item collection, read and merged newest first (an
+    # administrative path, not a hot one).
+    items = yield from _requests.query_all(
+        TableName=s.table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": ATTR.PK},
+        ExpressionAttributeValues={":pk": {"S": pk}},
+        ConsistentRead=True,
+    )
+    records = _items.group_all(thread_id, items)
+    records.sort(key=lambda r: r.checkpoint_id, reverse=True)
+    yield from _emit_records(s, records, cid=cid, filter=filter, before_id=before_id, limit=limit)
+
+
+def _list_query(
+    table_name: str, pk: str, ns: str, *, cid: str | None, before_id: str | None
+) -> dict[str, Any]:
+    """The Query ``list`` pages through in one namespace: one checkpoint's range, those before an id, or all."""
+    values: dict[str, AttributeValue] = {":pk": {"S": pk}}
     if cid is not None:
         cond = "#pk = :pk AND #sk BETWEEN :lo AND :hi"
         values[":lo"] = {"S": schema.checkpoint_sk(ns, cid)}
@@ -670,37 +764,28 @@ def list_checkpoints(
     else:
         cond = "#pk = :pk AND begins_with(#sk, :lo)"
         values[":lo"] = {"S": schema.checkpoint_prefix(ns)}
-    kwargs = _requests.newest_first_query(s.table_name, cond, values)
-    if limit is not None and not filter:
-        kwargs["Limit"] = min(1000, limit * 4 + 8)
-    remaining = limit
-    writes: dict[str, list[Item]] = {}
-    # LangGraph's get_state_history asks for the delta history of each
-    # checkpoint listed: keep what the walks will need (see _chains).
-    notes = _chains.ListingNotes()
-    while True:
-        resp = yield ddb("query", **kwargs)
-        page: list[CheckpointRecord] = []
-        for it in resp.get("Items", []):
-            _items.check_format(it)
-            item_ns, kind, item_cid, _ = _items.parse_sk(it)
-            if kind == schema.TOMBSTONE_ITEM:
-                dead = _items.tomb_roots(it)  # sorts first in this descending Query
-            elif kind == schema.WRITES_ITEM:
-                writes.setdefault(item_cid, []).append(it)
-            elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
-                page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
-        notes.note(s._chain_cache, pk, page)
-        emitted = yield from _emit_records(
-            s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
-        )
-        if remaining is not None:
-            remaining -= emitted
-            if remaining <= 0:
-                return
-        if "LastEvaluatedKey" not in resp:
-            return
-        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    return _requests.newest_first_query(table_name, cond, values)
+
+
+def _listed_page(
+    thread_id: str, items: Iterable[Item], writes: dict[str, list[Item]], dead: set[str] | None
+) -> tuple[list[CheckpointRecord], set[str] | None]:
+    """One ``list`` Query page's live checkpoint records, with the dead roots known after it.
+
+    ``writes`` carries writes items across pages: they sort just before their
+    checkpoint item, which may be on the next page.
+    """
+    page: list[CheckpointRecord] = []
+    for it in items:
+        _items.check_format(it)
+        item_ns, kind, item_cid, _ = _items.parse_sk(it)
+        if kind == schema.TOMBSTONE_ITEM:
+            dead = _items.tomb_roots(it)  # sorts first in this descending Query
+        elif kind == schema.WRITES_ITEM:
+            writes.setdefault(item_cid, []).append(it)
+        elif kind == schema.CHECKPOINT_ITEM and not _items.is_dead(it, dead):
+            page.append(CheckpointRecord(thread_id, item_ns, item_cid, it, writes.pop(item_cid, [])))
+    return page, dead
 
 
 def _list_scan(

@@ -321,6 +321,40 @@ def put_writes(
     s._check_keys(thread_id, ns, cid, task_id)
     if not writes:
         return
+    chosen, overwrite = _choose_writes(writes)
+    to_pack = [value for _, value in chosen.values()]
+    labels: list[tuple[str, Bind]] = [
+        (f"write {channel!r} of task {task_id!r}", (thread_id, write_place(ns, cid, task_id, idx, channel)))
+        for idx, (channel, _) in chosen.items()
+    ]
+    packed_all = yield from compute(_pack_all, s, to_pack, labels, size=size_hint(to_pack))
+    by_idx: dict[int, tuple[str, bytes]] = {
+        idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)
+    }
+
+    uploads: list[Call] = []
+    entries, sizes = _place_writes(s, (thread_id, ns, cid), task_id, by_idx, uploads)
+    shards = _shards(entries, task_id, len(writes))
+    # Each item within DynamoDB's item limit, all of them within a transaction's.
+    for members in shards.values():
+        _spill(s, task_id, members, sizes, ITEM_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
+    _spill(s, task_id, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
+
+    pk = s._pk(thread_id)
+    items = _writes_items(s, config, pk, (ns, cid, task_id), task_path, shards, entries)
+    if uploads:
+        yield Gather(uploads)
+    # One request for a call whose writes fit one item (64 regular writes, or one
+    # special), one transaction for more: all of a call's writes land, or none.
+    yield from _land_writes(s, (thread_id, ns, cid, task_id), items, by_idx, overwrite=overwrite)
+    for item in items.values():
+        _read.note_writes(s, pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
+    # A root this saver does not know counts as unknown history (orphan).
+    yield from _heads.on_activity(s, thread_id, root=s._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
+
+
+def _choose_writes(writes: Sequence[tuple[str, Any]]) -> tuple[dict[int, tuple[str, Any]], bool]:
+    """The write each index keeps (index -> channel, value), and whether the call overwrites stored ones."""
     # All-special batches (errors, interrupts, resume) overwrite; any
     # batch with a regular channel keeps the first write of each index.
     if isinstance(writes, (str, bytes)) or not all(
@@ -336,42 +370,53 @@ def put_writes(
         if idx in chosen and not overwrite:
             continue
         chosen[idx] = (channel, value)
-    to_pack = [value for _, value in chosen.values()]
-    labels: list[tuple[str, Bind]] = [
-        (f"write {channel!r} of task {task_id!r}", (thread_id, write_place(ns, cid, task_id, idx, channel)))
-        for idx, (channel, _) in chosen.items()
-    ]
-    packed_all = yield from compute(_pack_all, s, to_pack, labels, size=size_hint(to_pack))
-    by_idx: dict[int, tuple[str, bytes]] = {
-        idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)
-    }
+    return chosen, overwrite
 
-    uploads: list[Call] = []
+
+def _place_writes(
+    s: BaseDynamoDBSaver,
+    where: tuple[str, str, str],
+    task_id: str,
+    by_idx: dict[int, tuple[str, bytes]],
+    uploads: list[Call],
+) -> tuple[dict[int, AttributeValue], dict[int, int]]:
+    """Each write's entry (inline, or an S3 reference staged in ``uploads``), and the inline ones' sizes."""
     entries: dict[int, AttributeValue] = {}
     sizes: dict[int, int] = {}
     for idx, (channel, packed) in by_idx.items():
         if s.bucket_name is not None and len(packed) > s.s3_threshold:
-            entries[idx] = _placement.write_to_s3(
-                s, thread_id, ns, cid, task_id, idx, channel, packed, uploads
-            )
+            entries[idx] = _placement.write_to_s3(s, *where, task_id, idx, channel, packed, uploads)
         else:
             entries[idx] = {"L": [{"S": channel}, {"B": packed}]}
             sizes[idx] = len(packed)
+    return entries, sizes
+
+
+def _shards(entries: dict[int, AttributeValue], task_id: str, count: int) -> dict[int, list[int]]:
+    """The writes items a call's indexes go to (shard -> indexes); refused past one transaction's worth."""
     shards: dict[int, list[int]] = {}
     for idx in sorted(entries):
         shards.setdefault(schema.writes_shard(idx), []).append(idx)
     if len(shards) > MAX_WRITES_ITEMS:
         raise PayloadTooLargeError(
-            f"task {task_id!r} has {len(writes)} writes in one put_writes call, more than one atomic "
+            f"task {task_id!r} has {count} writes in one put_writes call, more than one atomic "
             f"DynamoDB transaction holds ({MAX_WRITES_ITEMS} items of {schema.WRITES_PER_ITEM} writes); "
             "nothing was written"
         )
-    # Each item within DynamoDB's item limit, all of them within a transaction's.
-    for members in shards.values():
-        _spill(s, task_id, members, sizes, ITEM_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
-    _spill(s, task_id, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
+    return shards
 
-    pk = s._pk(thread_id)
+
+def _writes_items(
+    s: BaseDynamoDBSaver,
+    config: RunnableConfig,
+    pk: str,
+    key: tuple[str, str, str],
+    task_path: str,
+    shards: dict[int, list[int]],
+    entries: dict[int, AttributeValue],
+) -> dict[int, Item]:
+    """A call's writes items by shard (``key``: namespace, checkpoint id, task id): keys, task, run, entries."""
+    ns, cid, task_id = key
     base: Item = {
         ATTR.PK: {"S": pk},
         ATTR.KIND: {"S": schema.WRITES_ITEM},
@@ -391,15 +436,7 @@ def put_writes(
         for idx in members:
             item[f"{ATTR.WRITE_PREFIX}{idx}"] = entries[idx]
         items[shard] = item
-    if uploads:
-        yield Gather(uploads)
-    # One request for a call whose writes fit one item (64 regular writes, or one
-    # special), one transaction for more: all of a call's writes land, or none.
-    yield from _land_writes(s, (thread_id, ns, cid, task_id), items, by_idx, overwrite=overwrite)
-    for item in items.values():
-        _read.note_writes(s, pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
-    # A root this saver does not know counts as unknown history (orphan).
-    yield from _heads.on_activity(s, thread_id, root=s._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
+    return items
 
 
 #: Writes items one put_writes call may land at once: a TransactWriteItems takes

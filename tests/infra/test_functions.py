@@ -515,3 +515,24 @@ def test_maintenance_function_can_be_left_out(custom) -> None:
     )
     assert "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler" not in handlers and handlers
     assert not [k for k in custom.resources("Unversioned", "AWS::IAM::Role") if "Maintenance" in k]
+
+
+def test_arm64_is_an_option_of_every_function(cdk_env: None, fake_lambdas, tmp_path) -> None:
+    """``architecture=ARM_64``: every function runs on Graviton, its asset built from aarch64 wheels."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_lambda as lambda_
+    from cdk_helpers import FAST_CONTEXT, synthesize
+
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk._bundling import pip_platform
+
+    app = App(context=FAST_CONTEXT, outdir=str(tmp_path), stack_traces=False)
+    stack = Stack(app, "Arm")
+    CheckpointStore(stack, "Store", lambda_code_dir=fake_lambdas, architecture=lambda_.Architecture.ARM_64)
+    synth = synthesize(app, tmp_path)
+    functions = synth.resources("Arm", "AWS::Lambda::Function")
+    assert len(functions) == 4
+    assert {tuple(f["Properties"].get("Architectures", ["x86_64"])) for f in functions.values()} == {
+        ("arm64",)
+    }
+    assert pip_platform(lambda_.Architecture.ARM_64.name) == "manylinux2014_aarch64"

@@ -399,13 +399,42 @@ def plan_copy(
     for dead_key in source.dead():
         del source.checkpoints[dead_key]
         source.writes.pop(dead_key, None)
-    dst_pk = {"S": dst._pk(target_id)}
-    # Source key -> target key. Each target key is derived from the item's ids as the
-    # target's own (never by swapping a prefix): a long id's key is digested on one
-    # side and may not be on the other.
+    # Source key -> target key of each object the copy must copy (``maybe``: those it copies if there).
     s3_keys: dict[str, str] = {}
+    retarget = _retargeter(s, dst, source_id, target_id, s3_keys)
+    included = {key for key in source.checkpoints if upto is None or key[1] <= upto}
+    writes = [w for key, ws in source.writes.items() if key in included for w in ws]
+    items = sorted(retarget([*writes, *source.blobs.values()]), key=lambda it: it[ATTR.SK]["S"])
+    keys = sorted(included, key=lambda k: (k[1], k[0]))
+    checkpoints = retarget(source.checkpoints[k] for k in keys)
+    for it in checkpoints:
+        _, _, cid, _ = _items.parse_sk(it)
+        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
+    maybe: dict[str, str] = {}
+    if s.bucket_name is not None:
+        for src_key, dst_key, certain in _value_objects(s, dst, source_id, target_id, source, included):
+            if certain:
+                s3_keys[src_key] = dst_key
+            else:
+                maybe[src_key] = dst_key
+    for known in s3_keys:
+        maybe.pop(known, None)
+    if (s3_keys or maybe) and s.bucket_name is None:
+        raise ValueError("source thread has S3 payloads but no bucket_name is configured")
+    pairs = {**maybe, **s3_keys}
+    objects = [(k, pairs[k], k in maybe) for k in sorted(pairs)]
+    return CopyPlan(objects, items, checkpoints, _resealer(s, dst, source_id, target_id))
+
+
+def _retargeter(
+    s: BaseDynamoDBSaver, dst: BaseDynamoDBSaver, source_id: str, target_id: str, s3_keys: dict[str, str]
+) -> Callable[[Iterable[Item]], list[Item]]:
+    """What gives a copy's items the target's keys, recording each object they point at in ``s3_keys``."""
+    dst_pk = {"S": dst._pk(target_id)}
 
     def rekey(it: Item, name: str, key: str) -> str:
+        # Each target key is derived from the item's ids as the target's own (never by
+        # swapping a prefix): a long id's key is digested on one side and may not be on the other.
         src_own = s._own_s3_key(source_id, it, name)
         dst_own = dst._own_s3_key(target_id, it, name)
         if src_own is None or dst_own is None:  # _s3_pointer refused such an item first
@@ -429,41 +458,39 @@ def plan_copy(
             out.append(copy)
         return out
 
-    included = {key for key in source.checkpoints if upto is None or key[1] <= upto}
-    writes = [w for key, ws in source.writes.items() if key in included for w in ws]
-    items = sorted(retarget([*writes, *source.blobs.values()]), key=lambda it: it[ATTR.SK]["S"])
-    keys = sorted(included, key=lambda k: (k[1], k[0]))
-    checkpoints = retarget(source.checkpoints[k] for k in keys)
-    for it in checkpoints:
-        _, _, cid, _ = _items.parse_sk(it)
-        it[ATTR.ROOT] = {"S": f"{_items.root_of(it, cid)}@copy-{root}"}
-    maybe: dict[str, str] = {}
-    if s.bucket_name is not None:
-        for key in included:
-            it = source.checkpoints[key]
-            ns = key[0]
-            for channel, av in it.get(ATTR.VALUES, {}).get("M", {}).items():
-                if "M" not in av:
-                    continue
-                ref = av["M"]
-                version = ref["v"]["S"]
-                s3_key = s._value_s3_key(source_id, ns, channel, version)
-                dst_key = dst._value_s3_key(target_id, ns, channel, version)
-                if ref["l"]["S"] == "s3":
-                    s3_keys[s3_key] = dst_key
-                    continue
-                if schema.blob_sk(ns, channel, version) in source.blobs:
-                    continue
-                held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
-                if held is None or _items.held_value(held, channel) is None:
-                    maybe[s3_key] = dst_key
-    for known in s3_keys:
-        maybe.pop(known, None)
-    if (s3_keys or maybe) and s.bucket_name is None:
-        raise ValueError("source thread has S3 payloads but no bucket_name is configured")
-    pairs = {**maybe, **s3_keys}
-    objects = [(k, pairs[k], k in maybe) for k in sorted(pairs)]
-    return CopyPlan(objects, items, checkpoints, _resealer(s, dst, source_id, target_id))
+    return retarget
+
+
+def _value_objects(
+    s: BaseDynamoDBSaver,
+    dst: BaseDynamoDBSaver,
+    source_id: str,
+    target_id: str,
+    source: ThreadItems,
+    included: Iterable[tuple[str, str]],
+) -> Iterator[tuple[str, str, bool]]:
+    """The S3 objects the copied checkpoints' values are or may be in: ``(source key, target key, certain)``.
+
+    A value whose reference says S3 is certain. One that neither a blob item
+    nor the checkpoint holding it has may be in its version's S3 object
+    (where a prune re-homes a value whose holder it deletes): copied if there.
+    """
+    for ns, cid in included:
+        for channel, av in source.checkpoints[(ns, cid)].get(ATTR.VALUES, {}).get("M", {}).items():
+            if "M" not in av:
+                continue
+            ref = av["M"]
+            version = ref["v"]["S"]
+            s3_key = s._value_s3_key(source_id, ns, channel, version)
+            dst_key = dst._value_s3_key(target_id, ns, channel, version)
+            if ref["l"]["S"] == "s3":
+                yield s3_key, dst_key, True
+                continue
+            if schema.blob_sk(ns, channel, version) in source.blobs:
+                continue
+            held = source.checkpoints.get((ns, ref["c"]["S"])) if ref["l"]["S"] == "c" else None
+            if held is None or _items.held_value(held, channel) is None:
+                yield s3_key, dst_key, False
 
 
 def copy_objects(

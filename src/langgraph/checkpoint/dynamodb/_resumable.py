@@ -305,6 +305,207 @@ def _remove_copy(s: BaseDynamoDBSaver, target_thread_id: str, plan: _maintain.Co
         yield from _requests.delete_s3_keys(s.bucket_name, [dst for _, dst, _ in plan.objects])
 
 
+def _check_copy_request(
+    s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str, batch_size: int
+) -> None:
+    """Refuse a malformed copy request before any I/O."""
+    for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} must be a non-empty string")
+        s._check_keys(value, "", None)
+    if s._pk(target_thread_id) == s._pk(source_thread_id):
+        raise ValueError("source_thread_id and target_thread_id are the same thread")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+
+
+def _resumed_state(
+    token_state: dict[str, Any], root: str, marker: Item | None, target_thread_id: str
+) -> dict[str, Any]:
+    """A token's state, once it is well formed, of this copy's root and of the target's current job.
+
+    Raises:
+        ValueError: a malformed token, another root (forged, or the target
+            was deleted since), or a token of a job the target's marker
+            does not name (a later request took the copy over).
+    """
+    token_root, token_upto = token_state.get("root"), token_state.get("upto")
+    if not isinstance(token_root, str) or len(token_root) != 32 or token_root.strip("0123456789abcdef"):
+        raise ValueError("continuation is malformed ('root')")
+    if not isinstance(token_upto, str) or token_state.get("phase") not in _COPY_PHASES:
+        raise ValueError("continuation is malformed ('upto', 'phase')")
+    if not _is_job(token_state.get("job")):
+        raise ValueError("continuation is malformed ('job')")
+    _str_or_none(token_state, "after")
+    if token_root != root:
+        # The root is derived from the target's tombstones: another root is
+        # a forged token, or the target was deleted since the copy began.
+        raise ValueError(
+            f"continuation does not match target thread {target_thread_id!r} (forged, or the target "
+            "changed since the copy began): start the copy again without a token"
+        )
+    marker_job = (marker or {}).get(_JOB, {}).get("S")
+    if marker is not None and marker_job != token_state["job"]:
+        raise ValueError(
+            f"continuation belongs to another copy job into thread {target_thread_id!r} (a later "
+            "request took the copy over): go on with that job's token, or start again without a token"
+        )
+    return token_state
+
+
+@dataclass
+class _CopyRun:
+    """What one copy step's phases share: the plan, the token's state, and what the step did so far."""
+
+    s: BaseDynamoDBSaver
+    source_thread_id: str
+    target_thread_id: str
+    #: The target as read at the start of the step (the finish phase checks it is complete).
+    target: ThreadItems
+    plan: _maintain.CopyPlan
+    binding: str
+    #: The token's state: mutated as units land, encoded when the step stops.
+    state: dict[str, Any]
+    deadline: float | None
+    batch_size: int
+    report: dict[str, int] = field(
+        default_factory=lambda: {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
+    )
+    units: int = 0
+    #: Sort keys of the items this step put (the target as read lacks them).
+    written: set[str] = field(default_factory=set)
+    #: Whether the step may have written anything: a failure then removes the copy.
+    wrote: bool = False
+
+    def more(self) -> bool:
+        # At least one unit per call: an invocation that starts late still moves on.
+        return self.units == 0 or self.deadline is None or clock.now() < self.deadline
+
+    def pending(self, entries: Sequence[Any], key: Callable[[Any], str]) -> list[Any]:
+        after = self.state["after"]
+        return [e for e in entries if after is None or key(e) > after]
+
+    def paused(self) -> StepResult:
+        return StepResult("continue", _encode("copy_thread", self.binding, self.state), self.report)
+
+
+def _put_marker(run: _CopyRun) -> Op[None]:
+    # Before anything else: the target is this job's (a token of an earlier one is refused).
+    run.wrote = True
+    marker = _marker_item(run.s, run.source_thread_id, run.target_thread_id, run.state["job"])
+    yield from _requests.batch_write(run.s.table_name, [{"PutRequest": {"Item": marker}}])
+
+
+def _put_objects(run: _CopyRun, chunk: list[Any]) -> Op[None]:
+    """A unit of the ``objects`` phase: S3 objects first, so no copied item points at a missing one."""
+    yield from _maintain.copy_objects(run.s, chunk, run.plan.reseal)
+    run.state["after"] = chunk[-1][0]
+    run.report["objects_copied"] += len(chunk)
+
+
+def _put_items(run: _CopyRun, chunk: list[Any]) -> Op[None]:
+    """A unit of the ``items`` phase: writes and blobs, unreadable until their checkpoint lands."""
+    yield from _requests.batch_write(
+        run.s.table_name, [{"PutRequest": {"Item": it}} for it in run.plan.sealed(chunk)]
+    )
+    run.state["after"] = chunk[-1][ATTR.SK]["S"]
+    run.report["items_copied"] += len(chunk)
+    run.written.update(it[ATTR.SK]["S"] for it in chunk)
+
+
+def _put_checkpoints(run: _CopyRun, chunk: list[Any]) -> Op[None]:
+    """A unit of the ``checkpoints`` phase, oldest first."""
+    # in_order (as copy_thread): a failure leaves the batch's older
+    # 25-item chunks landed, never a newer one without them.
+    yield from _requests.batch_write(
+        run.s.table_name,
+        [{"PutRequest": {"Item": it}} for it in run.plan.sealed(chunk)],
+        in_order=True,
+    )
+    run.state["after"] = _checkpoint_cursor(chunk[-1])
+    run.report["checkpoints_copied"] += len(chunk)
+    run.written.update(it[ATTR.SK]["S"] for it in chunk)
+
+
+_Entries = Callable[[_maintain.CopyPlan], Sequence[Any]]
+_PutUnit = Callable[[_CopyRun, list[Any]], Op[None]]
+#: The phases before ``finish``, in ``_COPY_PHASES`` order: what each copies (from the plan),
+#: its cursor (the token's ``after``: a key, so a replay resumes at the same entry), a unit's writes.
+_BATCH_PHASES: dict[str, tuple[_Entries, Callable[[Any], str], _PutUnit]] = {
+    "objects": (lambda plan: plan.objects, lambda o: o[0], _put_objects),
+    "items": (lambda plan: plan.items, lambda it: it[ATTR.SK]["S"], _put_items),
+    "checkpoints": (lambda plan: plan.checkpoints, _checkpoint_cursor, _put_checkpoints),
+}
+
+
+def _copy_batches(run: _CopyRun) -> Op[StepResult | None]:
+    """Run the batch phases from the token's cursor, a unit at a time.
+
+    Returns the ``continue`` result when the deadline stops it, ``None`` once
+    every batch phase ran (the state's phase is then ``finish``).
+    """
+    while run.state["phase"] != "finish":
+        phase = run.state["phase"]
+        entries, cursor, put = _BATCH_PHASES[phase]
+        todo = run.pending(entries(run.plan), cursor)
+        for i in range(0, len(todo), run.batch_size):
+            if not run.more():
+                return run.paused()
+            run.wrote = True
+            yield from put(run, todo[i : i + run.batch_size])
+            run.units += 1
+        run.state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
+        run.state["after"] = None
+    return None
+
+
+def _finish(run: _CopyRun) -> Op[None]:
+    """The ``finish`` phase: the target's head, once every item the copy writes is there, then no marker."""
+    missing = _missing(run.plan, run.target, run.written)
+    if missing:
+        # Only a token that skipped part of the copy gets here (unsigned: computed).
+        raise ValueError(
+            f"continuation skipped part of the copy into thread {run.target_thread_id!r} ({missing} items "
+            "missing): start the copy again without a token"
+        )
+    # The head (one small request when threads are tracked) needs no unit of its own.
+    run.wrote = True
+    yield from _heads.on_activity(run.s, run.target_thread_id)
+    yield from _requests.batch_write(
+        run.s.table_name,
+        [
+            {
+                "DeleteRequest": {
+                    "Key": {ATTR.PK: {"S": run.s._pk(run.target_thread_id)}, ATTR.SK: {"S": COPY_MARKER_SK}}
+                }
+            }
+        ],
+    )
+
+
+def _run_copy(run: _CopyRun, new_job: bool) -> Op[StepResult]:
+    """The step's writes: a new job's marker, the phases from the token's cursor, the finish.
+
+    A failure after the first write removes the job (see the module's docstring).
+    """
+    try:
+        if new_job:
+            yield from _put_marker(run)
+        paused = yield from _copy_batches(run)
+        if paused is not None:
+            return paused
+        yield from _finish(run)
+    except Exception:
+        # Not BaseException: a cancelled or closed step does no more I/O (what it
+        # leaves is the copy so far, with its marker, as after a killed invocation).
+        if run.wrote:
+            # The original error is the one to raise; what is left is marked or gone.
+            with contextlib.suppress(Exception):
+                yield from _remove_copy(run.s, run.target_thread_id, run.plan)
+        raise
+    return StepResult("done", None, run.report)
+
+
 def copy_thread_step(
     s: BaseDynamoDBSaver,
     source_thread_id: str,
@@ -338,14 +539,7 @@ def copy_thread_step(
         >>> while not step.done:  # doctest: +SKIP
         ...     step = saver.copy_thread_step("src", "dst", continuation=step.continuation)
     """
-    for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{name} must be a non-empty string")
-        s._check_keys(value, "", None)
-    if s._pk(target_thread_id) == s._pk(source_thread_id):
-        raise ValueError("source_thread_id and target_thread_id are the same thread")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    _check_copy_request(s, source_thread_id, target_thread_id, batch_size)
     binding = _binding(
         "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
     )
@@ -360,30 +554,7 @@ def copy_thread_step(
     target = yield from _deleting.load_thread(s, target_thread_id)
     root = _copy_root(s, source_thread_id, target_thread_id, target)
     marker = _marker_of(target)
-    marker_job = (marker or {}).get(_JOB, {}).get("S")
-    state: dict[str, Any] | None = None
-    if token_state is not None:
-        token_root, token_upto = token_state.get("root"), token_state.get("upto")
-        if not isinstance(token_root, str) or len(token_root) != 32 or token_root.strip("0123456789abcdef"):
-            raise ValueError("continuation is malformed ('root')")
-        if not isinstance(token_upto, str) or token_state.get("phase") not in _COPY_PHASES:
-            raise ValueError("continuation is malformed ('upto', 'phase')")
-        if not _is_job(token_state.get("job")):
-            raise ValueError("continuation is malformed ('job')")
-        _str_or_none(token_state, "after")
-        if token_root != root:
-            # The root is derived from the target's tombstones: another root is
-            # a forged token, or the target was deleted since the copy began.
-            raise ValueError(
-                f"continuation does not match target thread {target_thread_id!r} (forged, or the target "
-                "changed since the copy began): start the copy again without a token"
-            )
-        if marker is not None and marker_job != token_state["job"]:
-            raise ValueError(
-                f"continuation belongs to another copy job into thread {target_thread_id!r} (a later "
-                "request took the copy over): go on with that job's token, or start again without a token"
-            )
-        state = token_state
+    state = None if token_state is None else _resumed_state(token_state, root, marker, target_thread_id)
     upto_now = max((cid for _, cid in live), default="")
     plan_upto = state["upto"] if state is not None else upto_now
     plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, plan_upto)
@@ -399,94 +570,18 @@ def copy_thread_step(
     if state is None:
         state = {"root": root, "upto": upto_now, "phase": _COPY_PHASES[0], "after": None}
         state["job"] = secrets.token_hex(16)
-
-    report = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
-    units = 0
-    written: set[str] = set()
-    wrote = False
-
-    def more() -> bool:
-        # At least one unit per call: an invocation that starts late still moves on.
-        return units == 0 or deadline is None or clock.now() < deadline
-
-    def pending(entries: Sequence[Any], key: Callable[[Any], str]) -> list[Any]:
-        after = state["after"]
-        return [e for e in entries if after is None or key(e) > after]
-
-    try:
-        if new_job:
-            # Before anything else: the target is this job's (a token of an earlier one is refused).
-            wrote = True
-            yield from _requests.batch_write(
-                s.table_name,
-                [{"PutRequest": {"Item": _marker_item(s, source_thread_id, target_thread_id, state["job"])}}],
-            )
-        while state["phase"] != "finish":
-            phase = state["phase"]
-            if phase == "objects":
-                todo: list[Any] = pending(plan.objects, lambda o: o[0])
-            elif phase == "items":
-                todo = pending(plan.items, lambda it: it[ATTR.SK]["S"])
-            else:
-                todo = pending(plan.checkpoints, _checkpoint_cursor)
-            for i in range(0, len(todo), batch_size):
-                if not more():
-                    return StepResult("continue", _encode("copy_thread", binding, state), report)
-                chunk = todo[i : i + batch_size]
-                wrote = True
-                if phase == "objects":
-                    yield from _maintain.copy_objects(s, chunk, plan.reseal)
-                    state["after"] = chunk[-1][0]
-                    report["objects_copied"] += len(chunk)
-                elif phase == "items":
-                    yield from _requests.batch_write(
-                        s.table_name, [{"PutRequest": {"Item": it}} for it in plan.sealed(chunk)]
-                    )
-                    state["after"] = chunk[-1][ATTR.SK]["S"]
-                    report["items_copied"] += len(chunk)
-                else:
-                    # in_order (as copy_thread): a failure leaves the batch's older
-                    # 25-item chunks landed, never a newer one without them.
-                    yield from _requests.batch_write(
-                        s.table_name,
-                        [{"PutRequest": {"Item": it}} for it in plan.sealed(chunk)],
-                        in_order=True,
-                    )
-                    state["after"] = _checkpoint_cursor(chunk[-1])
-                    report["checkpoints_copied"] += len(chunk)
-                written.update(it[ATTR.SK]["S"] for it in chunk if phase != "objects")
-                units += 1
-            state["phase"] = _COPY_PHASES[_COPY_PHASES.index(phase) + 1]
-            state["after"] = None
-        missing = _missing(plan, target, written)
-        if missing:
-            # Only a token that skipped part of the copy gets here (unsigned: computed).
-            raise ValueError(
-                f"continuation skipped part of the copy into thread {target_thread_id!r} ({missing} items "
-                "missing): start the copy again without a token"
-            )
-        # The head (one small request when threads are tracked) needs no unit of its own.
-        wrote = True
-        yield from _heads.on_activity(s, target_thread_id)
-        yield from _requests.batch_write(
-            s.table_name,
-            [
-                {
-                    "DeleteRequest": {
-                        "Key": {ATTR.PK: {"S": s._pk(target_thread_id)}, ATTR.SK: {"S": COPY_MARKER_SK}}
-                    }
-                }
-            ],
-        )
-    except Exception:
-        # Not BaseException: a cancelled or closed step does no more I/O (what it
-        # leaves is the copy so far, with its marker, as after a killed invocation).
-        if wrote:
-            # The original error is the one to raise; what is left is marked or gone.
-            with contextlib.suppress(Exception):
-                yield from _remove_copy(s, target_thread_id, plan)
-        raise
-    return StepResult("done", None, report)
+    run = _CopyRun(
+        s=s,
+        source_thread_id=source_thread_id,
+        target_thread_id=target_thread_id,
+        target=target,
+        plan=plan,
+        binding=binding,
+        state=state,
+        deadline=deadline,
+        batch_size=batch_size,
+    )
+    return (yield from _run_copy(run, new_job))
 
 
 def _id_list(values: object, what: str) -> list[str]:

@@ -150,185 +150,271 @@ def parse_records(
     ``check_value(where, value)`` raise ``ValueError`` for what the target
     cannot store.
     """
-
-    def decode(payload: Any, where: str) -> Any:
-        value = _decode(reader, serde, payload, where, max_payload_size, max_payload_objects)
-        if check_value is not None:
-            try:
-                check_value(where, value)
-            except ValueError as exc:
-                raise reader.error(str(exc)) from None
-        return value
-
-    def keys(ns: str, cid: str, task_id: str = "") -> None:
-        if check_keys is not None:
-            try:
-                check_keys(ns, cid, task_id)
-            except ValueError as exc:  # KeyTooLongError too
-                raise reader.error(f"checkpoint {cid!r}: {exc}") from None
-
-    seen: set[tuple[str, str]] = set()
-    awaited: set[tuple[str, str]] = set()
-    # (ns, checkpoint id) -> channel -> version of each value it holds (ids only, not values).
-    held: dict[tuple[str, str], dict[str, Any]] = {}
-    tasks: set[tuple[str, str, str]] = set()
-    header = end = False
-    n_writes = 0
+    state = _Parse(reader, serde, max_payload_size, max_payload_objects, plan, check_keys, check_value)
     for rec in reader:
-        if end:
+        if state.end:
             raise reader.error("a record after the end record")
         kind = rec.get("kind")
-        if not header:
-            if kind != "header" or rec.get("format") != FORMAT:
-                raise reader.error(
-                    f"not a {FORMAT} file (format {rec.get('format')!r}); "
-                    "export it with this version of langgraph-dynamodb"
-                )
-            header = True
-            thread = _field(reader, rec, "thread_id", str)
-            if plan is not None:
-                plan.source_thread = thread
-            continue
-        if kind == "checkpoint":
-            ns = _field(reader, rec, "checkpoint_ns", str)
-            cid = _field(reader, rec, "checkpoint_id", str)
-            pid = _field(reader, rec, "parent_checkpoint_id", str, optional=True)
-            if not cid:
-                raise reader.error("empty checkpoint_id")
-            where = f"checkpoint {cid!r}"
-            if (ns, cid) in seen:
-                raise reader.error(f"{where} (namespace {ns!r}) appears twice")
-            if pid == cid or (ns, cid) in awaited:
-                # A parent named by an earlier record: the import would write a
-                # child whose parent is not there yet.
-                raise reader.error(f"{where} comes after a child of it: parents must come first")
-            if pid is not None and (ns, pid) not in seen:
-                awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
-            keys(ns, cid)
-            seen.add((ns, cid))
-            body = decode(rec.get("checkpoint"), where)
-            if (
-                not isinstance(body, dict)
-                or body.get("id") != cid
-                or not isinstance(body.get("channel_versions"), dict)
-            ):
-                raise reader.error(
-                    f"{where}: the checkpoint is not a checkpoint with this id and channel_versions"
-                )
-            metadata = decode(rec.get("metadata"), f"metadata of {where}")
-            if not isinstance(metadata, dict):
-                raise reader.error(f"metadata of {where} is not a mapping")
-            raw_values = rec.get("channel_values")
-            if not isinstance(raw_values, dict):
-                raise reader.error(f"{where}: channel_values is not an object")
-            values = {}
-            for ch, payload in raw_values.items():
-                if ch not in body["channel_versions"]:
-                    # put() stores only versioned channels: it would drop this value.
-                    raise reader.error(f"{where}: channel {ch!r} has a value but no version")
-                values[ch] = decode(payload, f"channel {ch!r} of {where}")
-            same = rec.get("same_as_parent", [])
-            if not isinstance(same, list) or not all(isinstance(ch, str) for ch in same):
-                raise reader.error(f"{where}: same_as_parent is not a list of channel names")
-            lender = held.get((ns, pid)) if pid is not None else None
-            for ch in same:
-                if ch in values or lender is None or lender.get(ch) != body["channel_versions"].get(ch, _NO):
-                    raise reader.error(
-                        f"{where}: channel {ch!r} is not the value of the same version in its parent "
-                        f"{pid!r} earlier in the file"
-                    )
-            held[(ns, cid)] = {ch: body["channel_versions"][ch] for ch in (*values, *same)}
-            if plan is not None:
-                plan.checkpoints += 1
-                if cid > plan.latest.get(ns, ""):
-                    plan.latest[ns] = cid
-                if same and pid is not None:
-                    plan.lenders[(ns, pid)] = plan.lenders.get((ns, pid), 0) + 1
-            yield (
-                "checkpoint",
-                {
-                    "ns": ns,
-                    "id": cid,
-                    "parent": pid,
-                    "checkpoint": {**body, "channel_values": values},
-                    "same_as_parent": same,
-                    "metadata": metadata,
-                },
-            )
-        elif kind == "writes":
-            ns = _field(reader, rec, "checkpoint_ns", str)
-            cid = _field(reader, rec, "checkpoint_id", str)
-            task_id = _field(reader, rec, "task_id", str)
-            task_path = _field(reader, rec, "task_path", str)
-            run_id = _field(reader, rec, "run_id", str, optional=True)
-            where = f"writes of task {task_id!r} on checkpoint {cid!r}"
-            if (ns, cid) not in seen:
-                raise reader.error(f"{where}: the checkpoint is not before them in the file")
-            if (ns, cid, task_id) in tasks:
-                raise reader.error(f"{where} appear twice")
-            keys(ns, cid, task_id)
-            tasks.add((ns, cid, task_id))
-            entries = rec.get("writes")
-            if not isinstance(entries, list) or not entries:
-                raise reader.error(f"{where}: 'writes' is not a non-empty list")
-            rows: list[tuple[int, str, Any]] = []
-            for w in entries:
-                if not isinstance(w, dict):
-                    raise reader.error(f"{where}: a write is not an object")
-                idx = _field(reader, w, "idx", int)
-                channel = _field(reader, w, "channel", str)
-                fixed = WRITES_IDX_MAP.get(channel)
-                if fixed is not None and idx != fixed:
-                    raise reader.error(
-                        f"{where}: write {channel!r} at index {idx} cannot come from put_writes "
-                        f"(which gives it {fixed})"
-                    )
-                if fixed is None and not 0 <= idx < _write_index_bound(entries):
-                    raise reader.error(
-                        f"{where}: write {channel!r} at index {idx} cannot come from put_writes "
-                        f"(a record of {len(entries)} write(s) holds indexes 0 to "
-                        f"{_write_index_bound(entries) - 1})"
-                    )
-                value = decode(w.get("value"), f"write {channel!r} of {where}")
-                rows.append((idx, channel, value))
-            calls = _put_writes_order(rows)
-            if calls is None:
-                raise reader.error(
-                    f"{where}: indexes {sorted(r[0] for r in rows)} with channels "
-                    f"{[r[1] for r in rows]} cannot come from put_writes"
-                )
-            n_writes += 1
-            if plan is not None:
-                plan.writes += 1
-            yield (
-                "writes",
-                {
-                    "ns": ns,
-                    "id": cid,
-                    "task_id": task_id,
-                    "task_path": task_path,
-                    "run_id": run_id,
-                    "writes": calls,
-                },
-            )
-        elif kind == "end":
-            if plan is not None and (
-                rec.get("checkpoints") != plan.checkpoints or rec.get("writes") != plan.writes
-            ):
-                raise reader.error(
-                    f"the end record counts {rec.get('checkpoints')!r} checkpoints and {rec.get('writes')!r} "
-                    f"write records, the file holds {plan.checkpoints} and {plan.writes}"
-                )
-            end = True
-        else:
+        # The first record is read as the header whatever its kind (it says
+        # why the file is refused); a header anywhere else is an unknown kind.
+        # (A kind that is not a string, a list say, is unknown too, not a lookup error.)
+        handle = _header if not state.header else (_RECORDS.get(kind) if isinstance(kind, str) else None)
+        if handle is None:
             raise reader.error(f"unknown record kind {kind!r}")
-    if not header:
-        raise ExportFileError("empty file: not an export; nothing was written")
-    if not end:
-        raise ExportFileError(
-            f"no end record after line {reader.lineno}: the file is truncated; nothing was written"
+        out = handle(state, rec)
+        if out is not None:
+            yield out
+    _check_complete(state)
+
+
+@dataclasses.dataclass
+class _Parse:
+    """One reading of a file: its settings, and what the records read so far hold (ids, not values)."""
+
+    reader: RecordReader
+    serde: Any
+    max_payload_size: int
+    max_payload_objects: int
+    plan: ImportPlan | None
+    check_keys: Callable[[str, str, str], None] | None
+    check_value: Callable[[str, Any], None] | None
+    seen: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (ns, checkpoint id) read
+    #: (ns, checkpoint id) parents named by a checkpoint read before them (if they come at all).
+    awaited: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    #: (ns, checkpoint id) -> channel -> version of each value it holds (ids only, not values).
+    held: dict[tuple[str, str], dict[str, Any]] = dataclasses.field(default_factory=dict)
+    tasks: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (ns, cid, task id)
+    header: bool = False
+    end: bool = False
+
+    def decode(self, payload: Any, where: str) -> Any:
+        value = _decode(
+            self.reader, self.serde, payload, where, self.max_payload_size, self.max_payload_objects
         )
-    if plan is not None and not plan.checkpoints:
+        if self.check_value is not None:
+            try:
+                self.check_value(where, value)
+            except ValueError as exc:
+                raise self.reader.error(str(exc)) from None
+        return value
+
+    def keys(self, ns: str, cid: str, task_id: str = "") -> None:
+        if self.check_keys is not None:
+            try:
+                self.check_keys(ns, cid, task_id)
+            except ValueError as exc:  # KeyTooLongError too
+                raise self.reader.error(f"checkpoint {cid!r}: {exc}") from None
+
+
+#: What a record handler yields: ``(kind, decoded record)``, or ``None`` for nothing.
+_Record = tuple[str, dict[str, Any]] | None
+
+
+def _header(state: _Parse, rec: dict[str, Any]) -> _Record:
+    reader = state.reader
+    if rec.get("kind") != "header" or rec.get("format") != FORMAT:
+        raise reader.error(
+            f"not a {FORMAT} file (format {rec.get('format')!r}); "
+            "export it with this version of langgraph-dynamodb"
+        )
+    state.header = True
+    thread = _field(reader, rec, "thread_id", str)
+    if state.plan is not None:
+        state.plan.source_thread = thread
+    return None
+
+
+def _checkpoint(state: _Parse, rec: dict[str, Any]) -> _Record:
+    reader = state.reader
+    ns = _field(reader, rec, "checkpoint_ns", str)
+    cid = _field(reader, rec, "checkpoint_id", str)
+    pid = _field(reader, rec, "parent_checkpoint_id", str, optional=True)
+    where = _checkpoint_place(state, ns, cid, pid)
+    body = state.decode(rec.get("checkpoint"), where)
+    if (
+        not isinstance(body, dict)
+        or body.get("id") != cid
+        or not isinstance(body.get("channel_versions"), dict)
+    ):
+        raise reader.error(f"{where}: the checkpoint is not a checkpoint with this id and channel_versions")
+    metadata = state.decode(rec.get("metadata"), f"metadata of {where}")
+    if not isinstance(metadata, dict):
+        raise reader.error(f"metadata of {where} is not a mapping")
+    versions = body["channel_versions"]
+    values = _channel_values(state, rec, versions, where)
+    same = _same_as_parent(state, rec, values, versions, (ns, pid), where)
+    state.held[(ns, cid)] = {ch: versions[ch] for ch in (*values, *same)}
+    if state.plan is not None:
+        _count_checkpoint(state.plan, ns, cid, pid, same)
+    return (
+        "checkpoint",
+        {
+            "ns": ns,
+            "id": cid,
+            "parent": pid,
+            "checkpoint": {**body, "channel_values": values},
+            "same_as_parent": same,
+            "metadata": metadata,
+        },
+    )
+
+
+def _checkpoint_place(state: _Parse, ns: str, cid: str, pid: str | None) -> str:
+    """Check a checkpoint's id and place in the file, note it as read; its name for errors."""
+    reader = state.reader
+    if not cid:
+        raise reader.error("empty checkpoint_id")
+    where = f"checkpoint {cid!r}"
+    if (ns, cid) in state.seen:
+        raise reader.error(f"{where} (namespace {ns!r}) appears twice")
+    if pid == cid or (ns, cid) in state.awaited:
+        # A parent named by an earlier record: the import would write a
+        # child whose parent is not there yet.
+        raise reader.error(f"{where} comes after a child of it: parents must come first")
+    if pid is not None and (ns, pid) not in state.seen:
+        state.awaited.add((ns, pid))  # in a later record (refused then) or not in the file (pruned)
+    state.keys(ns, cid)
+    state.seen.add((ns, cid))
+    return where
+
+
+def _channel_values(
+    state: _Parse, rec: dict[str, Any], versions: dict[str, Any], where: str
+) -> dict[str, Any]:
+    """The checkpoint's channel values, decoded, each of a versioned channel."""
+    raw_values = rec.get("channel_values")
+    if not isinstance(raw_values, dict):
+        raise state.reader.error(f"{where}: channel_values is not an object")
+    values = {}
+    for ch, payload in raw_values.items():
+        if ch not in versions:
+            # put() stores only versioned channels: it would drop this value.
+            raise state.reader.error(f"{where}: channel {ch!r} has a value but no version")
+        values[ch] = state.decode(payload, f"channel {ch!r} of {where}")
+    return values
+
+
+def _same_as_parent(
+    state: _Parse,
+    rec: dict[str, Any],
+    values: dict[str, Any],
+    versions: dict[str, Any],
+    parent: tuple[str, str | None],
+    where: str,
+) -> list[str]:
+    """The channels whose value is the parent's: each held, at this version, by the parent read before."""
+    same = rec.get("same_as_parent", [])
+    if not isinstance(same, list) or not all(isinstance(ch, str) for ch in same):
+        raise state.reader.error(f"{where}: same_as_parent is not a list of channel names")
+    ns, pid = parent
+    lender = state.held.get((ns, pid)) if pid is not None else None
+    for ch in same:
+        if ch in values or lender is None or lender.get(ch) != versions.get(ch, _NO):
+            raise state.reader.error(
+                f"{where}: channel {ch!r} is not the value of the same version in its parent "
+                f"{pid!r} earlier in the file"
+            )
+    return same
+
+
+def _count_checkpoint(plan: ImportPlan, ns: str, cid: str, pid: str | None, same: list[str]) -> None:
+    plan.checkpoints += 1
+    if cid > plan.latest.get(ns, ""):
+        plan.latest[ns] = cid
+    if same and pid is not None:
+        plan.lenders[(ns, pid)] = plan.lenders.get((ns, pid), 0) + 1
+
+
+def _writes(state: _Parse, rec: dict[str, Any]) -> _Record:
+    reader = state.reader
+    ns = _field(reader, rec, "checkpoint_ns", str)
+    cid = _field(reader, rec, "checkpoint_id", str)
+    task_id = _field(reader, rec, "task_id", str)
+    task_path = _field(reader, rec, "task_path", str)
+    run_id = _field(reader, rec, "run_id", str, optional=True)
+    where = f"writes of task {task_id!r} on checkpoint {cid!r}"
+    if (ns, cid) not in state.seen:
+        raise reader.error(f"{where}: the checkpoint is not before them in the file")
+    if (ns, cid, task_id) in state.tasks:
+        raise reader.error(f"{where} appear twice")
+    state.keys(ns, cid, task_id)
+    state.tasks.add((ns, cid, task_id))
+    entries = rec.get("writes")
+    if not isinstance(entries, list) or not entries:
+        raise reader.error(f"{where}: 'writes' is not a non-empty list")
+    rows = [_write_row(state, w, entries, where) for w in entries]
+    calls = _put_writes_order(rows)
+    if calls is None:
+        raise reader.error(
+            f"{where}: indexes {sorted(r[0] for r in rows)} with channels "
+            f"{[r[1] for r in rows]} cannot come from put_writes"
+        )
+    if state.plan is not None:
+        state.plan.writes += 1
+    return (
+        "writes",
+        {
+            "ns": ns,
+            "id": cid,
+            "task_id": task_id,
+            "task_path": task_path,
+            "run_id": run_id,
+            "writes": calls,
+        },
+    )
+
+
+def _write_row(state: _Parse, w: Any, entries: list[Any], where: str) -> tuple[int, str, Any]:
+    """One write of a writes record as ``(idx, channel, value)``, at an index ``put_writes`` can give."""
+    reader = state.reader
+    if not isinstance(w, dict):
+        raise reader.error(f"{where}: a write is not an object")
+    idx = _field(reader, w, "idx", int)
+    channel = _field(reader, w, "channel", str)
+    fixed = WRITES_IDX_MAP.get(channel)
+    if fixed is not None and idx != fixed:
+        raise reader.error(
+            f"{where}: write {channel!r} at index {idx} cannot come from put_writes (which gives it {fixed})"
+        )
+    if fixed is None and not 0 <= idx < _write_index_bound(entries):
+        raise reader.error(
+            f"{where}: write {channel!r} at index {idx} cannot come from put_writes "
+            f"(a record of {len(entries)} write(s) holds indexes 0 to "
+            f"{_write_index_bound(entries) - 1})"
+        )
+    value = state.decode(w.get("value"), f"write {channel!r} of {where}")
+    return (idx, channel, value)
+
+
+def _end(state: _Parse, rec: dict[str, Any]) -> _Record:
+    plan = state.plan
+    if plan is not None and (rec.get("checkpoints") != plan.checkpoints or rec.get("writes") != plan.writes):
+        raise state.reader.error(
+            f"the end record counts {rec.get('checkpoints')!r} checkpoints and {rec.get('writes')!r} "
+            f"write records, the file holds {plan.checkpoints} and {plan.writes}"
+        )
+    state.end = True
+    return None
+
+
+#: The handler of each record kind after the header: it checks the record
+#: against those before it and returns what to yield.
+_RECORDS: Final[dict[str, Callable[[_Parse, dict[str, Any]], _Record]]] = {
+    "checkpoint": _checkpoint,
+    "writes": _writes,
+    "end": _end,
+}
+
+
+def _check_complete(state: _Parse) -> None:
+    """Refuse a file that stops before its end record, or that holds no checkpoint."""
+    if not state.header:
+        raise ExportFileError("empty file: not an export; nothing was written")
+    if not state.end:
+        raise ExportFileError(
+            f"no end record after line {state.reader.lineno}: the file is truncated; nothing was written"
+        )
+    if state.plan is not None and not state.plan.checkpoints:
         raise ExportFileError("the file holds no checkpoint; nothing was written")
 
 

@@ -107,30 +107,11 @@ def _identity(op: Generator[Any, Any, Any]) -> dict[str, str]:
 
 
 def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[Any]:
-    from opentelemetry.trace import SpanKind, Status, StatusCode
+    from opentelemetry.trace import SpanKind
 
     op_name = getattr(op, "__name__", "operation")
     name = SPAN_PREFIX + _METHOD_OF.get(op_name, op_name)
     counts = {"dynamodb": 0, "s3": 0, "s3_put": 0, "s3_written": 0, "s3_read": 0}
-
-    def count(req: Any) -> None:
-        calls = req.calls if isinstance(req, Gather) else [req] if isinstance(req, Call) else []
-        for c in calls:
-            counts[c.service] = counts.get(c.service, 0) + 1
-            if c.service == "s3" and c.method == "put_object":
-                counts["s3_put"] += 1
-                body = c.kwargs.get("Body")
-                if isinstance(body, (bytes, bytearray)):
-                    counts["s3_written"] += len(body)
-
-    def count_reads(req: Any, resp: Any) -> None:
-        pairs = zip(req.calls, resp, strict=False) if isinstance(req, Gather) else [(req, resp)]
-        for c, r in pairs:
-            if isinstance(c, Call) and c.method == "get_object" and isinstance(r, Mapping):
-                body = r.get("Body")
-                if isinstance(body, (bytes, bytearray)):
-                    counts["s3_read"] += len(body)
-
     attributes: dict[str, Any] = {
         "db.system": "aws.dynamodb",
         "langgraph.checkpoint.saver": type(saver).__name__,
@@ -146,7 +127,7 @@ def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[An
         try:
             req = next(op)
             while True:
-                count(req)
+                _count_requests(counts, req)
                 try:
                     resp = yield req
                 except GeneratorExit:  # the caller stopped early (a list not read to the end)
@@ -154,27 +135,59 @@ def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[An
                 except BaseException as exc:  # an AWS error, handed back to the operation
                     req = op.throw(exc)
                 else:
-                    count_reads(req, resp)
+                    _count_reads(counts, req, resp)
                     req = op.send(resp)
         except StopIteration as stop:
             return stop.value
         except GeneratorExit:
             raise
         except BaseException as exc:
-            # The type only: a message may quote state (a decode error of a decrypted
-            # payload, a model's validation error with its input).
-            span.add_event("exception", {"exception.type": type(exc).__name__})
-            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            _record_error(span, exc)
             raise
         finally:
-            span.set_attributes(
-                {
-                    "langgraph.checkpoint.requests": counts["dynamodb"] + counts["s3"],
-                    "langgraph.checkpoint.dynamodb.requests": counts["dynamodb"],
-                    "langgraph.checkpoint.s3.requests": counts["s3"],
-                    "langgraph.checkpoint.s3.objects_written": counts["s3_put"],
-                    "langgraph.checkpoint.s3.bytes_written": counts["s3_written"],
-                    "langgraph.checkpoint.s3.bytes_read": counts["s3_read"],
-                }
-            )
+            span.set_attributes(_count_attributes(counts))
             op.close()
+
+
+def _count_requests(counts: dict[str, int], req: Any) -> None:
+    """Count the calls of one request the operation yields, and the bytes it puts to S3."""
+    calls = req.calls if isinstance(req, Gather) else [req] if isinstance(req, Call) else []
+    for c in calls:
+        counts[c.service] = counts.get(c.service, 0) + 1
+        if c.service == "s3" and c.method == "put_object":
+            counts["s3_put"] += 1
+            body = c.kwargs.get("Body")
+            if isinstance(body, (bytes, bytearray)):
+                counts["s3_written"] += len(body)
+
+
+def _count_reads(counts: dict[str, int], req: Any, resp: Any) -> None:
+    """Count the bytes read from S3 in the response to ``req``."""
+    pairs = zip(req.calls, resp, strict=False) if isinstance(req, Gather) else [(req, resp)]
+    for c, r in pairs:
+        if isinstance(c, Call) and c.method == "get_object" and isinstance(r, Mapping):
+            body = r.get("Body")
+            if isinstance(body, (bytes, bytearray)):
+                counts["s3_read"] += len(body)
+
+
+def _record_error(span: Any, exc: BaseException) -> None:
+    """Mark the span failed with ``exc``."""
+    from opentelemetry.trace import Status, StatusCode
+
+    # The type only: a message may quote state (a decode error of a decrypted
+    # payload, a model's validation error with its input).
+    span.add_event("exception", {"exception.type": type(exc).__name__})
+    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+
+
+def _count_attributes(counts: Mapping[str, int]) -> dict[str, int]:
+    """The span's request and byte counts, set however the operation ended."""
+    return {
+        "langgraph.checkpoint.requests": counts["dynamodb"] + counts["s3"],
+        "langgraph.checkpoint.dynamodb.requests": counts["dynamodb"],
+        "langgraph.checkpoint.s3.requests": counts["s3"],
+        "langgraph.checkpoint.s3.objects_written": counts["s3_put"],
+        "langgraph.checkpoint.s3.bytes_written": counts["s3_written"],
+        "langgraph.checkpoint.s3.bytes_read": counts["s3_read"],
+    }

@@ -268,29 +268,9 @@ def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes | None:
     joined only when the whole payload is within the limit: refusing a bomb
     costs at most the limit in memory, never what the data expands to.
     """
-    chunks: list[bytes] = []
-    total = 0
-
-    def room() -> int:
-        return _CHUNK if max_size is None else min(_CHUNK, max_size + 1 - total)
-
+    out = _Bounded(max_size)
     if codec == _ZLIB:
-        d = zlib.decompressobj()
-        tail = data
-        while True:
-            # max_length stops zlib once this chunk is produced; the input
-            # not yet expanded waits in unconsumed_tail.
-            piece = d.decompress(tail, room())
-            tail = d.unconsumed_tail
-            chunks.append(piece)
-            total += len(piece)
-            if max_size is not None and total > max_size:
-                return None
-            if d.eof or (not piece and not tail):
-                break
-        if not d.eof:
-            raise zlib.error("incomplete or truncated stream")
-        return b"".join(chunks)
+        return _inflate_zlib(data, out)
     zstd = _zstd()
     if zstd is None:
         raise ImportError(
@@ -298,32 +278,75 @@ def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes | None:
             "package (pip install 'langgraph-checkpoint-dynamodb-s3[zstd]')"
         )
     if zstd.__name__ != "zstandard":
-        # The standard library's decompressor takes max_length like zlib's:
-        # it never produces more than asked, whatever the frame declares.
-        dec = zstd.ZstdDecompressor()
-        piece = dec.decompress(data, room())
-        while True:
-            chunks.append(piece)
-            total += len(piece)
-            if max_size is not None and total > max_size:
-                return None
-            if dec.eof or dec.needs_input:
-                break
-            piece = dec.decompress(b"", room())
-        if not dec.eof:
-            raise ValueError("incomplete or truncated zstd frame")
-        return b"".join(chunks)
+        return _inflate_zstd_stdlib(zstd, data, out)
+    return _inflate_zstandard(zstd, data, out)
+
+
+class _Bounded:
+    """The chunks decompressed so far, and how many bytes the next chunk may hold."""
+
+    def __init__(self, max_size: int | None) -> None:
+        self.max_size = max_size
+        self.chunks: list[bytes] = []
+        self.total = 0
+
+    def room(self) -> int:
+        """At most ``_CHUNK``, and one byte past the limit: enough to tell it is exceeded."""
+        return _CHUNK if self.max_size is None else min(_CHUNK, self.max_size + 1 - self.total)
+
+    def add(self, piece: bytes) -> bool:
+        """Keep ``piece``; ``False`` once the output is over the limit (stop decompressing)."""
+        self.chunks.append(piece)
+        self.total += len(piece)
+        return self.max_size is None or self.total <= self.max_size
+
+    def joined(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def _inflate_zlib(data: bytes, out: _Bounded) -> bytes | None:
+    d = zlib.decompressobj()
+    tail = data
+    while True:
+        # max_length stops zlib once this chunk is produced; the input
+        # not yet expanded waits in unconsumed_tail.
+        piece = d.decompress(tail, out.room())
+        tail = d.unconsumed_tail
+        if not out.add(piece):
+            return None
+        if d.eof or (not piece and not tail):
+            break
+    if not d.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return out.joined()
+
+
+def _inflate_zstd_stdlib(zstd: Any, data: bytes, out: _Bounded) -> bytes | None:
+    # The standard library's decompressor takes max_length like zlib's:
+    # it never produces more than asked, whatever the frame declares.
+    dec = zstd.ZstdDecompressor()
+    piece = dec.decompress(data, out.room())
+    while True:
+        if not out.add(piece):
+            return None
+        if dec.eof or dec.needs_input:
+            break
+        piece = dec.decompress(b"", out.room())
+    if not dec.eof:
+        raise ValueError("incomplete or truncated zstd frame")
+    return out.joined()
+
+
+def _inflate_zstandard(zstd: Any, data: bytes, out: _Bounded) -> bytes | None:
     # ZstdDecompressor().decompress() allocates the frame's *declared*
     # content size up front, and the declaration is attacker-controlled: a
     # streaming reader produces only what the data really expands to.
     reader = zstd.ZstdDecompressor().stream_reader(data)
     while True:
-        piece = reader.read(room())
+        piece = reader.read(out.room())
         if not piece:
-            return b"".join(chunks)
-        chunks.append(piece)
-        total += len(piece)
-        if max_size is not None and total > max_size:
+            return out.joined()
+        if not out.add(piece):
             return None
 
 

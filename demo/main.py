@@ -72,7 +72,10 @@ class Narrator:
 
 
 def _short(cid: str | None) -> str:
-    return f"{cid[:8]}..{cid[-6:]}" if cid else "-"
+    """The short id the CLI and the inspector print too, and accept back (a unique suffix)."""
+    from langgraph.checkpoint.dynamodb.cli._render import short_id
+
+    return short_id(cid)
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def test_history_human_table_and_options(store: dict[str, Any]) -> None:
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith(f"thread {store['waiting']!r}: 2 checkpoint(s)")
-    assert lines[1].split() == ["CHECKPOINT", "STEP", "SOURCE", "WRITES", "NEXT", "SIZE"]
+    assert lines[1].split() == ["CHECKPOINT", "PARENT", "STEP", "SOURCE", "WRITES", "NEXT", "SIZE"]
     assert "pm (interrupted)" in lines[2]
     # aligned: every row's SOURCE cell starts under the SOURCE header
     col = lines[1].index("SOURCE")
@@ -229,6 +229,42 @@ def test_threads_from_heads_index_merges_shards_across_pages(store: dict[str, An
 
 
 # ------------------------------------------------------------- show / diff
+
+
+def test_one_short_id_is_printed_and_accepted_back(store: dict[str, Any]) -> None:
+    """The short form (an id's last 12 characters) the CLI, the inspector and the demo print."""
+    from demo.main import _short as demo_short
+
+    from langgraph.checkpoint.dynamodb.cli._render import short_id
+    from langgraph.checkpoint.dynamodb.cli._ui_pages import _sid as ui_short
+
+    rows = run_json(*conn(store), "history", store["done"])["checkpoints"]
+    first = rows[-1]["checkpoint_id"]
+    short = short_id(first)
+    assert len(short) == 12 and first.endswith(short) and demo_short(first) == ui_short(first) == short
+    by_suffix = run_json(*conn(store), "show", store["done"], short)
+    assert by_suffix["checkpoint_id"] == first
+    # The human history prints each row's parent in that form.
+    code, out, _ = run(*conn(store), "history", store["done"], "--no-sizes")
+    assert code == 0 and short in out.splitlines()[-2]  # the second-oldest row's parent
+    # A reference that several ids start or end with is refused, naming them.
+    code, _, err = run(*conn(store), "show", store["done"], first[:4])
+    assert code == cli.EXIT_USAGE and "ambiguous" in err and rows[0]["checkpoint_id"] in err
+
+
+def test_history_marks_where_a_thread_forked(store: dict[str, Any]) -> None:
+    graph, thread = store["graph"], store["done"]
+    history = list(graph.get_state_history({"configurable": {"thread_id": thread}}))
+    old = history[-2].config  # an early checkpoint, travelled back to
+    graph.update_state(old, {"request": "changed"})
+    rows = run_json(*conn(store), "history", thread)["checkpoints"]
+    forked = {r["parent_id"] for r in rows if r["parent_id"]}
+    siblings = [r for r in rows if r["parent_id"] == old["configurable"]["checkpoint_id"]]
+    assert len(siblings) == 2 and forked
+    code, out, _ = run(*conn(store), "history", thread, "--no-sizes")
+    marked = [line for line in out.splitlines() if "(fork)" in line]
+    assert code == 0 and len(marked) == 2  # both children of the fork point
+    assert all(out.count(r["checkpoint_id"]) >= 1 for r in siblings)
 
 
 def test_show_latest_and_by_prefix(store: dict[str, Any]) -> None:

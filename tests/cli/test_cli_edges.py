@@ -206,7 +206,7 @@ def test_show_gives_sizes_and_no_sizes_drops_the_column(store: dict[str, Any]) -
 
     code, out, _ = run(*conn(store), "history", t, "--no-sizes")
     header = out.splitlines()[1]
-    assert code == 0 and header.split() == ["CHECKPOINT", "STEP", "SOURCE", "WRITES", "NEXT"]
+    assert code == 0 and header.split() == ["CHECKPOINT", "PARENT", "STEP", "SOURCE", "WRITES", "NEXT"]
     # No SIZE column, and no empty cell for it (the oldest row's NEXT is not "-").
     assert "SIZE" not in out and not out.splitlines()[-1].endswith("  -")
     code, out, _ = run(*conn(store), "history", t)

@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -43,6 +44,7 @@ from langgraph.checkpoint.dynamodb.cli._render import (
     render_table,
     shell_quote,
     short,
+    short_id,
     table_cell,
     wants_color,
 )
@@ -248,7 +250,7 @@ def make_saver(args: argparse.Namespace) -> Any:
 
 
 def _resolve_checkpoint(ctx: Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
-    """A checkpoint tuple from a full id, a unique id prefix, or ``latest``/nothing."""
+    """A checkpoint tuple from a full id, a unique id prefix or suffix (``short_id``), or ``latest``/nothing."""
     saver = ctx.saver
     base = {"thread_id": thread_id, "checkpoint_ns": ns}
     if ref in (None, "", "latest"):
@@ -268,7 +270,7 @@ def _resolve_checkpoint(ctx: Ctx, thread_id: str, ref: str | None, ns: str) -> A
     matches = [
         t
         for t in saver.list({"configurable": base})
-        if t.config["configurable"]["checkpoint_id"].startswith(ref)
+        if (cid := t.config["configurable"]["checkpoint_id"]).startswith(ref) or cid.endswith(ref)
     ]
     if len(matches) == 1:
         return matches[0]
@@ -279,8 +281,12 @@ def _resolve_checkpoint(ctx: Ctx, thread_id: str, ref: str | None, ns: str) -> A
             EXIT_NOT_FOUND,
             "checkpoint_not_found",
         )
+    shown = ", ".join(m.config["configurable"]["checkpoint_id"] for m in matches[:5])
     raise CLIError(
-        f"checkpoint prefix {ref!r} is ambiguous ({len(matches)} matches)", EXIT_USAGE, "ambiguous_checkpoint"
+        f"checkpoint {ref!r} is ambiguous: {len(matches)} checkpoints start or end with it ({shown}"
+        f"{', ...' if len(matches) > 5 else ''}); give more of the id",
+        EXIT_USAGE,
+        "ambiguous_checkpoint",
     )
 
 
@@ -459,16 +465,20 @@ def cmd_history(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit({"thread_id": args.thread, "checkpoint_ns": ns, "checkpoints": rows})
         return EXIT_OK
+    children = Counter((r.get("checkpoint_ns", ""), r["parent_id"]) for r in rows if r["parent_id"])
     table_rows = [
         {
             **r,
+            # A parent with two children is where the thread forked (time travel, update_state).
+            "parent_s": short_id(r["parent_id"])
+            + (" (fork)" if children[(r.get("checkpoint_ns", ""), r["parent_id"])] > 1 else ""),
             "writes_s": fmt_writes(r["writes"], r["parent_missing"], r["parent_missing_reason"]),
             "next_s": fmt_next(r["next"]),
             "bytes_s": human_bytes(r.get("bytes")),
         }
         for r in rows
     ]
-    cols = [("checkpoint_id", "CHECKPOINT"), ("step", "STEP"), ("source", "SOURCE")]
+    cols = [("checkpoint_id", "CHECKPOINT"), ("parent_s", "PARENT"), ("step", "STEP"), ("source", "SOURCE")]
     if ns is None:
         cols.append(("checkpoint_ns", "NS"))
     cols += [("writes_s", "WRITES"), ("next_s", "NEXT")]

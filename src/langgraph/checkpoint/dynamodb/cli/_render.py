@@ -53,6 +53,26 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
     return repr(value)
 
 
+#: Characters of a checkpoint id shown where the whole id does not fit: its
+#: end, since uuid6 ids of one thread share their leading (time) digits.
+SHORT_ID = 12
+
+
+def short_id(checkpoint_id: str | None) -> str:
+    """The one short form of a checkpoint id the CLI, the inspector and the demo print.
+
+    Every command that takes a checkpoint accepts it back (a unique suffix,
+    as it accepts a unique prefix).
+
+    Example:
+        >>> short_id("1f0c2d3e-4f5a-6b7c-8d9e-0a1b2c3d4e5f")
+        '0a1b2c3d4e5f'
+    """
+    if not checkpoint_id:
+        return "-"
+    return checkpoint_id[-SHORT_ID:] if len(checkpoint_id) > SHORT_ID else checkpoint_id
+
+
 def short(value: Any, width: int = 60) -> str:
     """A one-line preview of a value, at most ``width`` terminal columns."""
     text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False, default=str)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from langgraph.checkpoint.dynamodb.cli._commands import type_label
-from langgraph.checkpoint.dynamodb.cli._render import human_bytes, jsonable
+from langgraph.checkpoint.dynamodb.cli._render import human_bytes, jsonable, short_id
 from langgraph.checkpoint.dynamodb.cli._store import subgraph_path
 from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, INTERRUPT_CHANNEL, is_internal_channel
 
@@ -52,8 +52,8 @@ def when_text(iso: str | None) -> str:
 
 
 def _sid(cid: str) -> str:
-    """A checkpoint id as shown: its last 12 characters (uuid6 ids share their time prefix)."""
-    return cid[-12:] if len(cid) > 12 else cid
+    """A checkpoint id as shown: ``_render.short_id``, the form every command accepts back."""
+    return short_id(cid)
 
 
 def layout(title: str, body: str, crumbs: Sequence[tuple[str, str | None]] = ()) -> str:

@@ -41,7 +41,7 @@ def _objects(o: Any) -> int:
 
 def _random(r: random.Random, depth: int = 0) -> Any:
     roll = r.random()
-    if depth > 4 or roll < 0.4:
+    if depth > 3 or roll < 0.4:
         return r.choice(
             [
                 0,
@@ -57,8 +57,8 @@ def _random(r: random.Random, depth: int = 0) -> Any:
             ]
         )
     if roll < 0.7:
-        return [_random(r, depth + 1) for _ in range(r.randint(0, 20))]
-    return {f"k{i}" * r.randint(1, 3): _random(r, depth + 1) for i in range(r.randint(0, 20))}
+        return [_random(r, depth + 1) for _ in range(r.randint(0, 10))]
+    return {f"k{i}" * r.randint(1, 3): _random(r, depth + 1) for i in range(r.randint(0, 10))}
 
 
 def test_the_count_is_exact_for_msgpack_and_an_upper_bound_for_json() -> None:

@@ -75,7 +75,10 @@ event["thread_id"] += str(time.time_ns())
 t = time.perf_counter()
 getattr(importlib.import_module(module), name)(event, Context())
 call_s = time.perf_counter() - t
-print(json.dumps({"import_s": import_s, "first_get_tuple_s": get_tuple_s, "first_invocation_s": call_s}))
+import resource
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+print(json.dumps({"import_s": import_s, "first_get_tuple_s": get_tuple_s, "first_invocation_s": call_s,
+                  "peak_rss_mb": peak_mb}))
 """
 
 
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{kind:12} {variant:12} import {r['import_s'] * 1000:6.0f} ms   first get_tuple "
                 f"{r['first_get_tuple_s'] * 1000:5.0f} ms   first invocation {r['first_invocation_s'] * 1000:6.0f} ms"
+                f"   peak RSS {r['peak_rss_mb']:5.0f} MB"
             )
     return 0
 

@@ -21,6 +21,8 @@ from constructs import Construct
 
 from langgraph.checkpoint.dynamodb.cdk import (
     CheckpointStore,
+    FunctionOptions,
+    MonitoringOptions,
     acknowledge,
     bundled_lambda_code,
     runtime_acknowledgement_reason,
@@ -117,11 +119,12 @@ class LangGraphCheckpointStack(Stack):
         self.store = CheckpointStore(
             self,
             "CheckpointStore",
-            lambda_code=code,
-            runtime=runtime,
             removal_policy=removal_policy,
             kms_key=key,
-            alarm_topic=topic,
+            # The option groups (the flat keywords lambda_code=, runtime=,
+            # alarm_topic= build the same store).
+            function_options=FunctionOptions(code=code, runtime=runtime),
+            monitoring_options=MonitoringOptions(alarm_topic=topic),
         )
         self.agent = self._agent(code, runtime, removal_policy)
         self.store.add_errors_alarm(

@@ -7,9 +7,11 @@ Lambda assets it builds.
 
 Example:
     >>> from aws_cdk import App, Stack
-    >>> from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    >>> from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, PruneOptions
     >>> app = App()
-    >>> store = CheckpointStore(Stack(app, "Agents"), "Checkpoints")  # doctest: +SKIP
+    >>> store = CheckpointStore(  # doctest: +SKIP
+    ...     Stack(app, "Agents"), "Checkpoints", prune_options=PruneOptions(keep_last=5)
+    ... )
 """
 
 from langgraph.checkpoint.dynamodb.cdk._bundling import (
@@ -19,8 +21,14 @@ from langgraph.checkpoint.dynamodb.cdk._bundling import (
 )
 from langgraph.checkpoint.dynamodb.cdk._dashboard import BUCKET_METRICS_ID
 from langgraph.checkpoint.dynamodb.cdk._durable import DurableAgentFunction
-from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
-from langgraph.checkpoint.dynamodb.cdk._store import (
+from langgraph.checkpoint.dynamodb.cdk._functions import (
+    MAINTENANCE_HANDLERS,
+    bundled_lambda_code,
+    default_lambda_code_dir,
+    reaper_filter_pattern,
+    runtime_acknowledgement_reason,
+)
+from langgraph.checkpoint.dynamodb.cdk._grants import (
     CURSOR_ACTIONS,
     DYNAMODB_MAINTENANCE_ACTIONS,
     DYNAMODB_READ_ACTIONS,
@@ -30,17 +38,24 @@ from langgraph.checkpoint.dynamodb.cdk._store import (
     KMS_READ_ACTIONS,
     KMS_READ_WRITE_ACTIONS,
     LOGS_KEY_ACTIONS,
-    MAINTENANCE_HANDLERS,
-    PITR_WINDOW,
     S3_READ_ACTIONS,
     S3_READ_WRITE_ACTIONS,
     STREAM_READ_ACTIONS,
-    CheckpointStore,
-    bundled_lambda_code,
-    default_lambda_code_dir,
-    reaper_filter_pattern,
-    runtime_acknowledgement_reason,
 )
+from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
+from langgraph.checkpoint.dynamodb.cdk._options import (
+    BucketOptions,
+    FunctionOptions,
+    MaintenanceOptions,
+    MonitoringOptions,
+    OrphanSweepOptions,
+    PruneOptions,
+    ReaperOptions,
+    StoreOptions,
+    resolve_options,
+)
+from langgraph.checkpoint.dynamodb.cdk._storage import PITR_WINDOW
+from langgraph.checkpoint.dynamodb.cdk._store import CheckpointStore
 from langgraph.checkpoint.dynamodb.cdk._table import cfn_table_properties
 
 __all__ = [
@@ -59,9 +74,17 @@ __all__ = [
     "S3_READ_ACTIONS",
     "S3_READ_WRITE_ACTIONS",
     "STREAM_READ_ACTIONS",
+    "BucketOptions",
     "CheckpointStore",
     "DurableAgentFunction",
+    "FunctionOptions",
+    "MaintenanceOptions",
+    "MonitoringOptions",
+    "OrphanSweepOptions",
     "PipLocalBundling",
+    "PruneOptions",
+    "ReaperOptions",
+    "StoreOptions",
     "acknowledge",
     "bundle_python_lambda",
     "bundled_lambda_code",
@@ -69,5 +92,6 @@ __all__ = [
     "default_lambda_code_dir",
     "library_requirements",
     "reaper_filter_pattern",
+    "resolve_options",
     "runtime_acknowledgement_reason",
 ]

@@ -11,12 +11,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from langgraph.checkpoint.dynamodb.cdk._functions import runtime_acknowledgement_reason
+from langgraph.checkpoint.dynamodb.cdk._grants import nag_resource_string
 from langgraph.checkpoint.dynamodb.cdk._nag import acknowledge
-from langgraph.checkpoint.dynamodb.cdk._store import (
-    CheckpointStore,
-    _nag_resource_string,
-    runtime_acknowledgement_reason,
-)
+from langgraph.checkpoint.dynamodb.cdk._store import CheckpointStore
 
 __all__ = ["DURABLE_CALLBACK_ACTIONS", "DURABLE_EXECUTION_ACTIONS", "DurableAgentFunction"]
 
@@ -163,7 +161,7 @@ class DurableAgentFunction(Construct):
         return f"{self.function.function_arn}:*"
 
     def _executions_finding(self) -> str:
-        rendered = _nag_resource_string(Stack.of(self).resolve(self.executions_arn))
+        rendered = nag_resource_string(Stack.of(self).resolve(self.executions_arn))
         return f"AwsSolutions-IAM5[Resource::{rendered}]"
 
     def grant_send_callbacks(self, grantee: iam.IGrantable) -> iam.Grant:

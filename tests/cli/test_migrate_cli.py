@@ -110,7 +110,7 @@ def test_bad_sources_are_usage_errors(
     code, _, err = run(*conn, "migrate", "--from", "memory")
     assert code == 2 and "migrate_threads" in err
     code, _, err = run(*conn, "migrate", "--from", "mysql://x")
-    assert code == 2 and "expected sqlite:PATH or postgres:DSN" in err
+    assert code == 2 and "expected sqlite:PATH, postgres:DSN or checkpoint-aws:TABLE" in err
     monkeypatch.setitem(sys.modules, "langgraph.checkpoint.postgres", None)  # not installed
     code, _, err = run(*conn, "migrate", "--from", "postgres://u@127.0.0.1/db", "--json")
     assert code == 2
@@ -120,3 +120,35 @@ def test_bad_sources_are_usage_errors(
     assert code == 2 and "pip install 'langgraph-checkpoint-sqlite'" in err
     code, _, err = run(*conn, "migrate")
     assert code == 2 and "--from" in err
+
+
+def test_from_checkpoint_aws_tables(store: DynamoDBSaver) -> None:
+    """``--from checkpoint-aws:TABLE?bucket=...&prefix=...`` on hand-made items (the real saver's: tests/dist)."""
+    from tests.integration.test_migrate_checkpoint_aws import Ref, cid, make_ref
+
+    ref: Ref = make_ref()
+    ref.checkpoint("t-aws", cid(1), None, {"x": 1}, {"x": "root"}, how="gzip")
+    ref.checkpoint("t-aws", cid(2), cid(1), {"x": 2}, {"x": "big"}, how="s3")
+    ref.write("t-aws", cid(2), "task", 0, "x", "pending")
+    conn = ("--table", store.table_name, "--bucket", store.bucket_name)
+    src = f"checkpoint-aws:{ref.table}?bucket={ref.bucket}&prefix=pre"
+    code, out, err = run(*conn, "migrate", "--from", src, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["threads"], summary["migrated"], summary["verified"], summary["orphans"]) == (1, 1, 1, 0)
+    got = store.get_tuple({"configurable": {"thread_id": "t-aws"}})
+    assert got.checkpoint["channel_values"] == {"x": "big"} and got.pending_writes == [
+        ("task", "x", "pending")
+    ]
+    assert got.checkpoint["channel_versions"]["x"].startswith("0" * 31 + "2.")
+    code, out, err = run(*conn, "migrate", "--from", src)
+    assert code == 0 and "1 skipped" in out, err
+    code, _, err = run(*conn, "migrate", "--from", f"checkpoint-aws:{ref.table}?bucket={ref.bucket}")
+    assert code == 1 and "under the prefix 'pre'" in err
+    for bad in (
+        "checkpoint-aws:",
+        f"checkpoint-aws:{ref.table}?colour=red",
+        f"checkpoint-aws:{ref.table}?missing=yes",
+    ):
+        code, _, err = run(*conn, "migrate", "--from", bad)
+        assert code == 2 and "checkpoint-aws:TABLE[?bucket=" in err, (bad, err)

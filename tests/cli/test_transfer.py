@@ -41,7 +41,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, _export_file, cli, schema
-from langgraph.checkpoint.dynamodb._export_file import _put_writes_order
+from langgraph.checkpoint.dynamodb._export_file import put_writes_order
 from langgraph.checkpoint.dynamodb.serde import default_serde
 from langgraph.checkpoint.dynamodb.transfer import (
     FORMAT,
@@ -677,7 +677,7 @@ def _fail_after(saver: DynamoDBSaver, operation: str, calls: int, *, everything_
     """The ``calls``-th ``operation`` (and, with ``everything_after``, every request after it) fails."""
     import types
 
-    client = saver._clients["dynamodb"]
+    client = saver.clients["dynamodb"]
     seen = {"n": 0, "broken": False}
 
     def hook(model: Any, **_: Any) -> Any:
@@ -778,7 +778,7 @@ def test_portable_serializer_keeps_typed_records_byte_for_byte_and_calls_nothing
     ],
 )
 def test_put_writes_order(rows: list[tuple[int, str, Any]], expected: Any) -> None:
-    assert _put_writes_order(rows) == expected
+    assert put_writes_order(rows) == expected
     if expected is not None:  # what put_writes would store from it
         stored = {}
         for pos, (ch, v) in enumerate(expected):
@@ -829,12 +829,12 @@ def test_a_huge_write_index_is_refused_without_building_its_positions(
 def test_put_writes_order_bounds_the_holes(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_big_range(monkeypatch)
     err = (-1, "__error__", "e")
-    assert _put_writes_order([err, (10**12, "a", 1)]) is None
-    assert _put_writes_order([(10**12, "a", 1)]) is None
+    assert put_writes_order([err, (10**12, "a", 1)]) is None
+    assert put_writes_order([(10**12, "a", 1)]) is None
     most = 1 + _export_file.MAX_WRITE_HOLES  # positions 0..most-1 are holes or the error
-    order = _put_writes_order([err, (most, "a", 1)])
+    order = put_writes_order([err, (most, "a", 1)])
     assert order is not None and len(order) == most + 1 and order[-1] == ("a", 1)
-    assert _put_writes_order([err, (most + 1, "a", 1)]) is None
+    assert put_writes_order([err, (most + 1, "a", 1)]) is None
 
 
 def test_target_id_too_long_for_a_key_is_refused_before_writing(

@@ -22,7 +22,7 @@ from langgraph.checkpoint.dynamodb._portable import PORTABLE_TYPES
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_OBJECTS
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadLimitError
 
-__all__ = ["FORMAT", "ExportError", "ExportFileError", "TargetExistsError"]
+__all__ = ["FORMAT", "ExportError", "ExportFileError", "TargetExistsError", "put_writes_order"]
 
 #: The format tag of the header line; a reader refuses any other.
 FORMAT: Final = "langgraph-dynamodb-export/1"
@@ -343,7 +343,7 @@ def _writes(state: _Parse, rec: dict[str, Any]) -> _Record:
     if not isinstance(entries, list) or not entries:
         raise reader.error(f"{where}: 'writes' is not a non-empty list")
     rows = [_write_row(state, w, entries, where) for w in entries]
-    calls = _put_writes_order(rows)
+    calls = put_writes_order(rows)
     if calls is None:
         raise reader.error(
             f"{where}: indexes {sorted(r[0] for r in rows)} with channels "
@@ -429,7 +429,7 @@ def _write_index_bound(entries: list[Any]) -> int:
     return len(entries) + (MAX_WRITE_HOLES if special else 0)
 
 
-def _put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]] | None:
+def put_writes_order(rows: list[tuple[int, str, Any]]) -> list[tuple[str, Any]] | None:
     """The ``put_writes`` argument that stores exactly these ``(idx, channel, value)`` rows.
 
     ``put_writes`` gives a regular write its position in the call and a

@@ -11,10 +11,16 @@ order, so that ``get_state``, ``get_state_history``, time travel and a
 
 ``CheckpointTuple.pending_writes`` carries ``(task_id, channel, value)``,
 not the task path nor the write's index. Where the source keeps them
-(``InMemorySaver``, ``SqliteSaver``) they are read from its storage, keys
-only, so the writes land under the same keys and in the same order;
+(``InMemorySaver``, ``SqliteSaver``, ``PostgresSaver``, a
+:class:`CheckpointAwsSource`) they are read from its storage, keys only, so the writes land under the same keys and in the same order;
 elsewhere a write gets an empty task path, and its index is rebuilt from
 its position in the task (which is how LangGraph wrote it).
+
+Tables of ``langgraph-checkpoint-aws``'s ``DynamoDBSaver`` are read by
+:class:`CheckpointAwsSource` (boto3 only, that package is not needed), which
+translates what LangGraph's savers do differently: integer channel versions
+renumbered per branch, writes in ``writes_sort_key`` order, gzip and S3
+payloads (see ``_migrate_aws``).
 
 Resumable and idempotent: a thread is compared with the target before
 anything is written. Already complete, it is skipped; partly written (a
@@ -51,21 +57,27 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.dynamodb._export_file import ImportPlan, _put_writes_order
-from langgraph.checkpoint.dynamodb.transfer import (
+from langgraph.checkpoint.dynamodb._export_file import (
     ExportError,
+    ImportPlan,
     TargetExistsError,
-    _check_target,
-    _mark,
-    _parents_first,
-    _plain_serde,
-    _Progress,
-    _unmark,
-    _write,
+    put_writes_order,
+)
+from langgraph.checkpoint.dynamodb._migrate_aws import CheckpointAwsSource, CheckpointAwsSourceError
+from langgraph.checkpoint.dynamodb._replay import (
+    WriteProgress,
+    check_target,
     import_marker,
+    mark_import,
+    parents_first,
+    plain_serde,
+    unmark_import,
+    write_records,
 )
 
 __all__ = [
+    "CheckpointAwsSource",
+    "CheckpointAwsSourceError",
     "MigrationConflictError",
     "MigrationError",
     "migrate_thread",
@@ -134,7 +146,9 @@ def _stored_write_keys(
     Keys only, never a value: the values come from ``get_tuple``. ``None``
     for a saver whose storage is not known here.
     """
-    if isinstance(source, InMemorySaver):
+    if isinstance(source, CheckpointAwsSource):
+        rows = source.stored_write_keys(thread_id, ns, cid)
+    elif isinstance(source, InMemorySaver):
         stored = source.writes.get((thread_id, ns, cid), {})
         rows = [(k[0], v[1], v[3], k[1]) for k, v in stored.items()]
     elif type(source).__module__.startswith("langgraph.checkpoint.sqlite") and hasattr(source, "cursor"):
@@ -146,10 +160,36 @@ def _stored_write_keys(
                 (thread_id, ns, cid),
             )
             rows = [(str(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in cur.fetchall()]
+    elif type(source).__module__.startswith("langgraph.checkpoint.postgres") and hasattr(source, "conn"):
+        rows = _postgres_write_keys(source, thread_id, ns, cid)
     else:
         return None
     rows.sort(key=lambda r: writes_sort_key(r[2], r[0], r[3]))
     return rows
+
+
+def _postgres_write_keys(source: Any, thread_id: str, ns: str, cid: str) -> list[tuple[str, str, str, int]]:
+    """A ``PostgresSaver``'s ``checkpoint_writes`` keys (its public ``conn``: a connection or a pool)."""
+    sql = (
+        "SELECT task_id, channel, task_path, idx FROM checkpoint_writes "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    )
+    conn = source.conn
+    with contextlib.ExitStack() as stack:
+        if getattr(source, "lock", None) is not None:  # the saver's own guard of its connection
+            stack.enter_context(source.lock)
+        if hasattr(conn, "connection") and not hasattr(conn, "cursor"):  # a ConnectionPool
+            conn = stack.enter_context(conn.connection())
+        cur = stack.enter_context(conn.cursor())
+        cur.execute(sql, (thread_id, ns, cid))
+        fetched = cur.fetchall()
+    out = []
+    for r in fetched:
+        task_id, channel, path, idx = (
+            (r["task_id"], r["channel"], r["task_path"], r["idx"]) if isinstance(r, dict) else r
+        )
+        out.append((str(task_id), str(channel), str(path or ""), int(idx)))
+    return out
 
 
 def _rows(source: Any, thread_id: str, t: CheckpointTuple) -> list[_Row]:
@@ -233,14 +273,14 @@ def _diff(
     name: str,
 ) -> _Diff:
     """What the target lacks; raise if it holds anything the source does not."""
-    serde = _plain_serde(target)
+    serde = plain_serde(target)
     theirs = {_key(t): t for t in dst}
     extra = set(theirs) - {_key(t) for t in src}
     if extra:
         ns, cid = min(extra)
         raise _conflict(name, target, f"checkpoint {cid!r} in namespace {ns!r} is not in the source")
     out = _Diff()
-    for s in _parents_first(src):
+    for s in parents_first(src):
         ns, cid = _key(s)
         t = theirs.get((ns, cid))
         if t is not None:
@@ -281,7 +321,7 @@ def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
             f"verification of thread {name!r} failed: {len(left.checkpoints)} checkpoint(s) and "
             f"{len(left.writes)} task write record(s) do not read back; run the migration again"
         )
-    serde = _plain_serde(target)
+    serde = plain_serde(target)
     for ns in sorted({_key(t)[0] for t in src}):
         a = source.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
         b = target.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ns}})
@@ -325,7 +365,7 @@ def _write_records(
     thread_id: str, ns: str, cid: str, tasks: list[tuple[str, list[_Row]]]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     for task_id, rows in tasks:
-        calls = _put_writes_order([(r[4], r[1], r[2]) for r in rows])
+        calls = put_writes_order([(r[4], r[1], r[2]) for r in rows])
         if calls is None:
             raise MigrationError(
                 f"thread {thread_id!r}: the writes of task {task_id!r} on checkpoint {cid!r} (namespace "
@@ -349,7 +389,7 @@ def _start(target: Any, name: str, thread_id: str, resuming: bool) -> None:
     """Put the target's import marker (the thread is partial until verified); keep our own."""
     if resuming:
         return
-    _mark(target, name, thread_id)
+    mark_import(target, name, thread_id)
 
 
 def _summary(thread_id: str, name: str, src: list[CheckpointTuple], **kw: Any) -> dict[str, Any]:
@@ -435,7 +475,7 @@ def migrate_thread(
     dst = list(target.list(_cfg(name)))
     if not dst and marker is None:
         try:
-            _check_target(target, name)  # a deleted thread's tombstones would hide the same checkpoints
+            check_target(target, name)  # a deleted thread's tombstones would hide the same checkpoints
         except TargetExistsError as exc:
             raise MigrationConflictError(str(exc)) from None
     diff = _diff(source, thread_id, src, dst, target, name)
@@ -456,9 +496,9 @@ def migrate_thread(
             verified=False,
         )
     _start(target, name, thread_id, resuming)
-    progress = _Progress()
+    progress = WriteProgress()
     try:
-        _write(target, name, _records(thread_id, diff), ImportPlan(source_thread=thread_id), progress)
+        write_records(target, name, _records(thread_id, diff), ImportPlan(source_thread=thread_id), progress)
     except Exception as exc:
         raise MigrationError(
             f"migration of thread {thread_id!r} into {name!r} stopped after {progress.written} write(s) "
@@ -466,7 +506,7 @@ def migrate_thread(
             "again to complete it"
         ) from exc
     _verify(source, thread_id, target, name)
-    _unmark(target, name)
+    unmark_import(target, name)
     return _summary(
         thread_id,
         name,
@@ -480,6 +520,8 @@ def migrate_thread(
 
 def _thread_ids(source: BaseCheckpointSaver[Any]) -> list[str]:
     """Every thread id of the source, in the order its ``list(None)`` first shows it."""
+    if isinstance(source, CheckpointAwsSource):
+        return source.list_thread_ids()  # its keys, not every checkpoint decoded
     seen: dict[str, None] = {}
     for t in source.list(None):
         seen.setdefault(str(t.config["configurable"]["thread_id"]), None)
@@ -502,10 +544,11 @@ def migrate_threads(
     kill: complete threads are skipped, the partial one is completed.
 
     Args:
-        source: any sync ``BaseCheckpointSaver``.
+        source: any sync ``BaseCheckpointSaver``, or a :class:`CheckpointAwsSource`.
         target: a sync ``DynamoDBSaver``.
         thread_ids: the threads to migrate; ``None``: every thread
-            ``source.list(None)`` shows.
+            ``source.list(None)`` shows (a ``CheckpointAwsSource``: its
+            ``list_thread_ids()``).
         dry_run: compare and report, write nothing.
         progress: called after each thread as ``progress(done, total, result)``.
 
@@ -513,7 +556,9 @@ def migrate_threads(
         ``threads``, ``migrated``, ``resumed``, ``skipped``, ``refused``
         (``[{"thread_id", "error"}]``), ``checkpoints`` and ``writes``
         (written, or to write in a dry run), ``verified`` (threads whose
-        both sides were found equal), ``dry_run``, ``results`` (each
+        both sides were found equal), ``orphans`` (items of a
+        :class:`CheckpointAwsSource` left out: their payload never landed),
+        ``dry_run``, ``results`` (each
         thread's :func:`migrate_thread` result).
 
     Example:
@@ -550,6 +595,10 @@ def migrate_threads(
         "checkpoints": sum(r["written_checkpoints"] for r in done),
         "writes": sum(r["written_writes"] for r in done),
         "verified": sum(bool(r["verified"]) for r in done),
+        # Items of a langgraph-checkpoint-aws table without their payload, left out as it reads them.
+        "orphans": sum(source.orphans.get(t, 0) for t in ids)
+        if isinstance(source, CheckpointAwsSource)
+        else 0,
         "dry_run": dry_run,
         "results": results,
     }

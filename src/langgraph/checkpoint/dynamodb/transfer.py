@@ -59,21 +59,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import dataclasses
 import datetime as dt
-import heapq
 import json
 import tempfile
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any, Final
 
-from botocore.exceptions import ClientError
 from langgraph.checkpoint.base import writes_sort_key
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import _inspection, _items, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._export_file import (
     FORMAT,
     ExportError,
@@ -88,6 +82,16 @@ from langgraph.checkpoint.dynamodb._portable import (
     OpaqueExt,
     OpaquePayload,
     PortableSerializer,
+)
+from langgraph.checkpoint.dynamodb._replay import (
+    WriteProgress,
+    check_target,
+    import_marker,
+    mark_import,
+    parents_first,
+    plain_serde,
+    unmark_import,
+    write_records,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -111,12 +115,6 @@ _RECORD_OVERHEAD: Final = 1 << 20
 _DYNAMODB_ITEM_LIMIT: Final = 400 * 1024
 #: An import spools a non-seekable input (stdin) to disk past this size.
 _SPOOL_MEMORY: Final = 8 << 20
-
-
-def _plain_serde(saver: Any) -> Any:
-    """The saver's serializer without its encryption layer (what a file holds)."""
-    serde = saver.serde
-    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
 
 
 def _encode(serde: Any, value: Any, where: str) -> dict[str, str]:
@@ -181,36 +179,6 @@ def _raw_writes(
     return out
 
 
-def _parents_first(tuples: list[Any]) -> list[Any]:
-    """Checkpoints oldest id first, but never a child before its parent (same namespace)."""
-    key = {
-        id(t): (t.config["configurable"]["checkpoint_id"], t.config["configurable"]["checkpoint_ns"])
-        for t in tuples
-    }
-    by_key = {(k[1], k[0]): t for t, k in ((t, key[id(t)]) for t in tuples)}
-    children: dict[int, list[Any]] = {}
-    heap: list[tuple[str, str, int]] = []
-    index = {id(t): t for t in tuples}
-    for t in tuples:
-        cid, ns = key[id(t)]
-        pid = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        parent = by_key.get((ns, pid)) if pid else None
-        if parent is not None and parent is not t:
-            children.setdefault(id(parent), []).append(t)
-        else:
-            heapq.heappush(heap, (cid, ns, id(t)))
-    out: list[Any] = []
-    while heap:
-        _, _, ident = heapq.heappop(heap)
-        t = index[ident]
-        out.append(t)
-        for c in children.pop(ident, []):
-            heapq.heappush(heap, (*key[id(c)], id(c)))
-    if len(out) != len(tuples):  # a parent cycle: no order can put parents first
-        raise ExportError("the thread's parent links form a cycle; it cannot be exported in order")
-    return out
-
-
 def _same_as_parent(t: Any, parent: Any) -> set[str]:
     """Channels whose value in ``t`` is the parent's: same version, equal value."""
     if parent is None:
@@ -267,8 +235,8 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
     if not tuples:
         raise ExportError(f"thread {thread_id!r} has no checkpoints in table {saver.table_name!r}")
     raw = _raw_writes(saver, thread_id)
-    serde = _plain_serde(saver)
-    ordered = _parents_first(tuples)
+    serde = plain_serde(saver)
+    ordered = parents_first(tuples)
     by_key = {
         (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
         for t in tuples
@@ -293,62 +261,10 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
     n_writes = 0
     for t in ordered:
         conf = t.config["configurable"]
-        ns, cid = conf["checkpoint_ns"], conf["checkpoint_id"]
-        where = f"checkpoint {cid!r} (namespace {ns!r})"
-        body = {k: v for k, v in t.checkpoint.items() if k != "channel_values"}
-        values = t.checkpoint.get("channel_values") or {}
-        # A value unchanged since the parent is written once, in the parent: the
-        # file grows with what the store holds, not with checkpoints x state.
         pid = (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        parent = by_key.get((ns, pid)) if pid else None
-        same = _same_as_parent(t, parent)
-        line(
-            {
-                "kind": "checkpoint",
-                "checkpoint_ns": ns,
-                "checkpoint_id": cid,
-                "parent_checkpoint_id": pid,
-                "checkpoint": _encode(serde, body, where),
-                "metadata": _encode(serde, t.metadata, f"metadata of {where}"),
-                "channel_values": {
-                    ch: _encode(serde, v, f"channel {ch!r} of {where}")
-                    for ch, v in values.items()
-                    if ch not in same
-                },
-                "same_as_parent": sorted(same),
-            }
-        )
-        pending = list(t.pending_writes or [])
-        rows = raw.get((ns, cid), [])
-        if len(rows) != len(pending) or any(
-            r["task_id"] != w[0] or r["channel"] != w[1] for (_, r), w in zip(rows, pending, strict=True)
-        ):
-            raise ExportError(
-                f"the writes of {where} changed while the thread was read; export it again "
-                "while nothing writes to it"
-            )
-        tasks: dict[str, dict[str, Any]] = {}
-        for (_, r), (task_id, channel, value) in zip(rows, pending, strict=True):
-            rec = tasks.setdefault(
-                task_id,
-                {
-                    "kind": "writes",
-                    "checkpoint_ns": ns,
-                    "checkpoint_id": cid,
-                    "task_id": task_id,
-                    "task_path": r["task_path"],
-                    "run_id": r["run_id"],
-                    "writes": [],
-                },
-            )
-            rec["writes"].append(
-                {
-                    "idx": r["idx"],
-                    "channel": channel,
-                    "value": _encode(serde, value, f"write {channel!r} of task {task_id!r} on {where}"),
-                }
-            )
-        for rec in tasks.values():
+        line(_checkpoint_record(serde, t, by_key.get((conf["checkpoint_ns"], pid)) if pid else None))
+        tasks = _writes_records(serde, t, raw.get((conf["checkpoint_ns"], conf["checkpoint_id"]), []))
+        for rec in tasks:
             line(rec)
         n_writes += len(tasks)
     line({"kind": "end", "checkpoints": len(ordered), "writes": n_writes})
@@ -358,6 +274,69 @@ def export_thread(saver: Any, thread_id: str, fp: IO[str]) -> dict[str, Any]:
         "writes": n_writes,
         "namespaces": len({t.config["configurable"]["checkpoint_ns"] for t in ordered}),
     }
+
+
+def _checkpoint_record(serde: Any, t: Any, parent: Any) -> dict[str, Any]:
+    """A checkpoint's line: its body, metadata and the values its parent does not already hold."""
+    conf = t.config["configurable"]
+    ns, cid = conf["checkpoint_ns"], conf["checkpoint_id"]
+    where = f"checkpoint {cid!r} (namespace {ns!r})"
+    body = {k: v for k, v in t.checkpoint.items() if k != "channel_values"}
+    values = t.checkpoint.get("channel_values") or {}
+    # A value unchanged since the parent is written once, in the parent: the
+    # file grows with what the store holds, not with checkpoints x state.
+    same = _same_as_parent(t, parent)
+    return {
+        "kind": "checkpoint",
+        "checkpoint_ns": ns,
+        "checkpoint_id": cid,
+        "parent_checkpoint_id": (t.parent_config or {}).get("configurable", {}).get("checkpoint_id"),
+        "checkpoint": _encode(serde, body, where),
+        "metadata": _encode(serde, t.metadata, f"metadata of {where}"),
+        "channel_values": {
+            ch: _encode(serde, v, f"channel {ch!r} of {where}") for ch, v in values.items() if ch not in same
+        },
+        "same_as_parent": sorted(same),
+    }
+
+
+def _writes_records(
+    serde: Any, t: Any, rows: list[tuple[tuple[str, str, int], dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """A checkpoint's writes lines, one per task; ``rows`` are its writes' keys (``_raw_writes``)."""
+    conf = t.config["configurable"]
+    ns, cid = conf["checkpoint_ns"], conf["checkpoint_id"]
+    where = f"checkpoint {cid!r} (namespace {ns!r})"
+    pending = list(t.pending_writes or [])
+    if len(rows) != len(pending) or any(
+        r["task_id"] != w[0] or r["channel"] != w[1] for (_, r), w in zip(rows, pending, strict=True)
+    ):
+        raise ExportError(
+            f"the writes of {where} changed while the thread was read; export it again "
+            "while nothing writes to it"
+        )
+    tasks: dict[str, dict[str, Any]] = {}
+    for (_, r), (task_id, channel, value) in zip(rows, pending, strict=True):
+        rec = tasks.setdefault(
+            task_id,
+            {
+                "kind": "writes",
+                "checkpoint_ns": ns,
+                "checkpoint_id": cid,
+                "task_id": task_id,
+                "task_path": r["task_path"],
+                "run_id": r["run_id"],
+                "writes": [],
+            },
+        )
+        rec["writes"].append(
+            {
+                "idx": r["idx"],
+                "channel": channel,
+                "value": _encode(serde, value, f"write {channel!r} of task {task_id!r} on {where}"),
+            }
+        )
+    return list(tasks.values())
 
 
 # ================================================================ import
@@ -433,57 +412,24 @@ def import_thread(
         src = _seekable(fp, stack)
         start = src.tell()
         plan = ImportPlan()
-
-        def check_keys(ns: str, cid: str, task_id: str) -> None:
-            # The savers' own key rules, before any write.
-            saver.check_ids(thread_id or plan.source_thread, ns, cid, task_id)
-
-        def check_value(where: str, value: Any) -> None:
-            # Without a bucket, a value larger than a DynamoDB item can hold
-            # (400 KB, stored as the saver packs it) would fail half way.
-            if saver.bucket_name is None:
-                try:
-                    size = len(saver.codec.pack(serde.dumps_typed(value)))
-                except Exception as exc:
-                    raise ValueError(f"{where}: cannot serialize: {type(exc).__name__}: {exc}") from None
-                if size > _DYNAMODB_ITEM_LIMIT:
-                    raise ValueError(
-                        f"{where} is {size:,} bytes as stored, more than a DynamoDB item holds, and the "
-                        "saver has no bucket: import into a store with an S3 bucket (--bucket)"
-                    )
-
-        objects = saver.max_payload_objects
-        records = parse_records(
+        for _ in parse_records(
             RecordReader(src, max_line),
             serde,
             limit,
             plan,
-            check_keys,
-            check_value,
-            max_payload_objects=objects,
-        )
-        for _ in records:
-            pass
+            lambda ns, cid, task_id: saver.check_ids(thread_id or plan.source_thread, ns, cid, task_id),
+            _value_check(saver, serde),
+            max_payload_objects=saver.max_payload_objects,
+        ):
+            pass  # pass one: validate the whole file, write nothing
         target = thread_id or plan.source_thread
-        _check_target(saver, target)
+        check_target(saver, target)
         src.seek(start)
-        progress = _Progress()
-        # Marks the thread partial until it reads back: an import killed half
-        # way (SIGKILL, OOM, a timeout) runs no cleanup, and leaves it behind.
+        progress = WriteProgress()
+        _start_import(saver, target, plan.source_thread)
+        objects = saver.max_payload_objects
         try:
-            _mark(saver, target, plan.source_thread)
-        except TargetExistsError:
-            raise
-        except BaseException as exc:
-            with contextlib.suppress(Exception):
-                _unmark(saver, target)  # if it landed after all
-            if not isinstance(exc, Exception):
-                raise
-            raise ExportError(
-                f"import into thread {target!r} failed at its first write ({_what(exc)}); nothing is left"
-            ) from exc
-        try:
-            _write(
+            write_records(
                 saver,
                 target,
                 parse_records(RecordReader(src, max_line), serde, limit, None, max_payload_objects=objects),
@@ -491,11 +437,11 @@ def import_thread(
                 progress,
             )
             _verify(saver, target, plan)
-            _unmark(saver, target)
+            unmark_import(saver, target)
         except BaseException as exc:
             if not progress.started:
                 with contextlib.suppress(Exception):
-                    _unmark(saver, target)
+                    unmark_import(saver, target)
                 raise
             failure = _undo(saver, target, progress.written, exc)
             if not isinstance(exc, Exception):  # Ctrl-C: cleaned up, still an interrupt
@@ -510,159 +456,41 @@ def import_thread(
     }
 
 
-@dataclasses.dataclass
-class _Progress:
-    started: bool = False  # a write was sent (it may have landed in part)
-    written: int = 0  # writes completed
+def _value_check(saver: Any, serde: Any) -> Callable[[str, Any], None]:
+    """``parse_records``' value check: a value must fit where the saver can put it."""
+
+    def check_value(where: str, value: Any) -> None:
+        # Without a bucket, a value larger than a DynamoDB item can hold
+        # (400 KB, stored as the saver packs it) would fail half way.
+        if saver.bucket_name is None:
+            try:
+                size = len(saver.codec.pack(serde.dumps_typed(value)))
+            except Exception as exc:
+                raise ValueError(f"{where}: cannot serialize: {type(exc).__name__}: {exc}") from None
+            if size > _DYNAMODB_ITEM_LIMIT:
+                raise ValueError(
+                    f"{where} is {size:,} bytes as stored, more than a DynamoDB item holds, and the "
+                    "saver has no bucket: import into a store with an S3 bucket (--bucket)"
+                )
+
+    return check_value
 
 
-def _marker_key(saver: Any, thread_id: str) -> dict[str, Any]:
-    return {ATTR.PK: {"S": saver.partition_key(thread_id)}, ATTR.SK: {"S": schema.IMPORT_SK}}
-
-
-def _mark(saver: Any, thread_id: str, source_thread: str) -> None:
-    """Put the thread's import marker; refuse if one is there (another import, or a killed one)."""
+def _start_import(saver: Any, target: str, source_thread: str) -> None:
+    """Mark the thread partial until it reads back: an import killed half way (SIGKILL, OOM, a
+    timeout) runs no cleanup, and leaves the marker behind."""
     try:
-        _inspection.ddb_client(saver).put_item(
-            TableName=saver.table_name,
-            Item={
-                **_marker_key(saver, thread_id),
-                ATTR.KIND: {"S": schema.META_ITEM},
-                ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
-                ATTR.THREAD_ID: {"S": thread_id},
-                ATTR.CREATED: {"N": str(int(time.time()))},
-                ATTR.IMPORT_SOURCE: {"S": source_thread},
-            },
-            ConditionExpression="attribute_not_exists(#pk)",
-            ExpressionAttributeNames={"#pk": ATTR.PK},
-        )
-    except ClientError as exc:
-        if error_code(exc) != "ConditionalCheckFailedException":
+        mark_import(saver, target, source_thread)
+    except TargetExistsError:
+        raise
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            unmark_import(saver, target)  # if it landed after all
+        if not isinstance(exc, Exception):
             raise
-        raise TargetExistsError(_unfinished(saver, thread_id)) from None
-
-
-def _unmark(saver: Any, thread_id: str) -> None:
-    # BatchWriteItem, not DeleteItem: the savers' grants have no DeleteItem.
-    requests = {saver.table_name: [{"DeleteRequest": {"Key": _marker_key(saver, thread_id)}}]}
-    for _ in range(8):
-        requests = (
-            _inspection.ddb_client(saver).batch_write_item(RequestItems=requests).get("UnprocessedItems")
-            or {}
-        )
-        if not requests:
-            return
-        time.sleep(0.05)
-    raise ExportError(
-        f"could not remove the import marker of thread {thread_id!r} (throttled); delete it and retry"
-    )
-
-
-def import_marker(saver: Any, thread_id: str) -> dict[str, Any] | None:
-    """The import marker of a thread, ``None`` if none: an import is writing it, or was killed doing so.
-
-    ``{"source_thread_id", "started_at"}`` (epoch seconds). Until the
-    marker is gone the thread is partial, however complete it looks.
-    """
-    got = _inspection.ddb_client(saver).get_item(
-        TableName=saver.table_name, Key=_marker_key(saver, thread_id), ConsistentRead=True
-    )
-    it = got.get("Item")
-    if it is None:
-        return None
-    return {
-        "source_thread_id": it.get(ATTR.IMPORT_SOURCE, {}).get("S"),
-        "started_at": _items.whole_number(it.get(ATTR.CREATED)),
-    }
-
-
-def _unfinished(saver: Any, thread_id: str) -> str:
-    return (
-        f"thread {thread_id!r} in table {saver.table_name!r} carries the marker of an import that is "
-        "running or did not finish (killed half way): whatever it holds is partial. If no import is "
-        f"running, delete it (langgraph-dynamodb delete {thread_id!r} --yes) and import again under a "
-        "new id (--thread); nothing was written"
-    )
-
-
-def _check_target(saver: Any, thread_id: str) -> None:
-    """Refuse a thread that has checkpoints, or tombstones (a thread deleted under this id).
-
-    Keys only (reading a value could need what this saver lacks). A deleted
-    thread's tombstones hide its lineages for good (a late write must never
-    bring them back), and the same checkpoints written again are exactly
-    such writes: they would be stored and never read.
-    """
-
-    sks = [it[ATTR.SK]["S"] for it in _inspection.thread_items(saver, thread_id, projection=True)]
-    if schema.IMPORT_SK in sks:
-        raise TargetExistsError(_unfinished(saver, thread_id))
-    kinds = {schema.parse_sk(sk)[1] for sk in sks}
-    if schema.CHECKPOINT_ITEM in kinds:
-        raise TargetExistsError(
-            f"thread {thread_id!r} already has checkpoints in table {saver.table_name!r}; import under a "
-            "new id (--thread) or delete it first (an import never merges two histories); nothing was written"
-        )
-    if schema.TOMBSTONE_ITEM in kinds:
-        raise TargetExistsError(
-            f"thread {thread_id!r} was deleted in table {saver.table_name!r}, and its tombstones hide "
-            "the checkpoints it had if they are written again; import under a new id (--thread); "
-            "nothing was written"
-        )
-
-
-def _write(
-    saver: Any,
-    thread_id: str,
-    records: Iterable[tuple[str, dict[str, Any]]],
-    plan: ImportPlan,
-    progress: _Progress,
-) -> None:
-    """Replay validated records through the public API, counting into ``progress``.
-
-    ``new_versions`` names the channels whose version differs from the
-    parent's, as LangGraph passes them: an unchanged large value is then a
-    reference to where the parent put it, not a copy per checkpoint.
-    """
-    versions: dict[tuple[str, str], dict[str, Any]] = {}
-    # Values children take from their parent (``same_as_parent``), held only
-    # until the last such child is written: a chain holds one checkpoint's.
-    lent: dict[tuple[str, str], dict[str, Any]] = {}
-    for kind, rec in records:
-        progress.started = True
-        ns, cid = rec["ns"], rec["id"]
-        base = {"thread_id": thread_id, "checkpoint_ns": ns}
-        if kind == "checkpoint":
-            cp = rec["checkpoint"]
-            if rec["same_as_parent"]:
-                lender = lent[(ns, rec["parent"])]
-                cp["channel_values"] = {
-                    **{ch: lender[ch] for ch in rec["same_as_parent"]},
-                    **cp["channel_values"],
-                }
-                left = plan.lenders[(ns, rec["parent"])] = plan.lenders[(ns, rec["parent"])] - 1
-                if not left:
-                    del lent[(ns, rec["parent"])]
-            if plan.lenders.get((ns, cid)):
-                lent[(ns, cid)] = cp["channel_values"]
-            parent = versions.get((ns, rec["parent"])) if rec["parent"] else None
-            new = {ch: v for ch, v in cp["channel_versions"].items() if parent is None or parent.get(ch) != v}
-            conf: dict[str, Any] = {**base}
-            if rec["parent"]:
-                conf["checkpoint_id"] = rec["parent"]
-            parents = rec["metadata"].get("parents")
-            if ns and isinstance(parents, dict):
-                # LangGraph's map of enclosing graphs' checkpoints: the
-                # saver derives a subgraph checkpoint's lineage from it.
-                conf["checkpoint_map"] = {**parents, ns: cid}
-            saver.put({"configurable": conf}, cp, rec["metadata"], new)
-            versions[(ns, cid)] = dict(cp["channel_versions"])
-        else:
-            config: dict[str, Any] = {"configurable": {**base, "checkpoint_id": cid}}
-            if rec["run_id"]:
-                config["metadata"] = {"run_id": rec["run_id"]}
-            saver.put_writes(config, rec["writes"], rec["task_id"], rec["task_path"])
-        progress.written += 1
+        raise ExportError(
+            f"import into thread {target!r} failed at its first write ({_what(exc)}); nothing is left"
+        ) from exc
 
 
 def _verify(saver: Any, thread_id: str, plan: ImportPlan) -> None:

@@ -2,9 +2,11 @@
 
 Registered by ``build_parser`` (``_parser``); the work is done by the library
 module ``migrate``. The source is named by ``--from``: ``sqlite:PATH`` (a
-``SqliteSaver`` database, opened read-only) or ``postgres:DSN`` (a
+``SqliteSaver`` database, opened read-only), ``postgres:DSN`` (a
 ``PostgresSaver`` database, when ``langgraph-checkpoint-postgres`` is
-installed). Values cross byte for byte (``PortableSerializer`` on both sides,
+installed) or ``checkpoint-aws:TABLE[?bucket=B&prefix=P&region=R]`` (the
+tables of ``langgraph-checkpoint-aws``'s ``DynamoDBSaver``, read with boto3:
+that package is not needed). Values cross byte for byte (``PortableSerializer`` on both sides,
 as ``export``/``import`` do): the application's modules are not needed.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CLIError
 from langgraph.checkpoint.dynamodb.cli._commands import Ctx
-from langgraph.checkpoint.dynamodb.cli._ops import _allow_type_option, _portable
+from langgraph.checkpoint.dynamodb.cli._doctor_export_import import allow_type_option, portable_saver
 
 __all__ = ["register"]
 
@@ -30,8 +32,8 @@ def register(add: Add) -> None:
     """Add the command to the parser (``add`` is ``build_parser``'s helper)."""
     p = add(
         "migrate",
-        "copy threads from a LangGraph SQLite or Postgres checkpointer into the table (same ids, "
-        "resumable, verified)",
+        "copy threads from a LangGraph SQLite or Postgres checkpointer, or langgraph-checkpoint-aws "
+        "tables, into the table (same ids, resumable, verified)",
         cmd_migrate,
     )
     p.add_argument(
@@ -39,7 +41,9 @@ def register(add: Add) -> None:
         dest="source_url",
         required=True,
         metavar="SOURCE",
-        help="sqlite:PATH (a SqliteSaver database file) or postgres:DSN (needs langgraph-checkpoint-postgres)",
+        help="sqlite:PATH (a SqliteSaver database file), postgres:DSN (needs langgraph-checkpoint-postgres) "
+        "or checkpoint-aws:TABLE[?bucket=BUCKET&prefix=KEY_PREFIX&region=REGION] (langgraph-checkpoint-aws's "
+        "DynamoDBSaver table; bucket and prefix as its s3_offload_config had them)",
     )
     p.add_argument(
         "--thread",
@@ -57,7 +61,7 @@ def register(add: Add) -> None:
         default="auto",
         help="progress line on stderr: auto (default: when stderr is a terminal), always, never; never with --json",
     )
-    _allow_type_option(p)
+    allow_type_option(p)
 
 
 @contextlib.contextmanager
@@ -107,8 +111,55 @@ def _postgres(dsn: str, serde: Any) -> Iterator[Any]:
         yield saver
 
 
-def _source(url: str, serde: Any) -> contextlib.AbstractContextManager[Any]:
+#: The options ``--from checkpoint-aws:TABLE?...`` takes (its saver's own names where it has them).
+_AWS_OPTIONS = ("bucket", "prefix", "region", "missing")
+
+
+@contextlib.contextmanager
+def _checkpoint_aws(rest: str, serde: Any, ctx: Ctx) -> Iterator[Any]:
+    from urllib.parse import parse_qs
+
+    from langgraph.checkpoint.dynamodb.migrate import CheckpointAwsSource
+
+    table, _, query = rest.partition("?")
+    try:
+        params = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        params = {"": []}
+    unknown = sorted(set(params) - set(_AWS_OPTIONS))
+    if params.get("missing", ["skip"]) != ["skip"]:
+        unknown.append("missing=" + params["missing"][0])
+    if not table or unknown or any(len(v) != 1 for v in params.values()):
+        raise CLIError(
+            f"--from checkpoint-aws:{rest}: expected checkpoint-aws:TABLE[?bucket=BUCKET&prefix=KEY_PREFIX"
+            f"&region=REGION&missing=skip], each option once"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else ""),
+            EXIT_USAGE,
+            "bad_source",
+        )
+    opt = {k: v[0] for k, v in params.items()}
+    client = ctx.saver.clients["dynamodb"]
+    source = CheckpointAwsSource(
+        table,
+        bucket_name=opt.get("bucket") or None,
+        key_prefix=opt.get("prefix") or None,
+        serde=serde,
+        region_name=opt.get("region") or client.meta.region_name,
+        endpoint_url=getattr(ctx.args, "endpoint_url", None) or None,
+        skip_missing_objects="missing" in opt,
+    )
+    try:
+        yield source
+    finally:
+        for c in (source.dynamodb, source.s3):
+            if c is not None:
+                c.close()
+
+
+def _source(url: str, serde: Any, ctx: Ctx) -> contextlib.AbstractContextManager[Any]:
     scheme, sep, rest = url.partition(":")
+    if sep and rest and scheme == "checkpoint-aws":
+        return _checkpoint_aws(rest, serde, ctx)
     if sep and rest and scheme == "sqlite":
         return _sqlite(rest, serde)
     if sep and rest and scheme in ("postgres", "postgresql"):
@@ -120,17 +171,25 @@ def _source(url: str, serde: Any) -> contextlib.AbstractContextManager[Any]:
             EXIT_USAGE,
             "bad_source",
         )
-    raise CLIError(f"--from {url!r}: expected sqlite:PATH or postgres:DSN", EXIT_USAGE, "bad_source")
+    raise CLIError(
+        f"--from {url!r}: expected sqlite:PATH, postgres:DSN or checkpoint-aws:TABLE[?bucket=...&prefix=...]",
+        EXIT_USAGE,
+        "bad_source",
+    )
 
 
 def cmd_migrate(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.migrate import MigrationError, migrate_threads
+    from langgraph.checkpoint.dynamodb.migrate import (
+        CheckpointAwsSourceError,
+        MigrationError,
+        migrate_threads,
+    )
     from langgraph.checkpoint.dynamodb.transfer import PortableSerializer
 
     args = ctx.args
-    target = _portable(ctx.saver, args)
+    target = portable_saver(ctx.saver, args)
     serde = PortableSerializer(allowed_types=args.allow_type or ())
-    with _source(args.source_url, serde) as source, ctx.progress("migrate") as progress:
+    with _source(args.source_url, serde, ctx) as source, ctx.progress("migrate") as progress:
 
         def tick(done: int, total: int, result: dict[str, Any]) -> None:
             progress.update(
@@ -139,6 +198,8 @@ def cmd_migrate(ctx: Ctx) -> int:
 
         try:
             summary = migrate_threads(source, target, args.threads, dry_run=args.dry_run, progress=tick)
+        except CheckpointAwsSourceError as exc:  # what to pass (bucket, prefix), or what cannot be read
+            raise CLIError(str(exc), EXIT_ERROR, "bad_source") from exc
         except MigrationError as exc:
             raise CLIError(str(exc), EXIT_ERROR, "migrate_failed") from exc
     if ctx.json:

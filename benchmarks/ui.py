@@ -135,10 +135,14 @@ def run_ui(
             q = urllib.parse.urlencode
             views = {
                 "thread page (newest 50)": _view(
-                    base, "/thread?" + q({"id": big}), meter, p.repeats, server.auth_headers
+                    base, "/thread?" + q({"id": big, "marks": "1"}), meter, p.repeats, server.auth_headers
                 ),
                 "thread page (older 50, mid-thread)": _view(
-                    base, "/thread?" + q({"id": big, "before": middle}), meter, p.repeats, server.auth_headers
+                    base,
+                    "/thread?" + q({"id": big, "before": middle, "marks": "1"}),
+                    meter,
+                    p.repeats,
+                    server.auth_headers,
                 ),
                 "checkpoint page": _view(
                     base,

@@ -22,8 +22,9 @@ def test_page_views_are_counted_and_reported(storage: dict[str, str]) -> None:
     )
     views = res["views"]
     newest, middle = views["thread page (newest 50)"], views["thread page (older 50, mid-thread)"]
-    # Server-side paging: the middle of the thread reads as little as its newest page.
-    assert newest["items_read"] == middle["items_read"] < 600
+    # Server-side paging: the middle of the thread reads about what its newest page does
+    # (plus the keys of the page just newer, for the "newer" link), never the whole thread.
+    assert newest["items_read"] <= middle["items_read"] <= 2 * newest["items_read"] < 600
     assert "dynamodb:Scan" not in newest["by_operation"] and newest["requests"] <= 8
     assert views["threads page (prefix: the big thread)"]["requests"] <= 8
     text = "\n".join(report_perf.ui_section({"ui": res}))

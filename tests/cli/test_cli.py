@@ -236,7 +236,7 @@ def test_one_short_id_is_printed_and_accepted_back(store: dict[str, Any]) -> Non
     from demo.main import _short as demo_short
 
     from langgraph.checkpoint.dynamodb.cli._render import short_id
-    from langgraph.checkpoint.dynamodb.cli._ui_pages import _sid as ui_short
+    from langgraph.checkpoint.dynamodb.cli._ui_pages import sid as ui_short
 
     rows = run_json(*conn(store), "history", store["done"])["checkpoints"]
     first = rows[-1]["checkpoint_id"]

@@ -250,7 +250,7 @@ def test_tenant_dry_run_stays_in_the_tenant_key_space(healthy: dict[str, str]) -
     """moto does not enforce IAM: check every key the doctor sends instead."""
     sent: list[tuple[str, str, Any]] = []
     with DynamoDBSaver(**healthy, tenant_prefix="acme") as saver:
-        for client in saver._clients.values():
+        for client in saver.clients.values():
             service = client.meta.service_model.service_name
 
             def record(params: dict[str, Any], model: Any, service: str = service, **_: Any) -> None:
@@ -325,8 +325,8 @@ def _deny(client: Any, *operations: str, message: str | None = None) -> None:
 
 def test_denied_actions_are_named_with_the_fix(healthy: dict[str, str]) -> None:
     with DynamoDBSaver(**healthy) as saver:
-        _deny(saver._clients["dynamodb"], "PutItem", "TransactWriteItems")
-        _deny(saver._clients["s3"], "DeleteObjects")
+        _deny(saver.clients["dynamodb"], "PutItem", "TransactWriteItems")
+        _deny(saver.clients["s3"], "DeleteObjects")
         report = diagnose(saver)
     assert not report.ok
     by_name = {c.name: c for c in report.checks}
@@ -349,12 +349,12 @@ def test_a_grant_without_condition_check_is_named(healthy: dict[str, str]) -> No
     a transaction denied for its Update names UpdateItem once, with the UpdateItem probe.
     """
     with DynamoDBSaver(**healthy) as saver:
-        _deny(saver._clients["dynamodb"], "TransactWriteItems", message="Access denied")
+        _deny(saver.clients["dynamodb"], "TransactWriteItems", message="Access denied")
         write = {c.name: c for c in diagnose(saver).checks}["dynamodb write"]
     assert write.status == "FAIL" and write.message == "denied: dynamodb:ConditionCheckItem"
     with DynamoDBSaver(**healthy) as saver:
         _deny(
-            saver._clients["dynamodb"],
+            saver.clients["dynamodb"],
             "UpdateItem",
             "TransactWriteItems",
             message="User: u is not authorized to perform: dynamodb:UpdateItem on resource: t",
@@ -365,7 +365,7 @@ def test_a_grant_without_condition_check_is_named(healthy: dict[str, str]) -> No
 
 def test_denied_describe_is_a_warning_and_the_dry_run_still_runs(healthy: dict[str, str]) -> None:
     with DynamoDBSaver(**healthy) as saver:
-        _deny(saver._clients["dynamodb"], "DescribeTable", "DescribeTimeToLive")
+        _deny(saver.clients["dynamodb"], "DescribeTable", "DescribeTimeToLive")
         report = diagnose(saver)
     got = {c.name: c.status for c in report.checks}
     assert got["table"] == "WARN" and got["key schema"] == "SKIP" and got["ttl"] == "WARN"
@@ -374,7 +374,7 @@ def test_denied_describe_is_a_warning_and_the_dry_run_still_runs(healthy: dict[s
 
 def test_rejected_credentials_stop_with_one_clear_failure(healthy: dict[str, str]) -> None:
     with DynamoDBSaver(**healthy) as saver:
-        client = saver._clients["dynamodb"]
+        client = saver.clients["dynamodb"]
 
         def reject(**_: Any) -> Any:
             return types.SimpleNamespace(status_code=400, headers={}), {
@@ -393,7 +393,7 @@ def test_report_names_are_stable_and_the_cost_is_fixed(healthy: dict[str, str]) 
     """Scripts key on check names: every check once on a healthy store, in order; one request per action."""
     sent: list[str] = []
     with DynamoDBSaver(**healthy) as saver:
-        for client in saver._clients.values():
+        for client in saver.clients.values():
             service = client.meta.service_model.service_name
             client.meta.events.register(
                 f"before-call.{service}.*",
@@ -423,7 +423,7 @@ def test_invalid_names_and_unexpected_errors_are_lines_not_tracebacks(healthy: d
     assert bucket["status"] == "FAIL" and "Not_A_Bucket!" in bucket["message"] and "--bucket" in bucket["fix"]
     assert "\n" not in bucket["message"]
     with DynamoDBSaver(**healthy) as saver:
-        client = saver._clients["dynamodb"]
+        client = saver.clients["dynamodb"]
 
         def invalid(model: Any, **_: Any) -> Any:
             if model.name != "DescribeTable":

@@ -35,7 +35,7 @@ from langgraph.checkpoint.dynamodb import (
     schema,
 )
 from langgraph.checkpoint.dynamodb.cli import main as cli_main
-from langgraph.checkpoint.dynamodb.cli._store import list_threads
+from langgraph.checkpoint.dynamodb.cli._thread_listing import list_threads
 from langgraph.checkpoint.dynamodb.cli._ui import page_threads
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
 from tests.security.grant import TenantGrant

@@ -69,6 +69,7 @@ def ui_store(moto_endpoint: str) -> Iterator[Store]:
     from demo import main as demo_main
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
     from tests.support import graphs
+    from tests.ui import agent_threads
 
     suffix = uuid.uuid4().hex[:8]
     table, bucket = f"ui-{suffix}", f"ui-{suffix}"
@@ -117,6 +118,17 @@ def ui_store(moto_endpoint: str) -> Iterator[Store]:
         _xss_graph().compile(checkpointer=saver).invoke(
             {"note": XSS_SCRIPT}, _cfg(threads["xss"]), durability="sync"
         )
+        # As users have them: a tool-calling chat with an answered interrupt, one left waiting, a wide fan-out.
+        threads["chat"] = f"chat-{suffix}"
+        agent_threads.run_chat(saver, threads["chat"])
+        threads["chat_waiting"] = f"chat-waiting-{suffix}"
+        agent_threads.run_waiting_chat(saver, threads["chat_waiting"])
+        threads["fanout"] = f"fanout-{suffix}"
+        agent_threads.run_fan_out(saver, threads["fanout"])
+        threads["fanout_waiting"] = f"fanout-waiting-{suffix}"
+        agent_threads.run_fan_out_waiting(saver, threads["fanout_waiting"], 50)
+        threads["xss_chat"] = f"xss-chat-{suffix}"
+        agent_threads.run_hostile_chat(saver, threads["xss_chat"], XSS_SCRIPT, XSS_IMG)
         yield Store(saver, threads)
     finally:
         saver.close()

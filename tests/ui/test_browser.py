@@ -100,13 +100,24 @@ def test_thread_page_timeline_fork_tree_and_prune_marks(
     assert len(forks) == 1
     branches = forks[0].find_elements(By.CSS_SELECTOR, ":scope > ul.branches > li.branch")
     assert len(branches) == 2
+    # Prune marks are off until asked for (a read-only tool); the toggle turns them on.
+    assert not browser.find_elements(By.CSS_SELECTOR, "table.timeline .mark")
+    assert "prune" not in browser.find_element(By.CSS_SELECTOR, "table.timeline thead").text.lower()
+    browser.find_element(By.LINK_TEXT, "show prune marks").click()
+    WebDriverWait(browser, 10).until(ec.url_contains("marks=1"))
     # keep_last=1 keeps one checkpoint here (no delta channels); keep_last=3 keeps three.
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "table.timeline .mark")]
     assert marks.count("keep") == 1 and marks.count("delete") == 15
-    browser.get(url(inspector, "/thread", id=tid, keep_last=3))
+    box = browser.find_element(By.NAME, "keep_last")
+    box.clear()
+    box.send_keys("3")
+    box.submit()
+    WebDriverWait(browser, 10).until(ec.url_contains("keep_last=3"))
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "table.timeline .mark")]
     assert marks.count("keep") == 3 and marks.count("delete") == 13
-    browser.get(url(inspector, "/thread", id=tid))
+    browser.find_element(By.LINK_TEXT, "hide prune marks").click()
+    WebDriverWait(browser, 10).until(lambda d: "marks=1" not in d.current_url)
+    assert not browser.find_elements(By.CSS_SELECTOR, "table.timeline .mark")
     screenshot(browser, "thread")
 
 
@@ -125,7 +136,7 @@ def test_timeline_is_paged(browser: Any, inspector: str, ui_store: Store) -> Non
 
 def test_delta_keep_marks_and_subgraph(browser: Any, inspector: str, ui_store: Store) -> None:
     tid = ui_store.threads["subgraph"]
-    browser.get(url(inspector, "/thread", id=tid))
+    browser.get(url(inspector, "/thread", id=tid, marks=1))
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "table.timeline .mark")]
     # The latest checkpoint rebuilds its delta channel from ancestors back to a snapshot: those stay too.
     assert marks[0] == "keep" and "keep (delta)" in marks and "delete" in marks

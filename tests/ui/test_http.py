@@ -58,7 +58,9 @@ def test_threads_page_lists_the_demo_threads(inspector: str, ui_store: Store) ->
         assert f">{ui_store.threads[name]}</a>" in body, name
 
 
-@pytest.mark.parametrize("path", ["/", "/thread?id=x", "/static/ui.js", "/nope"])
+@pytest.mark.parametrize(
+    "path", ["/", "/thread?id=x", "/conversation?thread=x", "/diff?thread=x", "/static/ui.js", "/nope"]
+)
 def test_security_headers_on_every_response(inspector: str, path: str) -> None:
     _, headers, _ = request(inspector, path)
     assert headers["content-security-policy"].startswith("default-src 'self'")
@@ -181,6 +183,8 @@ def _latest(store: Store, thread_id: str) -> str:
         q("/", active=XSS_IMG),
         q("/thread", id=XSS_IMG),
         q("/checkpoint", thread=XSS_SCRIPT, id=XSS_IMG),
+        q("/conversation", thread=XSS_SCRIPT, id=XSS_IMG),
+        q("/diff", thread=XSS_SCRIPT, a=XSS_IMG, b=XSS_SCRIPT),
         "/" + urllib.parse.quote(XSS_SCRIPT),
     ],
 )

@@ -24,11 +24,16 @@ plain dicts (what ``--json`` prints); the demo uses them.
 
 The package splits by concern, each module importing only the ones before it:
 ``_base`` (exit codes, environment names, errors, argument types), ``_tasks``
-(LangGraph task logic), ``_render`` (tables, colour, quoting), ``_store``
-(store inspection), ``_commands`` (``cmd_*``), ``_ops`` (doctor, export,
-import), ``_ui`` and ``_ui_pages`` (the ``ui`` inspector: server and HTML)
-and ``_parser`` (argparse, :func:`main`, :func:`console_main`). The
-names tools and tests use are re-exported here.
+(LangGraph task logic), ``_render`` (tables, colour, quoting); the store
+inspection: ``_page_tokens`` (``threads`` page tokens), ``_thread_listing``
+(which threads exist, pages of them), ``_stored_sizes`` (bytes per
+checkpoint), ``_checkpoint_views`` (history rows, diffs), ``_stats``
+(``stats``); ``_progress_line`` (a status line on stderr), ``_commands``
+(``cmd_*``), ``_local_command`` (``local``), ``_doctor_export_import``
+(doctor, export, import), ``_migrate``, the ``ui`` inspector (``_ui`` and
+its ``_ui_*`` modules: server, reads and HTML) and ``_parser`` (argparse,
+:func:`main`, :func:`console_main`). The names tools and tests use are
+re-exported here.
 
 Nothing here is imported by the savers, so the CLI never costs a Lambda a
 cold-start millisecond.
@@ -58,19 +63,26 @@ from langgraph.checkpoint.dynamodb.cli._base import (  # noqa: F401 (re-exported
     parse_when,
     positive,
 )
+from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (  # noqa: F401 (re-exported)
+    describe_checkpoint,
+    describe_history,
+    diff_checkpoints,
+    missing_parent_reason,
+)
 from langgraph.checkpoint.dynamodb.cli._commands import (  # noqa: F401 (re-exported)
     Ctx,
     cmd_copy,
     cmd_delete,
     cmd_diff,
     cmd_history,
-    cmd_local,
     cmd_prune,
     cmd_show,
     cmd_stats,
     cmd_threads,
     make_saver,
 )
+from langgraph.checkpoint.dynamodb.cli._local_command import cmd_local  # noqa: F401 (re-exported)
+from langgraph.checkpoint.dynamodb.cli._page_tokens import decode_token, encode_token  # noqa: F401 (re-exported)
 from langgraph.checkpoint.dynamodb.cli._parser import (  # noqa: F401 (re-exported)
     build_parser,
     console_main,
@@ -86,30 +98,22 @@ from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-export
     shell_quote,
     short,
 )
-from langgraph.checkpoint.dynamodb.cli._store import (  # noqa: F401 (re-exported)
-    ThreadFilter,
-    checkpoint_sizes,
-    collect_stats,
-    decode_token,
-    describe_checkpoint,
-    describe_history,
-    diff_checkpoints,
-    encode_token,
-    item_kind,
-    list_threads,
-    missing_parent_reason,
-    require_thread,
-    s3_kind,
-    subgraph_path,
-    thread_checkpoint_count,
-)
+from langgraph.checkpoint.dynamodb.cli._stats import collect_stats, item_kind, s3_kind  # noqa: F401 (re-exported)
+from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes  # noqa: F401 (re-exported)
 from langgraph.checkpoint.dynamodb.cli._tasks import (  # noqa: F401 (re-exported)
     changed_channels,
     checkpoint_time,
     is_internal_channel,
     next_tasks,
     produced_by,
+    subgraph_path,
     task_statuses,
+)
+from langgraph.checkpoint.dynamodb.cli._thread_listing import (  # noqa: F401 (re-exported)
+    ThreadFilter,
+    list_threads,
+    require_thread,
+    thread_checkpoint_count,
 )
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The CLI's leaves: exit codes, environment names, CLIError and argument value types; imports no other CLI module."""
+"""The CLI's leaves: exit codes, environment names, errors (CLIError, AWS error codes) and argument value types; imports no other CLI module."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import re
 import time
+from collections.abc import Mapping
 from typing import Final
 
 from langgraph.checkpoint.dynamodb import config
@@ -62,6 +63,14 @@ class CLIError(Exception):
 
 class StdoutClosed(Exception):
     """Whoever read our stdout stopped (``... | head -1``): stop quietly."""
+
+
+def client_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ``ClientError`` (``""`` for any other exception)."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        return str(response.get("Error", {}).get("Code", ""))
+    return ""
 
 
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)")

@@ -1,4 +1,4 @@
-"""The commands (cmd_*) and their helpers: the context they run in, building the saver, confirmation, progress."""
+"""The commands (cmd_*) and their helpers: the context they run in (with its progress line), building the saver, confirmation."""
 
 from __future__ import annotations
 
@@ -7,17 +7,13 @@ import dataclasses
 import functools
 import json
 import os
-import signal
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from langgraph.checkpoint.dynamodb import config
 from langgraph.checkpoint.dynamodb.cli._base import (
-    DEFAULT_LOCAL_BUCKET,
-    DEFAULT_LOCAL_TABLE,
     ENV_BUCKET,
     ENV_S3_PREFIX,
     ENV_TABLE,
@@ -30,6 +26,14 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     CLIError,
     StdoutClosed,
 )
+from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (
+    as_list,
+    describe_checkpoint,
+    describe_history,
+    diff_checkpoints,
+    missing_parent_reason,
+)
+from langgraph.checkpoint.dynamodb.cli._progress_line import ProgressLine
 from langgraph.checkpoint.dynamodb.cli._render import (
     LABEL_COLORS,
     display_id,
@@ -48,24 +52,19 @@ from langgraph.checkpoint.dynamodb.cli._render import (
     table_cell,
     wants_color,
 )
-from langgraph.checkpoint.dynamodb.cli._store import (
-    ThreadFilter,
-    as_list,
-    checkpoint_sizes,
-    collect_stats,
-    describe_checkpoint,
-    describe_history,
-    diff_checkpoints,
-    list_threads,
-    missing_parent_reason,
-    require_thread,
-    thread_checkpoint_count,
-)
+from langgraph.checkpoint.dynamodb.cli._stats import collect_stats
+from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes
 from langgraph.checkpoint.dynamodb.cli._tasks import (
     ERROR_CHANNEL,
     INTERRUPT_CHANNEL,
     is_internal_channel,
     task_statuses,
+)
+from langgraph.checkpoint.dynamodb.cli._thread_listing import (
+    ThreadFilter,
+    list_threads,
+    require_thread,
+    thread_checkpoint_count,
 )
 
 
@@ -124,68 +123,12 @@ class Ctx:
     def note(self, text: str) -> None:
         self.stderr.write(text + "\n")
 
-    def progress(self, what: str) -> _Progress:
+    def progress(self, what: str) -> ProgressLine:
         """A progress line for a long command: stderr only, a terminal only, never with --json."""
         mode = getattr(self.args, "progress", "auto")
         isatty = getattr(self.stderr, "isatty", None)
         on = not self.json and (mode == "always" or (mode == "auto" and bool(isatty and isatty())))
-        return _Progress(self.stderr if on else None, what)
-
-
-class _Progress:
-    """One self-overwriting status line on stderr, at most every ``interval`` seconds.
-
-    A context manager; :meth:`update` may be called as often as wanted (it
-    is throttled), :meth:`tick` keeps a line alive with the elapsed time
-    while one long call runs. The line is erased at the end, so what the
-    command prints afterwards stands alone.
-    """
-
-    def __init__(self, stream: TextIO | None, what: str, interval: float = 0.2) -> None:
-        self.stream, self.what, self.interval = stream, what, interval
-        self.started = time.monotonic()
-        self._last = 0.0
-        self._shown = False
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._ticker: threading.Thread | None = None
-
-    def __enter__(self) -> _Progress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
-        with self._lock:
-            if self.stream is not None and self._shown:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
-
-    def update(self, text: str, *, force: bool = False) -> None:
-        if self.stream is None:
-            return
-        now = time.monotonic()
-        with self._lock:
-            if not force and now - self._last < self.interval:
-                return
-            self._last = now
-            self.stream.write(f"\r\x1b[K{self.what}: {text}")
-            self.stream.flush()
-            self._shown = True
-
-    def tick(self, text: str) -> None:
-        """Show ``text`` now, then with the elapsed seconds every second until the end."""
-        self.update(text, force=True)
-        if self.stream is None:
-            return
-
-        def run() -> None:
-            while not self._stop.wait(1.0):
-                self.update(f"{text} ({time.monotonic() - self.started:.0f} s)", force=True)
-
-        self._ticker = threading.Thread(target=run, daemon=True)
-        self._ticker.start()
+        return ProgressLine(self.stderr if on else None, what)
 
 
 def connection_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -315,88 +258,6 @@ def _saver_call(name: str, fn: Callable[[], Any]) -> Any:
             EXIT_UNSUPPORTED,
             "not_supported",
         ) from exc
-
-
-def cmd_local(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.local import LocalAWS
-
-    args = ctx.args
-    # Global options given before `local` that it cannot honour: say so rather than ignore them.
-    moot = [
-        opt
-        for opt, dest in (
-            ("--endpoint-url", "endpoint_url"),
-            ("--profile", "profile"),
-            ("--tenant-prefix", "tenant_prefix"),
-            ("--encrypted", "encrypted"),
-        )
-        if getattr(args, dest, None)
-    ]
-    if moot:
-        raise CLIError(
-            f"{', '.join(moot)} does not apply to `local` (it serves its own endpoint; see local --help)",
-            EXIT_USAGE,
-            "usage",
-        )
-    table = args.table or DEFAULT_LOCAL_TABLE
-    bucket = args.bucket or DEFAULT_LOCAL_BUCKET
-    region = config.region_from_env(args.region) or "us-east-1"
-    try:
-        aws = LocalAWS(args.host, args.port, region=region)
-    except ValueError as exc:
-        raise CLIError(str(exc), EXIT_USAGE, "bad_host") from exc
-    try:
-        aws.start()
-    except ImportError as exc:
-        raise CLIError(str(exc), EXIT_UNSUPPORTED, "moto_missing") from exc
-    except OSError as exc:
-        raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc}", EXIT_USAGE, "bad_port") from exc
-    stop = threading.Event()
-    try:
-        aws.saver(
-            table_name=table, bucket_name=bucket, s3_key_prefix=connection_settings(args)["s3_key_prefix"]
-        ).close()
-        env = aws.env(table_name=table, bucket_name=bucket)
-        lines = aws.export_lines(table_name=table, bucket_name=bucket)
-        if args.env_file:
-            with open(args.env_file, "w", encoding="utf-8") as fh:
-                fh.write("\n".join(lines) + "\n")
-        if ctx.json:
-            # One line, so a supervising process can read it before we block.
-            info = {"endpoint_url": aws.endpoint_url, "table": table, "bucket": bucket, "env": env}
-            ctx.out(json.dumps(info))
-        else:
-            ctx.out(f"# local AWS endpoint (moto) on {aws.endpoint_url}: table {table!r}, bucket {bucket!r}")
-            ctx.out("# in another shell:")
-            for line in lines:
-                ctx.out(line)
-            ctx.out("# Ctrl-C stops the server; everything stored in it is lost.")
-        ctx.stdout.flush()
-
-        def on_signal(signum: int, frame: Any) -> None:
-            stop.set()
-
-        # Our own SIGINT handler too, not Python's KeyboardInterrupt: a process
-        # started in the background by a non-interactive shell inherits SIGINT
-        # as ignored, and Python then never raises KeyboardInterrupt.
-        previous: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                previous[signum] = signal.signal(signum, on_signal)
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
-        finally:
-            for restored, handler in previous.items():
-                signal.signal(restored, handler)
-        EXIT_AT_ONCE.set()
-        return EXIT_OK
-    finally:
-        # Stopping the embedded server can wait on clients' keep-alive
-        # connections: stop it in the background and don't wait for it.
-        threading.Thread(target=aws.stop, daemon=True).start()
 
 
 def cmd_threads(ctx: Ctx) -> int:
@@ -532,6 +393,33 @@ def _show_channel(ctx: Ctx, tup: Any) -> int:
     return EXIT_OK
 
 
+def _show_header(ctx: Ctx, info: Mapping[str, Any], tup: Any) -> None:
+    """``show``'s facts: ids, step, parent, what wrote it, next tasks, size, interrupts."""
+    ctx.out(f"thread      {display_id(ctx.args.thread)}")
+    ctx.out(
+        f"checkpoint  {display_id(info['checkpoint_id'])}  "
+        f"(step {info['step']}, {info['source']}, {info['created_at']})"
+    )
+    ctx.out(f"namespace   {display_id(info['checkpoint_ns']) if info['checkpoint_ns'] else '(root)'}")
+    ctx.out(f"parent      {display_id(info['parent_id']) if info['parent_id'] else '-'}")
+    ctx.out(
+        ctx.labels(
+            f"written by  {fmt_writes(info['writes'], info['parent_missing'], info['parent_missing_reason'])}"
+        )
+    )
+    ctx.out(ctx.labels(f"next        {fmt_next(info['next'])}"))
+    if "bytes" in info:
+        ctx.out(f"size        {human_bytes(info['bytes'])}")
+    statuses = task_statuses(tup.pending_writes or [])
+    for tid, ch, val in tup.pending_writes or []:
+        if ch != INTERRUPT_CHANNEL:
+            continue
+        # An answered interrupt stays among the pending writes: say it was answered.
+        answered = "(answered) " if statuses.get(tid) == "resumed" else ""
+        for v in as_list(val):
+            ctx.out(ctx.labels(f"interrupt   {answered}{short(jsonable(getattr(v, 'value', v)), 200)}"))
+
+
 def cmd_show(ctx: Ctx) -> int:
     args = ctx.args
     tup = _resolve_checkpoint(ctx, args.thread, args.checkpoint, args.ns)
@@ -567,29 +455,7 @@ def cmd_show(ctx: Ctx) -> int:
             }
         )
         return EXIT_OK
-    ctx.out(f"thread      {display_id(args.thread)}")
-    ctx.out(
-        f"checkpoint  {display_id(info['checkpoint_id'])}  "
-        f"(step {info['step']}, {info['source']}, {info['created_at']})"
-    )
-    ctx.out(f"namespace   {display_id(info['checkpoint_ns']) if info['checkpoint_ns'] else '(root)'}")
-    ctx.out(f"parent      {display_id(info['parent_id']) if info['parent_id'] else '-'}")
-    ctx.out(
-        ctx.labels(
-            f"written by  {fmt_writes(info['writes'], info['parent_missing'], info['parent_missing_reason'])}"
-        )
-    )
-    ctx.out(ctx.labels(f"next        {fmt_next(info['next'])}"))
-    if "bytes" in info:
-        ctx.out(f"size        {human_bytes(info['bytes'])}")
-    statuses = task_statuses(tup.pending_writes or [])
-    for tid, ch, val in tup.pending_writes or []:
-        if ch != INTERRUPT_CHANNEL:
-            continue
-        # An answered interrupt stays among the pending writes: say it was answered.
-        answered = "(answered) " if statuses.get(tid) == "resumed" else ""
-        for v in as_list(val):
-            ctx.out(ctx.labels(f"interrupt   {answered}{short(jsonable(getattr(v, 'value', v)), 200)}"))
+    _show_header(ctx, info, tup)
     ctx.out("")
     ctx.out(f"values ({len(shown)} channel(s)):")
     width = 10**9 if args.full else args.width
@@ -642,7 +508,11 @@ def cmd_diff(ctx: Ctx) -> int:
     a = _resolve_checkpoint(ctx, args.thread, args.a, args.ns)
     b = _resolve_checkpoint(ctx, args.thread, args.b, args.ns)
     d = diff_checkpoints(a, b)
+    deltas = _message_deltas(d["changes"])
     if ctx.json:
+        for c in d["changes"]:
+            if c["channel"] in deltas:
+                c["messages"] = deltas[c["channel"]]
         ctx.emit({"thread_id": args.thread, **d})
         return EXIT_OK
     ctx.out(f"A = {display_id(d['a']['checkpoint_id'])} (step {d['a']['step']})")
@@ -650,13 +520,17 @@ def cmd_diff(ctx: Ctx) -> int:
     if not d["changes"]:
         ctx.out("no channel differences")
         return EXIT_OK
+
+    def side(c: Mapping[str, Any], which: str) -> str:
+        delta = deltas.get(c["channel"])
+        if delta is not None:  # a message list: its length, and on B what changed
+            n = delta[f"{which}_len"]
+            return f"{n} message{'s' if n != 1 else ''}" + (f": {delta['summary']}" if which == "b" else "")
+        gone = c["change"] == ("added" if which == "a" else "removed")
+        return "-" if gone else short(c[which], args.width)
+
     rows = [
-        {
-            "channel": c["channel"],
-            "change": c["change"],
-            "a": "-" if c["change"] == "added" else short(c["a"], args.width),
-            "b": "-" if c["change"] == "removed" else short(c["b"], args.width),
-        }
+        {"channel": c["channel"], "change": c["change"], "a": side(c, "a"), "b": side(c, "b")}
         for c in d["changes"]
     ]
     ctx.table(
@@ -664,7 +538,49 @@ def cmd_diff(ctx: Ctx) -> int:
             rows, [("channel", "CHANNEL"), ("change", "CHANGE"), ("a", "A"), ("b", "B")], max_width=args.width
         )
     )
+    width = max(60, args.width * 2)
+    for channel, delta in deltas.items():
+        ctx.out("")
+        ctx.out(f"{table_cell(channel, width)}: {delta['summary']}")
+        for sign, key in (("-", "removed"), ("+", "added")):
+            for m in delta[key][:DIFF_MESSAGES_SHOWN]:
+                ctx.out(f"  {sign} {m['index']:>4} {m['role']:<6} {table_cell(m['preview'], width)}")
+            if len(delta[key]) > DIFF_MESSAGES_SHOWN:
+                ctx.out(f"  {sign} ... {len(delta[key]) - DIFF_MESSAGES_SHOWN} more (--json has them all)")
     return EXIT_OK
+
+
+#: Messages ``diff`` lists per side of a changed message list (``--json``: all of them).
+DIFF_MESSAGES_SHOWN = 50
+
+
+def _message_deltas(changes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """For each changed channel holding a message list: what was kept, removed and appended.
+
+    ``{channel: {"summary", "kept", "a_len", "b_len", "removed", "added"}}``; each
+    message as ``{"index" (1-based), "role", "name", "id", "preview", "tool_calls", "tool_call_id"}``.
+    """
+    from langgraph.checkpoint.dynamodb.cli import _ui_messages as msgs  # the inspector's message model
+
+    def brief(m: Mapping[str, Any], index: int) -> dict[str, Any]:
+        keep = ("role", "name", "id", "tool_calls", "tool_call_id")
+        return {"index": index, **{k: m[k] for k in keep}, "preview": msgs.preview(m)}
+
+    out = {}
+    for c in changes:
+        delta = msgs.message_change(c["a"], c["b"]) if c["change"] != "rewritten" else None
+        if delta is None:
+            continue
+        kept = delta["kept"]
+        out[c["channel"]] = {
+            "summary": msgs.delta_summary(delta),
+            "kept": kept,
+            "a_len": delta["a_len"],
+            "b_len": delta["b_len"],
+            "removed": [brief(m, kept + i + 1) for i, m in enumerate(delta["removed"])],
+            "added": [brief(m, kept + i + 1) for i, m in enumerate(delta["added"])],
+        }
+    return out
 
 
 def cmd_copy(ctx: Ctx) -> int:

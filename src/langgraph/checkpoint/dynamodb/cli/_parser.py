@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from langgraph.checkpoint.dynamodb._inspection import ddb_client
-from langgraph.checkpoint.dynamodb.cli import _migrate, _ops, _ui
+from langgraph.checkpoint.dynamodb.cli import _doctor_export_import as doctor_export_import
+from langgraph.checkpoint.dynamodb.cli import _migrate, _ui
 from langgraph.checkpoint.dynamodb.cli._base import (
     CREDENTIAL_CODES,
     DEFAULT_LOCAL_BUCKET,
@@ -28,6 +29,7 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_USAGE,
     CLIError,
     StdoutClosed,
+    client_code,
     positive,
     when_text,
 )
@@ -38,7 +40,6 @@ from langgraph.checkpoint.dynamodb.cli._commands import (
     cmd_delete,
     cmd_diff,
     cmd_history,
-    cmd_local,
     cmd_prune,
     cmd_show,
     cmd_stats,
@@ -46,8 +47,8 @@ from langgraph.checkpoint.dynamodb.cli._commands import (
     connection_settings,
     make_saver,
 )
+from langgraph.checkpoint.dynamodb.cli._local_command import cmd_local
 from langgraph.checkpoint.dynamodb.cli._render import paint, wants_color
-from langgraph.checkpoint.dynamodb.cli._store import client_code
 
 # =================================================================== parser
 
@@ -117,6 +118,16 @@ def _progress_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: ``build_parser``'s helper given to every command registrar: add(name, help, cmd_fn, *, saver, connection).
+Add = Callable[..., argparse.ArgumentParser]
+
+_EPILOG = (
+    "exit codes: 0 ok, 1 error, 2 usage/configuration, 3 credentials, 4 not found, "
+    "5 refused/not confirmed, 6 not supported, 130 interrupted, 141 output closed early "
+    "(e.g. | head). See docs/cli.md."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``langgraph-dynamodb`` argument parser."""
     common = _Parser(add_help=False)
@@ -124,15 +135,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="langgraph-dynamodb",
         description="Inspect and manage LangGraph threads stored in DynamoDB + S3.",
-        epilog="exit codes: 0 ok, 1 error, 2 usage/configuration, 3 credentials, 4 not found, "
-        "5 refused/not confirmed, 6 not supported, 130 interrupted, 141 output closed early "
-        "(e.g. | head). See docs/cli.md.",
+        epilog=_EPILOG,
     )
     parser.add_argument(
         "--version", action="version", version=f"langgraph-dynamodb {_version()}", help="print the version"
     )
     _global_options(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    add = _command_adder(sub, common)
+    # In the order of --help.
+    _add_local(add)
+    _add_threads(add)
+    _add_checkpoint_reads(add)
+    _add_thread_changes(add)
+    _add_stats(add)
+    # doctor, export, import; migrate; the inspector (ui): in their own modules.
+    doctor_export_import.register(add)
+    _migrate.register(add)
+    _ui.register(add)
+    return parser
+
+
+def _command_adder(sub: Any, common: argparse.ArgumentParser) -> Add:
+    """The ``add`` helper: a subcommand, its ``--help`` text, the function it runs, and the global options."""
 
     def add(
         name: str,
@@ -142,10 +167,16 @@ def build_parser() -> argparse.ArgumentParser:
         saver: bool = True,
         connection: bool = True,
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_, parents=[common] if connection else [])
+        p: argparse.ArgumentParser = sub.add_parser(
+            name, help=help_, description=help_, parents=[common] if connection else []
+        )
         p.set_defaults(func=fn, needs_saver=saver)
         return p
 
+    return add
+
+
+def _add_local(add: Add) -> None:
     p = add(
         "local",
         "serve a local AWS endpoint (moto) with the table and bucket; Ctrl-C stops it",
@@ -169,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", default=sup, help="print one JSON line instead")
 
+
+def _add_threads(add: Add) -> None:
     p = add(
         "threads",
         "list threads, most recent activity first (last activity: the thread heads index; "
@@ -197,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only threads with no activity for at least DURATION (or since an ISO time)",
     )
 
+
+def _add_checkpoint_reads(add: Add) -> None:
+    """``history``, ``show`` and ``diff``: the checkpoints of one thread."""
     p = add("history", "checkpoints of a thread, newest first", cmd_history)
     p.add_argument("thread")
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
@@ -226,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ns", default="", help="checkpoint namespace (default: root)")
     p.add_argument("--width", type=positive, default=40, help="value preview width (default 40)")
 
+
+def _add_thread_changes(add: Add) -> None:
+    """``copy``, ``prune`` and ``delete``: the commands that write."""
     p = add("copy", "copy a thread (all namespaces, same checkpoint ids) to a new, empty thread id", cmd_copy)
     p.add_argument("source")
     p.add_argument("target")
@@ -253,15 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="delete even while the thread's lease is held (the holder is fenced out)",
     )
 
+
+def _add_stats(add: Add) -> None:
     p = add("stats", "what the table and bucket hold: items, bytes, objects by kind", cmd_stats)
     _progress_option(p)
     p.add_argument("--thread", help="only this thread (a Query instead of a table Scan)")
-
-    # doctor, export, import; migrate; the inspector (ui): in their own modules.
-    _ops.register(add)
-    _migrate.register(add)
-    _ui.register(add)
-    return parser
 
 
 # ===================================================================== main

@@ -1,4 +1,4 @@
-"""LangGraph task logic over checkpoint tuples (next_tasks, produced_by, changed_channels, checkpoint_time): pure, no I/O."""
+"""LangGraph task logic over checkpoint tuples (next_tasks, produced_by, changed_channels, checkpoint_time, subgraph_path): pure, no I/O."""
 
 from __future__ import annotations
 
@@ -70,6 +70,20 @@ def uuid6_ms(checkpoint_id: str) -> int | None:
 
 def iso_time(epoch_s: float) -> str:
     return dt.datetime.fromtimestamp(epoch_s, dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def subgraph_path(checkpoint_ns: str) -> str:
+    """A checkpoint namespace without LangGraph's task ids: the subgraph it belongs to.
+
+    Every run of a subgraph gets its own namespace (``node:<task id>``, nested
+    ones joined by ``|``); this is the part that names the graph, as
+    LangGraph's ``recast_checkpoint_ns``. The root namespace is ``""``.
+
+    Example:
+        >>> subgraph_path("outer:1f0c|inner:9a2b"), subgraph_path("")
+        ('outer|inner', '')
+    """
+    return NS_SEP.join(part.split(NS_END)[0] for part in checkpoint_ns.split(NS_SEP) if not part.isdigit())
 
 
 def _task_id(

@@ -3,16 +3,21 @@
 The server is the standard library's ``ThreadingHTTPServer`` bound to
 127.0.0.1, and every request needs the run's secret (the ``?token=`` of the
 URL it prints, then an HttpOnly cookie, or an ``Authorization: Bearer``
-header for scripts), as notebook servers do; pages are rendered on the server (``_ui_pages``) with every stored
-string escaped, plus one small stylesheet and script from ``ui_static/``.
-This module holds the server, its routing and guards, and the reads behind
-each page; nothing here writes to the store.
+header for scripts), as notebook servers do; pages are rendered on the server with every stored
+string escaped (``_ui_pages``; the conversation view in ``_ui_conversation``,
+diffs in ``_ui_diff``, both over the message model of ``_ui_messages``), plus
+one small stylesheet and script from ``ui_static/``. This module holds the
+server, its routing and guards, and the page handlers with the timeline and
+prune-mark reads; the other keyed reads are in ``_ui_reads``. Nothing here
+writes to the store.
 
 Reads per page view stay bounded whatever the thread's length: the
 timeline is one page of ``saver.list(..., before=..., limit=...)``, the
-namespaces are found one Query each (a skip scan over the sort keys), and
-the prune marks read the newest checkpoints of one namespace and only as
-many older ones as their delta chains need.
+namespaces are found one Query each (a skip scan over the sort keys), a
+``← newer`` link one keys-only Query up the sort keys, the conversation one
+page of a checkpoint's ancestors, and the prune marks (only when asked for)
+the newest checkpoints of one namespace and only as many older ones as their
+delta chains need.
 """
 
 from __future__ import annotations
@@ -33,23 +38,38 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import _deleting, _items, schema
-from langgraph.checkpoint.dynamodb._inspection import ddb_client, s3_client
-from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb import _items, schema
+from langgraph.checkpoint.dynamodb._inspection import ddb_client
+from langgraph.checkpoint.dynamodb._maintenance.keep import keep_set
 from langgraph.checkpoint.dynamodb.cli import _ui_pages as pages
-from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CLIError, when_text
-from langgraph.checkpoint.dynamodb.cli._commands import EXIT_AT_ONCE, Ctx
-from langgraph.checkpoint.dynamodb.cli._render import jsonable
-from langgraph.checkpoint.dynamodb.cli._store import (
-    ThreadFilter,
-    client_code,
+from langgraph.checkpoint.dynamodb.cli._base import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    CLIError,
+    when_text,
+)
+from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (
     describe_checkpoint,
     diff_checkpoints,
-    list_threads,
     missing_parent_reason,
 )
-from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID, RESUME_CHANNEL, next_tasks
-from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
+from langgraph.checkpoint.dynamodb.cli._commands import EXIT_AT_ONCE, Ctx
+from langgraph.checkpoint.dynamodb.cli._render import jsonable
+from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, NULL_TASK_ID, RESUME_CHANNEL
+from langgraph.checkpoint.dynamodb.cli._thread_listing import ThreadFilter, list_threads
+from langgraph.checkpoint.dynamodb.cli._ui_conversation import conversation_page, conversation_section
+from langgraph.checkpoint.dynamodb.cli._ui_diff import diff_page, diff_section
+from langgraph.checkpoint.dynamodb.cli._ui_messages import message_channels, thread_conversation
+from langgraph.checkpoint.dynamodb.cli._ui_reads import (
+    SUMMARY_ITEMS,  # noqa: F401 (re-exported)
+    checkpoint_tuple,
+    conversation_read,
+    newer_before,
+    thread_namespaces,
+    thread_summary,
+    value_location,
+)
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
 __all__ = ["ENV_UI_TOKEN", "InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
@@ -62,10 +82,6 @@ MIN_TOKEN_LENGTH: Final = 16
 #: Checkpoints per timeline page, threads per threads page.
 TIMELINE_PAGE: Final = 50
 THREADS_PAGE: Final = 25
-#: Namespaces listed for one thread (one Query each).
-MAX_NAMESPACES: Final = 200
-#: Items a threads-page row reads to count a thread's checkpoints and bytes (more: shown as "≥").
-SUMMARY_ITEMS: Final = 200
 #: Threads-page rows summarised at once (each is two requests).
 SUMMARY_WORKERS: Final = 8
 _STATIC: Final = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
@@ -80,96 +96,6 @@ _HEADERS: Final = {
 
 
 # ================================================================== reads
-
-
-#: Held while a threads-page row decodes and summarises its latest checkpoint (see thread_summary).
-_DECODING = threading.Lock()
-
-
-def thread_summary(saver: Any, thread_id: str, *, max_items: int = SUMMARY_ITEMS) -> dict[str, Any]:
-    """Checkpoints, bytes and interrupt state of one thread, for a threads-page row.
-
-    One eventually consistent Query of at most ``max_items`` of the thread's
-    items (``complete`` is false, and the counts are lower bounds, when the
-    thread holds more) and one ``get_tuple`` of its latest root checkpoint.
-    A row is an overview: bounding the read keeps a page of long threads
-    from costing a megabyte per row (the thread page pages through all of
-    it), and a read a second stale is fine for it (half the read units).
-    """
-    resp = ddb_client(saver).query(
-        TableName=saver.table_name,
-        KeyConditionExpression="#pk = :pk",
-        ExpressionAttributeNames={"#pk": ATTR.PK},
-        ExpressionAttributeValues={":pk": {"S": saver.partition_key(thread_id)}},
-        Limit=max_items,
-    )
-    checkpoints = size = 0
-    for it in resp.get("Items", []):
-        size += item_size(it)
-        if schema.parse_sk(it[ATTR.SK]["S"])[1] == schema.CHECKPOINT_ITEM:
-            checkpoints += 1
-    error = None
-    waiting: list[str] = []
-    step = None
-    # One row's state at a time: rows are summarised side by side (page_threads),
-    # and decoding is what a forged payload amplifies (tens of times its size in
-    # Python objects). Held one after another, a page costs the memory of its
-    # largest row, not of all of them at once; the item counts above stay parallel.
-    with _DECODING:
-        try:
-            tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-        except CheckpointStoreError as exc:
-            # A row, not the page: name what failed, never what the payload holds.
-            tup, error = None, f"{type(exc).__name__}: the latest checkpoint cannot be read"
-        if tup is not None:
-            step = (tup.metadata or {}).get("step")
-            tasks = next_tasks(tup.checkpoint, tup.pending_writes or [], step=step)
-            waiting = [t["name"] for t in tasks if t["status"] == "interrupted"]
-        del tup
-    return {
-        "checkpoints": checkpoints,
-        "bytes": size,
-        "complete": "LastEvaluatedKey" not in resp,
-        "waiting_on": waiting,
-        "step": step,
-        "error": error,
-    }
-
-
-def thread_namespaces(saver: Any, thread_id: str, cap: int = MAX_NAMESPACES) -> list[str]:
-    """The checkpoint namespaces of a thread, one Query (``Limit=1``) each.
-
-    Sort keys start with the escaped namespace and a ``|``, so after finding
-    one namespace the next Query starts past all of its keys (``}`` is the
-    character after ``|``): a skip scan that never reads a checkpoint twice.
-    """
-    found: list[str] = []
-    lower: str | None = None
-    while len(found) < cap:
-        cond = "#pk = :pk" + (" AND #sk >= :lo" if lower is not None else "")
-        values: dict[str, Any] = {":pk": {"S": saver.partition_key(thread_id)}}
-        if lower is not None:
-            values[":lo"] = {"S": lower}
-        resp = ddb_client(saver).query(
-            TableName=saver.table_name,
-            KeyConditionExpression=cond,
-            ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK, "#k": ATTR.KEY},
-            ExpressionAttributeValues=values,
-            ProjectionExpression="#pk, #sk, #k",  # the ids too, where a key digests one
-            Limit=1,
-            ConsistentRead=True,
-        )
-        items = resp.get("Items", [])
-        if not items:
-            break
-        sk = items[0][ATTR.SK]["S"]
-        ns = _items.parse_sk(items[0])[0]
-        escaped = sk.split(schema.SEP, 1)[0]
-        if ns not in found:
-            found.append(ns)
-        lower = escaped + "}"
-    # Root first, then subgraphs in key order (a parent's namespace before its children's).
-    return sorted(found, key=lambda n: (n != "", n))
 
 
 class _Recorded(dict):  # type: ignore[type-arg]
@@ -235,7 +161,7 @@ def prune_marks(saver: Any, thread_id: str, checkpoint_ns: str, keep_last: int) 
         if len(order) >= keep_last or not last:
             survivors = [(checkpoint_ns, c) for c in order[:keep_last]]
             seen.missed.clear()
-            keep, _ = _deleting.keep_set(seen, survivors, thread_id=thread_id)
+            keep, _ = keep_set(seen, survivors, thread_id=thread_id)
             if not seen.missed or not last:
                 return {"keep": {c for _, c in keep}, "survivors": {c for _, c in survivors}}
         kwargs["ExclusiveStartKey"] = last
@@ -300,82 +226,10 @@ def timeline(
     return {
         "rows": rows,
         "next_before": rows[-1]["checkpoint_id"] if more and rows else None,
+        "messages": message_channels(tuples[0].checkpoint.get("channel_values", {}), quick=True)
+        if tuples
+        else [],
     }
-
-
-def value_location(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
-    """Where each channel value of a checkpoint lives, and its stored size.
-
-    ``inline`` (in the checkpoint item), ``held`` (inline in the earlier
-    checkpoint that introduced that version: ``holder``), ``blob`` (a blob
-    item) or ``s3``. One GetItem, plus one small read per value stored
-    elsewhere (a projected GetItem, or an S3 HeadObject).
-    """
-    table, pk = saver.table_name, saver.partition_key(thread_id)
-    resp = ddb_client(saver).get_item(
-        TableName=table,
-        Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(checkpoint_ns, checkpoint_id)}},
-        ProjectionExpression="#v",
-        ExpressionAttributeNames={"#v": ATTR.VALUES},
-        ConsistentRead=True,
-    )
-    out: dict[str, Any] = {}
-    for channel, av in resp.get("Item", {}).get(ATTR.VALUES, {}).get("M", {}).items():
-        if "B" in av:
-            out[channel] = {"where": "inline", "bytes": len(av["B"])}
-            continue
-        ref = av.get("M", {})
-        kind = ref.get("l", {}).get("S")
-        version = ref.get("v", {}).get("S", "")
-        info: dict[str, Any] = {"where": {"c": "held", "blob": "blob", "s3": "s3"}.get(kind or "", kind)}
-        try:
-            if kind == "c":
-                holder = ref.get("c", {}).get("S", "")
-                info["holder"] = holder
-                got = ddb_client(saver).get_item(
-                    TableName=table,
-                    Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(checkpoint_ns, holder)}},
-                    ProjectionExpression="#v.#c",
-                    ExpressionAttributeNames={"#v": ATTR.VALUES, "#c": channel},
-                    ConsistentRead=True,
-                )
-                held = got.get("Item", {}).get(ATTR.VALUES, {}).get("M", {}).get(channel, {}).get("B")
-                info["bytes"] = len(held) if isinstance(held, bytes) else None
-            elif kind == "blob":
-                got = ddb_client(saver).get_item(
-                    TableName=table,
-                    Key={ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.blob_sk(checkpoint_ns, channel, version)}},
-                    ProjectionExpression="#b",
-                    ExpressionAttributeNames={"#b": ATTR.BLOB},
-                    ConsistentRead=True,
-                )
-                blob = got.get("Item", {}).get(ATTR.BLOB, {}).get("B")
-                info["bytes"] = len(blob) if isinstance(blob, bytes) else None
-            elif kind == "s3" and s3_client(saver) is not None:
-                key = saver.value_s3_key(thread_id, checkpoint_ns, channel, version)
-                info["s3_key"] = key
-                info["bytes"] = int(
-                    s3_client(saver).head_object(Bucket=saver.bucket_name, Key=key)["ContentLength"]
-                )
-        except Exception as exc:  # a size is a nicety: say why it is missing, show the page
-            info["bytes"] = None
-            info["error"] = client_code(exc) or type(exc).__name__
-        out[channel] = info
-    return out
-
-
-def _tuple(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Any:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-    if checkpoint_id:
-        conf["checkpoint_id"] = checkpoint_id
-    tup = saver.get_tuple({"configurable": conf})
-    if tup is None:
-        raise CLIError(
-            f"checkpoint {checkpoint_id or 'latest'} not found in thread {thread_id!r}, namespace {checkpoint_ns!r}",
-            EXIT_NOT_FOUND,
-            "checkpoint_not_found",
-        )
-    return tup
 
 
 # ================================================================= routes
@@ -440,14 +294,16 @@ def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
         keep_last = max(1, int(_one(query, "keep_last", "1") or "1"))
     except ValueError:
         raise CLIError("keep_last must be an integer >= 1", EXIT_USAGE, "usage") from None
+    # A read-only tool shows what a prune would delete only when asked (marks=1, or a keep_last).
+    show_marks = _one(query, "marks") == "1" or bool(_one(query, "keep_last"))
     namespaces = thread_namespaces(saver, thread_id)
     if not namespaces:
         raise CLIError(f"thread {thread_id!r} not found", EXIT_NOT_FOUND, "thread_not_found")
     limit = _limit(query, TIMELINE_PAGE)
     page = timeline(saver, thread_id, ns, before=before, limit=limit)
-    marks = (
-        prune_marks(saver, thread_id, ns, keep_last) if page["rows"] else {"keep": set(), "survivors": set()}
-    )
+    if before and page["rows"]:
+        page["newer_before"] = newer_before(saver, thread_id, ns, page["rows"][0]["checkpoint_id"], limit)
+    marks = prune_marks(saver, thread_id, ns, keep_last) if show_marks and page["rows"] else None
     return pages.thread_page(
         thread_id, ns, namespaces, page, marks, keep_last=keep_last, before=before, limit=limit
     )
@@ -456,7 +312,7 @@ def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
 def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
     thread_id = _required(query, "thread")
     ns = _one(query, "ns", "") or ""
-    tup = _tuple(saver, thread_id, ns, _one(query, "id"))
+    tup = checkpoint_tuple(saver, thread_id, ns, _one(query, "id"))
     cid = tup.config["configurable"]["checkpoint_id"]
     parent = saver.get_tuple(tup.parent_config) if tup.parent_config else None
     info = describe_checkpoint(
@@ -474,12 +330,13 @@ def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
             other = (
                 parent
                 if parent is not None and against_id == info["parent_id"]
-                else _tuple(saver, thread_id, ns, against_id)
+                else checkpoint_tuple(saver, thread_id, ns, against_id)
             )
             diff = diff_checkpoints(other, tup)
         except CLIError as err:  # a mistyped id: say so where it was typed, show the rest
             diff_error = err.message
     task_ids = {t["id"] for t in info["next"] if t["id"]}
+    conv = thread_conversation([tup])  # its own interrupts only: where its tasks stopped it
     subgraphs = [
         n
         for n in thread_namespaces(saver, thread_id)
@@ -491,11 +348,35 @@ def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
         tup,
         info,
         locations=value_location(saver, thread_id, ns, cid),
-        diff=diff,
-        diff_error=diff_error,
+        diff_html=diff_section(thread_id, ns, cid, diff, diff_error),
+        conversation_html=conversation_section(conv),
         show_all=_one(query, "all") == "1",
         subgraphs=subgraphs,
     )
+
+
+def page_conversation(saver: Any, query: Mapping[str, list[str]]) -> str:
+    """``/conversation?thread=&ns=&id=``: the message lists at a checkpoint, with the interrupts on its way."""
+    thread_id = _required(query, "thread")
+    ns = _one(query, "ns", "") or ""
+    read = conversation_read(saver, thread_id, ns, _one(query, "id"), window=TIMELINE_PAGE)
+    return conversation_page(thread_id, ns, read, thread_conversation(read["chain"]))
+
+
+def page_diff(saver: Any, query: Mapping[str, list[str]]) -> str:
+    """``/diff?thread=&ns=&a=&b=``: two checkpoints of a namespace (``a`` defaults to ``b``'s parent)."""
+    thread_id = _required(query, "thread")
+    ns = _one(query, "ns", "") or ""
+    b = checkpoint_tuple(saver, thread_id, ns, _one(query, "b"))
+    a_id = _one(query, "a") or (b.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    b_id = b.config["configurable"]["checkpoint_id"]
+    if not a_id:
+        return diff_page(thread_id, ns, None, a="", b=b_id, error="B has no parent: choose A")
+    try:
+        diff = diff_checkpoints(checkpoint_tuple(saver, thread_id, ns, a_id), b)
+    except CLIError as err:  # a mistyped id: said on the page, with the form to fix it
+        return diff_page(thread_id, ns, None, a=a_id, b=b_id, error=err.message)
+    return diff_page(thread_id, ns, diff, a=a_id, b=b_id)
 
 
 def _parent_ns(ns: str) -> str:
@@ -511,7 +392,7 @@ def _task_of(ns: str) -> str:
 def value_text(saver: Any, query: Mapping[str, list[str]]) -> str:
     """A channel's whole value as text: a string as is, anything else as indented JSON."""
     thread_id = _required(query, "thread")
-    tup = _tuple(saver, thread_id, _one(query, "ns", "") or "", _required(query, "id"))
+    tup = checkpoint_tuple(saver, thread_id, _one(query, "ns", "") or "", _required(query, "id"))
     channel = _required(query, "channel")
     values = tup.checkpoint.get("channel_values", {})
     if channel not in values:
@@ -526,6 +407,8 @@ _ROUTES: Final[dict[str, Callable[[Any, Mapping[str, list[str]]], str]]] = {
     "/": page_threads,
     "/thread": page_thread,
     "/checkpoint": page_checkpoint,
+    "/conversation": page_conversation,
+    "/diff": page_diff,
 }
 
 

@@ -18,8 +18,12 @@ from typing import Any, Final
 
 from langgraph.checkpoint.dynamodb.cli._commands import type_label
 from langgraph.checkpoint.dynamodb.cli._render import human_bytes, jsonable, short_id
-from langgraph.checkpoint.dynamodb.cli._store import subgraph_path
-from langgraph.checkpoint.dynamodb.cli._tasks import ERROR_CHANNEL, INTERRUPT_CHANNEL, is_internal_channel
+from langgraph.checkpoint.dynamodb.cli._tasks import (
+    ERROR_CHANNEL,
+    INTERRUPT_CHANNEL,
+    is_internal_channel,
+    subgraph_path,
+)
 
 #: Values longer than this (as text) are collapsed to a preview and loaded on demand.
 COLLAPSE_AT: Final = 1500
@@ -79,6 +83,14 @@ def error_page(status: int, message: str) -> str:
 # ================================================================ threads
 
 
+def _counted(names: Iterable[str]) -> str:
+    """``a, b x3``: names in first-seen order, repeats counted (200 interrupted ``Send``s are one entry)."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return ", ".join(n if k == 1 else f"{n} \u00d7{k}" for n, k in counts.items())
+
+
 def threads_page(
     listing: Mapping[str, Any], *, prefix: str, active: str, table: str, limit: int | None = None
 ) -> str:
@@ -92,7 +104,7 @@ def threads_page(
     for t in listing["threads"]:
         more = "" if t.get("complete", True) else "≥ "
         waiting = (
-            '<span class="badge wait">waiting: ' + e(", ".join(t["waiting_on"])) + "</span>"
+            '<span class="badge wait">waiting: ' + e(_counted(t["waiting_on"])) + "</span>"
             if t.get("waiting_on")
             else '<span class="dim">-</span>'
         )
@@ -132,6 +144,13 @@ def threads_page(
 
 def _ns_label(ns: str) -> str:
     return subgraph_path(ns) or "(root)"
+
+
+# The helpers the other page modules (``_ui_conversation``, ``_ui_diff``) build with.
+href = _url
+sid = _sid
+ns_label = _ns_label
+short_text = _short
 
 
 def namespace_tree(thread_id: str, namespaces: Sequence[str], current: str) -> str:
@@ -216,9 +235,16 @@ def fork_tree(thread_id: str, ns: str, rows: Sequence[Mapping[str, Any]]) -> str
 
 
 def _tasks_html(tasks: Iterable[Mapping[str, Any]]) -> str:
+    """One badge per (name, status), identical tasks counted: a step of 200 ``Send``s is one badge, x200."""
+    counts: dict[tuple[str, str], int] = {}
+    for t in tasks:
+        key = (str(t["name"]), str(t["status"]))
+        counts[key] = counts.get(key, 0) + 1
     return " ".join(
-        f'<span class="task {e(t["status"])}">{e(t["name"])} <small>{e(t["status"])}</small></span>'
-        for t in tasks
+        f'<span class="task {e(status)}" data-count="{n}">{e(name)}'
+        + (f' <b class="count">&times;{n}</b>' if n > 1 else "")
+        + f" <small>{e(status)}</small></span>"
+        for (name, status), n in counts.items()
     )
 
 
@@ -234,99 +260,169 @@ def _writes_html(r: Mapping[str, Any]) -> str:
     )
 
 
+def _origin_html(thread_id: str, ns: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """A subgraph namespace: which task of which parent checkpoint ran it."""
+    if not ns or not rows:
+        return ""
+    parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+    pcid = (rows[0].get("parents") or {}).get(parent_ns)
+    if not pcid:
+        return ""
+    task = ns.rsplit("|", 1)[-1].split(":", 1)[-1]
+    return (
+        f'<p class="origin">subgraph run by task {e(task)} of checkpoint '
+        f'<a href="{_url("/checkpoint", thread=thread_id, ns=parent_ns, id=pcid)}">{e(_sid(pcid))}</a>'
+        f" in {e(_ns_label(parent_ns))}</p>"
+    )
+
+
+def _marks_html(
+    thread_id: str, ns: str, marks: Mapping[str, Any] | None, *, keep_last: int, limit: int | None
+) -> str:
+    """Prune marks are off until asked for: a link turns them on, a form chooses ``keep_last``."""
+    if marks is None:
+        on = _url("/thread", id=thread_id, ns=ns, marks="1", limit=limit)
+        return f'<p class="marks-toggle"><a href="{on}">show prune marks</a> (what a prune would keep)</p>'
+    off = _url("/thread", id=thread_id, ns=ns, limit=limit)
+    return (
+        '<form class="keep" method="get" action="/thread">'
+        f'<input type="hidden" name="id" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
+        '<input type="hidden" name="marks" value="1">'
+        f'<label>prune marks for keep_last <input name="keep_last" type="number" min="1" value="{keep_last}"></label>'
+        + (f'<input type="hidden" name="limit" value="{limit}">' if limit else "")
+        + f'<button type="submit">show</button> <a class="marks-toggle" href="{off}">hide prune marks</a></form>'
+    )
+
+
+def _mark_cell(cid: str, marks: Mapping[str, Any]) -> str:
+    if cid in marks["survivors"]:
+        return '<span class="mark keep">keep</span>'
+    if cid in marks["keep"]:
+        return '<span class="mark keep delta">keep (delta)</span>'
+    return '<span class="mark delete">delete</span>'
+
+
+def _notes_html(r: Mapping[str, Any]) -> str:
+    """A row's interrupts, the answers that resumed them, and its errors."""
+    interrupts = "".join(
+        f'<div class="interrupt">interrupt: {e(_short(v, 160))}</div>' for v in r["interrupts"]
+    )
+    resumes = "".join(
+        f'<div class="resume">answered{" for " + e(x["task"]) if x["task"] else ""}: '
+        f"{e(_short(x['answer'], 160))}</div>"
+        for x in r["resumes"]
+    )
+    errors = "".join(
+        f'<div class="err">error in task {e(x["task_id"][:8])}: {e(_short(x["error"], 200))}</div>'
+        for x in r["errors"]
+    )
+    return interrupts + resumes + errors
+
+
+def _timeline_row(
+    thread_id: str, ns: str, r: Mapping[str, Any], i: int, marks: Mapping[str, Any] | None
+) -> str:
+    cid = r["checkpoint_id"]
+    parent = (
+        f'<a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=r["parent_id"])}">{e(_sid(r["parent_id"]))}</a>'
+        if r["parent_id"]
+        else '<span class="dim">-</span>'
+    )
+    pick = (
+        f'<td class="pick"><input type="radio" form="pick" name="a" value="{e(cid)}"{" checked" if i == 1 else ""}'
+        f' aria-label="A"> <input type="radio" form="pick" name="b" value="{e(cid)}"{" checked" if i == 0 else ""}'
+        ' aria-label="B"></td>'
+    )
+    return (
+        f'<tr data-id="{e(cid)}">{pick}'
+        f'<td class="cid"><a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a></td>'
+        f'<td class="num">{e(r["step"])}</td><td>{e(r["source"] or "")}</td>'
+        f"<td>{e(when_text(r['created_at']))}</td><td>{parent}</td>"
+        f"<td>{_writes_html(r)}</td><td>{_tasks_html(r['next'])}{_notes_html(r)}</td>"
+        + (f"<td>{_mark_cell(cid, marks)}</td>" if marks is not None else "")
+        + "</tr>"
+    )
+
+
+def _timeline_table(
+    thread_id: str,
+    ns: str,
+    rows: Sequence[Mapping[str, Any]],
+    marks: Mapping[str, Any] | None,
+    keep_last: int,
+) -> str:
+    if not rows:
+        return '<p class="empty">no checkpoints in this namespace</p>'
+    pick = (
+        '<form id="pick" class="pick" method="get" action="/diff">'
+        f'<input type="hidden" name="thread" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
+        '<button type="submit">diff A → B</button>'
+        '<span class="note">choose A and B in the first column: any two checkpoints</span></form>'
+    )
+    return (
+        pick
+        + '<table class="timeline"><thead><tr><th title="diff: A, B">A B</th><th>checkpoint</th><th>step</th>'
+        "<th>source</th><th>created</th><th>parent</th><th>written by</th><th>next / interrupts / errors</th>"
+        + (f"<th>prune (keep_last={keep_last})</th>" if marks is not None else "")
+        + "</tr></thead><tbody>"
+        + "".join(_timeline_row(thread_id, ns, r, i, marks) for i, r in enumerate(rows))
+        + "</tbody></table>"
+    )
+
+
+def _pager_html(thread_id: str, ns: str, page: Mapping[str, Any], *, before: str | None, **keep: Any) -> str:
+    """``⇤ newest``, ``← newer`` and ``older →``; ``keep`` holds the page's other parameters."""
+    links = []
+    if before:
+        links.append(f'<a href="{_url("/thread", id=thread_id, ns=ns, **keep)}">⇤ newest</a>')
+        newer = page.get("newer_before")
+        links.append(
+            f'<a rel="prev" href="{_url("/thread", id=thread_id, ns=ns, before=newer, **keep)}">← newer</a>'
+        )
+    if page.get("next_before"):
+        links.append(
+            f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], **keep)}">older →</a>'
+        )
+    return '<p class="pager">' + " ".join(links) + "</p>"
+
+
 def thread_page(
     thread_id: str,
     ns: str,
     namespaces: Sequence[str],
     page: Mapping[str, Any],
-    marks: Mapping[str, Any],
+    marks: Mapping[str, Any] | None,
     *,
     keep_last: int,
     before: str | None,
     limit: int | None = None,
 ) -> str:
+    """A namespace's timeline (one page, newest first), its namespaces and the page's fork tree.
+
+    ``marks`` (``prune_marks``) is ``None`` unless asked for: the prune column is left out then.
+    """
     rows = page["rows"]
     head = f'<section class="nsbox"><h2>Namespaces</h2>{namespace_tree(thread_id, namespaces, ns)}</section>'
-    origin = ""
-    if ns and rows:
-        parents = rows[0].get("parents") or {}
-        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
-        pcid = parents.get(parent_ns)
-        task = ns.rsplit("|", 1)[-1].split(":", 1)[-1]
-        if pcid:
-            origin = (
-                f'<p class="origin">subgraph run by task {e(task)} of checkpoint '
-                f'<a href="{_url("/checkpoint", thread=thread_id, ns=parent_ns, id=pcid)}">{e(_sid(pcid))}</a>'
-                f" in {e(_ns_label(parent_ns))}</p>"
-            )
-    keep_form = (
-        '<form class="keep" method="get" action="/thread">'
-        f'<input type="hidden" name="id" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
-        f'<label>prune marks for keep_last <input name="keep_last" type="number" min="1" value="{keep_last}"></label>'
-        + (f'<input type="hidden" name="limit" value="{limit}">' if limit else "")
-        + '<button type="submit">show</button></form>'
+    conv = (
+        f'<p class="views"><a class="conversation-link" href="{_url("/conversation", thread=thread_id, ns=ns)}">'
+        f"view as a conversation</a> "
+        f'<span class="dim">({e(", ".join(page["messages"]))}: messages, tool calls, interrupts)</span></p>'
+        if page.get("messages")
+        else ""
     )
-    body_rows = []
-    for r in rows:
-        cid = r["checkpoint_id"]
-        if cid in marks["survivors"]:
-            mark = '<span class="mark keep">keep</span>'
-        elif cid in marks["keep"]:
-            mark = '<span class="mark keep delta">keep (delta)</span>'
-        else:
-            mark = '<span class="mark delete">delete</span>'
-        interrupts = "".join(
-            f'<div class="interrupt">interrupt: {e(_short(v, 160))}</div>' for v in r["interrupts"]
-        )
-        resumes = "".join(
-            f'<div class="resume">answered{" for " + e(x["task"]) if x["task"] else ""}: '
-            f"{e(_short(x['answer'], 160))}</div>"
-            for x in r["resumes"]
-        )
-        errors = "".join(
-            f'<div class="err">error in task {e(x["task_id"][:8])}: {e(_short(x["error"], 200))}</div>'
-            for x in r["errors"]
-        )
-        parent = (
-            f'<a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=r["parent_id"])}">{e(_sid(r["parent_id"]))}</a>'
-            if r["parent_id"]
-            else '<span class="dim">-</span>'
-        )
-        body_rows.append(
-            f'<tr data-id="{e(cid)}">'
-            f'<td class="cid"><a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=cid)}">{e(_sid(cid))}</a></td>'
-            f'<td class="num">{e(r["step"])}</td><td>{e(r["source"] or "")}</td>'
-            f"<td>{e(when_text(r['created_at']))}</td><td>{parent}</td>"
-            f"<td>{_writes_html(r)}</td><td>{_tasks_html(r['next'])}{interrupts}{resumes}{errors}</td>"
-            f"<td>{mark}</td></tr>"
-        )
-    table = (
-        '<table class="timeline"><thead><tr><th>checkpoint</th><th>step</th><th>source</th><th>created</th>'
-        "<th>parent</th><th>written by</th><th>next / interrupts / errors</th>"
-        f"<th>prune (keep_last={keep_last})</th></tr></thead><tbody>"
-        + "".join(body_rows)
-        + "</tbody></table>"
-        if rows
-        else '<p class="empty">no checkpoints in this namespace</p>'
-    )
-    pager = []
-    if before:
-        pager.append(
-            f'<a href="{_url("/thread", id=thread_id, ns=ns, keep_last=keep_last, limit=limit)}">⇤ newest</a>'
-        )
-    if page.get("next_before"):
-        pager.append(
-            f'<a rel="next" href="{_url("/thread", id=thread_id, ns=ns, before=page["next_before"], keep_last=keep_last, limit=limit)}">older →</a>'
-        )
+    keep = {
+        "marks": "1" if marks is not None else None,
+        "keep_last": keep_last if marks is not None else None,
+    }
     body = (
         head
-        + origin
+        + _origin_html(thread_id, ns, rows)
         + f'<section><h2>Timeline: {e(_ns_label(ns))}</h2><p class="note">newest first, {len(rows)} on this page</p>'
-        + keep_form
-        + table
-        + '<p class="pager">'
-        + " ".join(pager)
-        + "</p></section>"
+        + conv
+        + _marks_html(thread_id, ns, marks, keep_last=keep_last, limit=limit)
+        + _timeline_table(thread_id, ns, rows, marks, keep_last)
+        + _pager_html(thread_id, ns, page, before=before, limit=limit, **keep)
+        + "</section>"
         + '<section><h2>Fork tree</h2><p class="note">this page\'s checkpoints, oldest first; a fork nests its branches</p>'
         + fork_tree(thread_id, ns, rows)
         + "</section>"
@@ -369,11 +465,12 @@ def checkpoint_page(
     info: Mapping[str, Any],
     *,
     locations: Mapping[str, Any],
-    diff: Mapping[str, Any] | None,
+    diff_html: str,
+    conversation_html: str = "",
     show_all: bool,
-    diff_error: str | None = None,
     subgraphs: Sequence[str],
 ) -> str:
+    """A checkpoint: facts, its conversation (message lists), state, diff (``_ui_diff``), pending writes, metadata."""
     cid = info["checkpoint_id"]
     values = tup.checkpoint.get("channel_values", {})
     parent = (
@@ -424,52 +521,15 @@ def checkpoint_page(
     return layout(
         f"Checkpoint {_sid(cid)}",
         facts_html
+        + conversation_html
         + channels
-        + _diff_html(thread_id, ns, cid, diff, diff_error)
+        + diff_html
         + _writes_section(tup, info["next"])
         + '<section><h2>Metadata</h2><pre class="value">'
         + e(_text(tup.metadata or {}))
         + "</pre></section>",
         [(thread_id, _url("/thread", id=thread_id, ns=ns)), (_sid(cid), None)],
     )
-
-
-def _diff_html(
-    thread_id: str, ns: str, cid: str, diff: Mapping[str, Any] | None, error: str | None = None
-) -> str:
-    form = (
-        '<form class="against" method="get" action="/checkpoint">'
-        f'<input type="hidden" name="thread" value="{e(thread_id)}"><input type="hidden" name="ns" value="{e(ns)}">'
-        f'<input type="hidden" name="id" value="{e(cid)}">'
-        f'<label>compare with checkpoint <input name="against" size="40" value="{e(diff["a"]["checkpoint_id"] if diff else "")}"></label>'
-        '<button type="submit">diff</button></form>'
-    )
-    if diff is None:
-        why = (
-            f'<p class="error">{e(error)}</p>'
-            if error
-            else '<p class="empty">no parent: choose a checkpoint</p>'
-        )
-        return f"<section><h2>Diff</h2>{form}{why}</section>"
-    head = (
-        f'<p class="note">A = <a href="{_url("/checkpoint", thread=thread_id, ns=ns, id=diff["a"]["checkpoint_id"])}">'
-        f"{e(_sid(diff['a']['checkpoint_id']))}</a> (step {e(diff['a']['step'])}), B = this checkpoint "
-        f"(step {e(diff['b']['step'])})</p>"
-    )
-    rows = "".join(
-        f'<tr class="{e(c["change"])}" data-channel="{e(c["channel"])}"><td class="chan">{e(c["channel"])}</td>'
-        f'<td>{e(c["change"])}</td><td><pre class="value">{e(_short(c["a"], 400)) if c["a"] is not None else "-"}</pre></td>'
-        f'<td><pre class="value">{e(_short(c["b"], 400)) if c["b"] is not None else "-"}</pre></td></tr>'
-        for c in diff["changes"]
-    )
-    table = (
-        '<table class="diff"><thead><tr><th>channel</th><th>change</th><th>A</th><th>B</th></tr></thead><tbody>'
-        + rows
-        + "</tbody></table>"
-        if rows
-        else '<p class="empty">no channel differences</p>'
-    )
-    return f"<section><h2>Diff</h2>{form}{head}{table}</section>"
 
 
 def _writes_section(tup: Any, tasks: Sequence[Mapping[str, Any]] = ()) -> str:

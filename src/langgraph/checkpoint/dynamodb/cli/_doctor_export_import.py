@@ -23,9 +23,9 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     positive,
 )
 from langgraph.checkpoint.dynamodb.cli._commands import Ctx
-from langgraph.checkpoint.dynamodb.cli._store import require_thread
+from langgraph.checkpoint.dynamodb.cli._thread_listing import require_thread
 
-__all__ = ["register"]
+__all__ = ["allow_type_option", "portable_saver", "register"]
 
 Add = Callable[..., argparse.ArgumentParser]
 
@@ -40,7 +40,7 @@ def register(add: Add) -> None:
 
     p = add("export", "write a thread (all namespaces, metadata, pending writes) as JSON Lines", cmd_export)
     p.add_argument("thread")
-    _allow_type_option(p)
+    allow_type_option(p)
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write to FILE, created readable by you only (default: stdout)"
     )
@@ -56,7 +56,7 @@ def register(add: Add) -> None:
         metavar="BYTES",
         help="largest payload accepted (default: the saver's, 64 MiB)",
     )
-    _allow_type_option(p)
+    allow_type_option(p)
 
 
 def _type_name(text: str) -> tuple[str, str]:
@@ -66,7 +66,8 @@ def _type_name(text: str) -> tuple[str, str]:
     return module, name
 
 
-def _allow_type_option(p: argparse.ArgumentParser) -> None:
+def allow_type_option(p: argparse.ArgumentParser) -> None:
+    """Add ``--allow-type MODULE:NAME`` (repeatable) to a command that reads or writes state it does not understand."""
     p.add_argument(
         "--allow-type",
         action="append",
@@ -89,7 +90,7 @@ def cmd_doctor(ctx: Ctx) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def _portable(saver: Any, saver_args: Any = None) -> Any:
+def portable_saver(saver: Any, saver_args: Any = None) -> Any:
     """The CLI's saver, reading and writing state without understanding it.
 
     The CLI has none of the application's modules: its viewer serializer
@@ -112,7 +113,7 @@ def cmd_export(ctx: Ctx) -> int:
     from langgraph.checkpoint.dynamodb.transfer import ExportError, export_thread
 
     args = ctx.args
-    saver = _portable(ctx.saver, ctx.args)
+    saver = portable_saver(ctx.saver, ctx.args)
     require_thread(saver, args.thread)
     to_stdout = args.output in (None, "-")
     try:
@@ -166,7 +167,7 @@ def cmd_import(ctx: Ctx) -> int:
     )
 
     args = ctx.args
-    saver = _portable(ctx.saver, ctx.args)
+    saver = portable_saver(ctx.saver, ctx.args)
     try:
         with _open_input(args.file, ctx.stdin) as fp:
             summary = import_thread(saver, fp, thread_id=args.thread, max_payload_size=args.max_payload_size)

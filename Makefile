@@ -35,21 +35,42 @@ $(CHROMEDRIVER):
 	  | awk '/newly installed|^Setting up chromium/ { print "    " substr($$0, 1, 100); fflush() }'
 	@echo "==> $$(/usr/bin/chromium --version 2>/dev/null) ready"
 
+# The migrate tests from PostgresSaver (tests/integration/test_migrate_postgres.py) start a throwaway
+# PostgreSQL server (initdb + pg_ctl in a temp dir, on 127.0.0.1): on a fresh machine `make test` gets
+# Debian's postgresql from apt (as root; under a minute), one progress line per step.
+PG_INITDB = $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
+
+.PHONY: postgresql
+postgresql:
+	@if [ -z "$(PG_INITDB)" ]; then \
+	  if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	    echo "error: tests/integration/test_migrate_postgres.py needs Debian's postgresql: run 'sudo apt-get install -y postgresql'" >&2; \
+	    exit 1; fi; \
+	  echo "==> installing postgresql for the migrate tests (apt-get, under a minute)"; \
+	  apt-get update -q | awk 'END { print "    package lists updated (" NR " lines)" }'; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql \
+	    | awk '/newly installed|^Setting up postgresql-[0-9]/ { print "    " substr($$0, 1, 100); fflush() }'; \
+	  echo "==> $$(ls /usr/lib/postgresql/*/bin/initdb | tail -1) ready"; \
+	fi
+
+SHAPE_TESTS = tests/unit/test_code_shape.py tests/unit/test_architecture.py tests/unit/test_no_reach_ins.py
+
 setup: $(STAMP)  ## create .venv with the library and the dev tools
 
 demo: setup  ## the whole story on an embedded local AWS endpoint (moto on 127.0.0.1); UI=1: then the inspector
 	$(BIN)/python -m demo $(if $(UI),--ui)
 
-test: setup $(CHROMEDRIVER)  ## every test tier, against a moto server on 127.0.0.1 (installs chromium for tests/ui)
+test: setup $(CHROMEDRIVER) postgresql  ## every test tier, against a moto server on 127.0.0.1 (installs chromium for tests/ui, postgresql for migrate)
 	$(BIN)/python -m pytest -q -n 2 --durations=10
 
 test-fast: setup
 	$(BIN)/python -m pytest -q tests/unit
 
-lint: setup  ## ruff + mypy
+lint: setup  ## ruff (complexity <= 15) + mypy + the shape checks (file and function length, layers, no reach-ins)
 	$(BIN)/ruff check src tests lambdas infra benchmarks demo
 	$(BIN)/ruff format --check src tests lambdas infra benchmarks demo
 	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(SHAPE_TESTS)
 
 format: setup
 	$(BIN)/ruff check --fix src tests lambdas infra benchmarks demo

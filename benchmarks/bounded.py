@@ -99,7 +99,7 @@ def prepare(table: str, bucket: str, thread: str, **saver_kw: Any) -> dict[str, 
         saver.prune([thread])  # the parent goes: "blob" moves to its blob item
         return {
             "config": stored,
-            "s3_key": saver._value_s3_key(thread, "", "s3", "1"),
+            "s3_key": saver.keys.value_s3_key(thread, "", "s3", "1"),
             "blob_sk": _schema().blob_sk("", "blob", "1"),
         }
 

@@ -3,7 +3,7 @@
 ``python -m benchmarks.offload`` measures, without AWS calls:
 
 1. the CPU of packing and unpacking one ``messages`` value (the saver's
-   default serializer and codec, ``saver._pack``/``saver._unpack``) by
+   default serializer and codec, ``saver.payloads.pack``/``saver.payloads.unpack``) by
    serialized size, for chat text and for poorly compressible tool outputs,
    and what a hop to the loop's default executor and back costs: where the
    two cross is where offloading pays (``_ops.OFFLOAD_MIN_BYTES``);
@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from benchmarks.workloads import _percentile, big_text, reply_text
-from langgraph.checkpoint.dynamodb._driver import DEFAULT_MAX_IN_FLIGHT
+from langgraph.checkpoint.dynamodb._fairness import DEFAULT_MAX_IN_FLIGHT
 
 __all__ = ["SIZES", "loop_section", "loop_verdict", "measure"]
 
@@ -77,7 +77,7 @@ async def _hop_s(samples: int) -> dict[str, float]:
 
 
 async def _lag(saver: Any, value: list[Any], tasks: int, rounds: int) -> dict[str, float]:
-    from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients
+    from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients
     from langgraph.checkpoint.dynamodb._ops import compute, size_hint
 
     driver = AsyncDriver(Clients())
@@ -94,7 +94,7 @@ async def _lag(saver: Any, value: list[Any], tasks: int, rounds: int) -> dict[st
             due = now + 0.005
 
     def op() -> Any:
-        return (yield from compute(saver._pack, value, "bench", BIND, size=size_hint([value])))
+        return (yield from compute(saver.payloads.pack, value, "bench", BIND, size=size_hint([value])))
 
     async def writer() -> None:
         for _ in range(rounds):
@@ -124,14 +124,14 @@ def measure(*, repeats: int = 5, tasks: int = 4, rounds: int = 60, lag_kb: int =
     for kind in ("chat", "tool"):
         for size in SIZES:
             value = _messages(size, kind)
-            packed = saver._pack(value, "bench", BIND)
+            packed = saver.payloads.pack(value, "bench", BIND)
             costs.append(
                 {
                     "kind": kind,
                     "serialized_bytes": len(saver.serde.dumps_typed(value)[1]),
                     "packed_bytes": len(packed),
-                    "pack_s": _best(lambda v=value: saver._pack(v, "bench", BIND), repeats),
-                    "unpack_s": _best(lambda p=packed: saver._unpack(p, "bench", BIND), repeats),
+                    "pack_s": _best(lambda v=value: saver.payloads.pack(v, "bench", BIND), repeats),
+                    "unpack_s": _best(lambda p=packed: saver.payloads.unpack(p, "bench", BIND), repeats),
                 }
             )
     hop = asyncio.run(_hop_s(200))
@@ -241,7 +241,7 @@ def loop_section(res: dict[str, Any]) -> list[str]:
         "ticker. The saver now hands the loop back between a request's CPU phases (its own packing apart from "
         "the caller's step; botocore's building, signing and sending as three callbacks, through `before-call` "
         "and `before-send` handlers on the clients it opens; parsing; decoding), and the tasks that passed the "
-        "turn go on one per loop iteration, first come first served (`_driver._Turnstile`): a bare yield would "
+        "turn go on one per loop iteration, first come first served (`_fairness.Turnstile`): a bare yield would "
         "let all of them run again in the same iteration, back to back. It opens its clients without "
         "botocore's parameter validation (7% of aiobotocore's per-request time under cProfile), and keeps at "
         f"most `max_in_flight` ({DEFAULT_MAX_IN_FLIGHT}) requests per service on the wire, waiting for a slot "

@@ -82,7 +82,7 @@ async def open_async_saver(side: str, table: str, bucket: str, meter: Meter) -> 
         ) as saver:
             # The clients themselves: with the I/O thread, saver.clients seen from
             # this loop are proxies to them, and the meter's hooks run where they send.
-            for client in saver._clients.values():
+            for client in saver.clients.values():
                 if client is not None:
                     meter.attach(client)
             yield saver

@@ -40,7 +40,7 @@ def _metered_saver(storage: dict[str, str], latency: LatencyModel | None = None)
     ddb = boto3.client("dynamodb")
     meter.mirror.add_table(ddb.describe_table(TableName=storage["table_name"])["Table"])
     saver = DynamoDBSaver(table_name=storage["table_name"], bucket_name=storage["bucket_name"])
-    for client in saver._clients.values():
+    for client in saver.clients.values():
         meter.attach(client)
     return saver, meter
 
@@ -133,7 +133,7 @@ def test_latency_model_sync_and_async_hooks(storage: dict[str, str]) -> None:
         async with AsyncDynamoDBSaver(
             table_name=storage["table_name"], bucket_name=storage["bucket_name"]
         ) as asaver:
-            for client in asaver._clients.values():
+            for client in asaver.clients.values():
                 ameter.attach(client)
             await asaver.aget_tuple({"configurable": {"thread_id": "nobody"}})
         return dict(ameter.snapshot().requests)

@@ -66,7 +66,7 @@ async def main(table: str, bucket: str) -> dict[str, Any]:
     }
     async with AsyncDynamoDBSaver(table_name=table, bucket_name=bucket, session=session) as saver:
         await saver.setup()
-        out["client_class"] = type(saver._clients["dynamodb"]).__module__
+        out["client_class"] = type(saver.clients["dynamodb"]).__module__
 
         big = os.urandom(200_000)
         big_write = os.urandom(150_000)

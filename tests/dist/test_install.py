@@ -15,14 +15,29 @@ def test_async_extra_resolves_next_to_langchain_aws(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-            "--disable-pip-version-check", "--report", str(report),
-            f"{ROOT}[async]", "langchain-aws>=1.9",
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            str(report),
+            f"{ROOT}[async]",
+            "langchain-aws>=1.9",
         ],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    chosen = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    chosen = {
+        i["metadata"]["name"].lower(): i["metadata"]["version"]
+        for i in json.loads(report.read_text())["install"]
+    }
     assert "langchain-aws" in chosen and "aiobotocore" in chosen
     major, minor, patch = (int(x) for x in chosen["boto3"].split(".")[:3])
     assert (major, minor, patch) >= (1, 43, 64), chosen["boto3"]

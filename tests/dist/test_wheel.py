@@ -76,7 +76,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)], timeout=300)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)], timeout=300
+    )
     (whl,) = out.glob("langgraph_checkpoint_dynamodb_s3-*.whl")
     return whl
 
@@ -88,8 +90,22 @@ def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
     py = str(root / "bin" / "python")
     req = f"{wheel}[all]"
     # --no-compile: byte-compiling aws-cdk-lib's sources would double the install time.
-    offline = [py, "-m", "pip", "install", "--quiet", "--no-compile", "--no-index", "--find-links", str(WHEELHOUSE), req]
-    if WHEELHOUSE.is_dir() and subprocess.run(offline, capture_output=True, check=False, timeout=600).returncode == 0:
+    offline = [
+        py,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-compile",
+        "--no-index",
+        "--find-links",
+        str(WHEELHOUSE),
+        req,
+    ]
+    if (
+        WHEELHOUSE.is_dir()
+        and subprocess.run(offline, capture_output=True, check=False, timeout=600).returncode == 0
+    ):
         return root
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     _run([py, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), req], timeout=900)
@@ -186,7 +202,9 @@ def test_readme_cdk_snippet_synthesizes_from_the_wheel(venv: Path, tmp_path: Pat
     _run([str(venv / "bin" / "python"), "app.py"], cwd=tmp_path, env=env, timeout=600)
     (template_path,) = out.glob("*.template.json")
     template = json.loads(template_path.read_text())
-    functions = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    functions = [
+        r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+    ]
     assert sorted(f["Handler"] for f in functions) == [
         "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
         "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",

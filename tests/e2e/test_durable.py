@@ -434,13 +434,13 @@ def test_replays_do_not_rerun_recorded_segments_or_finished_nodes(
     node with its answer).
     """
     bodies: list[str | None] = []
-    original = durable._Graph.segment
+    original = durable.SegmentRunner.segment
 
     def counted(self: Any, input: Any, start: str | None) -> dict[str, Any]:
         bodies.append(start)
         return original(self, input, start)
 
-    monkeypatch.setattr(durable._Graph, "segment", counted)
+    monkeypatch.setattr(durable.SegmentRunner, "segment", counted)
     graph = approval(before=12, after=12).compile(checkpointer=h.saver)
     thread, invocations = new_thread(), []  # type: ignore[var-annotated]
     handler = _deadline_handler(graph, thread, 0.5, invocations, **_async_options(h))
@@ -470,7 +470,7 @@ def test_a_segment_whose_result_was_lost_resumes_without_rerunning_nodes(
     it reports the interrupt as it is (running nothing) instead of starting
     the graph over with the original input.
     """
-    original = durable._Graph.run
+    original = durable.SegmentRunner.run
     lost: list[str] = []
 
     def run_then_fail_once(self: Any, input: Any) -> Any:
@@ -480,7 +480,7 @@ def test_a_segment_whose_result_was_lost_resumes_without_rerunning_nodes(
             raise RuntimeError("the invocation ended before the step's result was recorded")
         return result
 
-    monkeypatch.setattr(durable._Graph, "run", run_then_fail_once)
+    monkeypatch.setattr(durable.SegmentRunner, "run", run_then_fail_once)
     graph = approval(before=3, after=1).compile(checkpointer=h.saver)
     thread = new_thread()
     submitted: list[str] = []
@@ -535,7 +535,7 @@ def test_large_interrupt_values_stay_out_of_the_durable_log(
         h.close()
     too_many = [type("I", (), {"id": f"{n:032x}", "value": None})() for n in range(3000)]
     with pytest.raises(ValueError, match="MAX_STEP_RESULT_BYTES"):
-        durable._summary("interrupted", "t", "", "c", too_many)
+        durable.segment_summary("interrupted", "t", "", "c", too_many)
 
 
 def test_config_and_context_are_checked() -> None:
@@ -549,9 +549,9 @@ def test_config_and_context_are_checked() -> None:
         )
     with pytest.raises(TypeError, match="remaining="):
         run_durable(ctx, None, None, cfg("t"), submit=lambda c, i: None)
-    assert durable._resume_map(b"not json", ["a"]) == {"a": "not json"}
-    assert durable._resume_map('{"a": 1}', ["a", "b"]) == {"a": 1}
-    assert durable._resume_map("", ["a"]) == {"a": None}
+    assert durable.resume_map(b"not json", ["a"]) == {"a": "not json"}
+    assert durable.resume_map('{"a": 1}', ["a", "b"]) == {"a": 1}
+    assert durable.resume_map("", ["a"]) == {"a": None}
 
 
 # ------------------------------------------------------------ the docs' handler

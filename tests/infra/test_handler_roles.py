@@ -72,7 +72,7 @@ def test_a_handler_request_outside_its_role_fails(
 
     def out_of_role() -> None:
         saver: Any = handlers.get_saver()
-        ddb, s3 = saver._clients["dynamodb"], saver._clients["s3"]
+        ddb, s3 = saver.clients["dynamodb"], saver.clients["s3"]
         ddb.put_item(TableName=table, Item={"PK": {"S": victim}, "SK": {"S": "x"}})
         ddb.scan(TableName=table, Limit=1)
         s3.delete_object(Bucket=bucket, Key="elsewhere/x")

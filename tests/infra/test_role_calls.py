@@ -119,11 +119,17 @@ def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
             dynamodb_client=recorder.attach(boto3.client("dynamodb")),
             s3_client=recorder.attach(boto3.client("s3")),
         )
-        monkeypatch.setattr(handlers, "_saver", saver)
+        previous = handlers.use_saver(saver)
+        if not originals:
+            originals.append(previous)
 
+    originals: list[Any] = []  # the handlers' saver before this test, put back after it
     yield {"recorder": recorder, "use": use_function_environment, **names}
-    if handlers._saver is not None:
-        handlers._saver.close()  # monkeypatch then puts the module's cache back
+    current = handlers.cached_saver()
+    if current is not None:
+        current.close()
+    if originals:
+        handlers.use_saver(originals[0])
 
 
 def _rehomed_to_s3(requests: list[Request]) -> bool:
@@ -341,7 +347,7 @@ def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
     pk = schema.partition_key(agent.thread_key("direct:alice", thread))
     assert _lease_checks(requests) and all(r.leading_keys == {pk} for r in _lease_checks(requests))
 
-    saver = handlers._saver
+    saver = handlers.cached_saver()
     assert saver is not None
     other = f"t-{uuid.uuid4().hex[:12]}"
     with ThreadLease(saver, other, lease_seconds=30) as lease:
@@ -357,7 +363,7 @@ def test_agent_role_is_exactly_what_the_agent_and_the_saver_call(
     # Pruning the first checkpoint re-homes its value into a blob item, which a
     # reader fetches with BatchGetItem (a new container's: nothing cached).
     assert saver.prune([other], keep_last=1).checkpoints_deleted == 1
-    saver._value_cache.clear()
+    saver.caches.value_cache.clear()
     got = saver.get_tuple(configs[-1])
     assert got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000
     assert len(list(saver.list(_cfg(other)))) == 1
@@ -410,7 +416,7 @@ def test_tenant_role_covers_a_lease_bound_tenant_saver(
     with saver:
         configs = run_once(saver, thread, "r-1", None, work).value
         assert saver.prune([thread], keep_last=1).checkpoints_deleted == 1
-        saver._value_cache.clear()  # read as a new container would: BatchGetItem of the blob
+        saver.caches.value_cache.clear()  # read as a new container would: BatchGetItem of the blob
         got = saver.get_tuple(configs[-1])
         assert (
             got is not None and got.pending_writes and len(got.checkpoint["channel_values"]["big"]) == 10_000

@@ -79,7 +79,7 @@ def _copies(saver: Any) -> list[Any]:
     def passthrough(call: Any) -> Any:
         return (yield call)
 
-    return [saver._tenant_view("acme#"), saver.with_write_guard(passthrough)]
+    return [saver.tenant_view("acme#"), saver.with_write_guard(passthrough)]
 
 
 def test_closing_a_tenant_view_or_guarded_copy_closes_none_of_the_savers_clients(

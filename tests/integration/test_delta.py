@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.dynamodb import _deleting
+from langgraph.checkpoint.dynamodb._maintenance import pruning, threads
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, new_thread
 
@@ -74,9 +74,7 @@ def reading(how: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """``outline``: prune reads the thread as the table-wide jobs read one over their budget."""
     with monkeypatch.context() as m:
         if how == "outline":
-            m.setattr(
-                _deleting, "load_thread", lambda s, thread_id, **_: _deleting.load_outline(s, thread_id)
-            )
+            m.setattr(pruning, "load_thread", lambda s, thread_id, **_: threads.load_outline(s, thread_id))
         yield
 
 

@@ -88,7 +88,7 @@ def test_async_saver_packs_and_unpacks_large_payloads_off_the_loop(
     async def main() -> None:
         caller_thread = threading.get_ident()
         async with AsyncDynamoDBSaver(**names, serde=serde, io_thread=io_thread) as saver:
-            io = saver._io.thread
+            io = saver.io_runner
             loop_thread = io.thread.ident if io_thread and io is not None else caller_thread
             for size in (SMALL, LARGE):
                 thread = new_thread()

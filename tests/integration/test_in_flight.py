@@ -75,5 +75,5 @@ def test_max_in_flight_must_be_a_positive_int_or_none(bad: Any) -> None:
 
 
 def test_max_in_flight_defaults_to_eight() -> None:
-    assert AsyncDynamoDBSaver(table_name="t")._driver.max_in_flight == 8
-    assert AsyncDynamoDBSaver(table_name="t", max_in_flight=None)._driver.max_in_flight is None
+    assert AsyncDynamoDBSaver(table_name="t").driver.max_in_flight == 8
+    assert AsyncDynamoDBSaver(table_name="t", max_in_flight=None).driver.max_in_flight is None

@@ -89,7 +89,7 @@ def test_requests_and_packing_run_on_the_io_thread_not_the_callers_loop(
                 got = await saver.aget_tuple(cfg(thread))
                 assert got is not None and got.checkpoint["channel_values"]["v"] == text(size)
                 assert [t.checkpoint["id"] async for t in saver.alist(cfg(thread))] == [got.checkpoint["id"]]
-            io = saver._io.thread
+            io = saver.io_runner
             return threading.get_ident(), (io.thread.ident if io is not None else None)
 
     caller, io_ident = asyncio.run(main())
@@ -149,7 +149,7 @@ def test_an_abandoned_alist_leaves_nothing_running_on_the_io_loop(store: dict[st
                 )
             async for _ in saver.alist(cfg(thread)):
                 break
-            io = saver._io.thread
+            io = saver.io_runner
             assert io is not None
 
             async def others() -> int:
@@ -188,7 +188,7 @@ def test_aclose_closes_the_clients_and_joins_the_thread(store: dict[str, str]) -
 
     saver = asyncio.run(main())
     assert len(io_threads()) == before
-    assert saver._io.thread is not None and not saver._io.thread.thread.is_alive()
+    assert saver.io_runner is not None and not saver.io_runner.thread.is_alive()
 
 
 def test_one_saver_serves_successive_asyncio_runs(store: dict[str, str]) -> None:
@@ -206,7 +206,7 @@ def test_one_saver_serves_successive_asyncio_runs(store: dict[str, str]) -> None
         assert [asyncio.run(invocation(step)) for step in range(3)] == [1, 2, 3]
     finally:
         asyncio.run(saver.aclose())
-    assert saver._io.thread is not None and not saver._io.thread.thread.is_alive()
+    assert saver.io_runner is not None and not saver.io_runner.thread.is_alive()
 
 
 def test_injected_clients_refuse_the_io_thread_and_drive_on_the_callers_loop(store: dict[str, str]) -> None:
@@ -224,7 +224,7 @@ def test_injected_clients_refuse_the_io_thread_and_drive_on_the_callers_loop(sto
             await saver.aput(cfg(thread), checkpoint_of({"v": "1"}), {"step": 1}, {"v": "1"})
             assert await saver.aget_tuple(cfg(thread)) is not None
             assert {ident for _, ident in sent} == {threading.get_ident()}
-            assert saver._io.thread is None  # no thread was started
+            assert saver.io_runner is None  # no thread was started
 
     asyncio.run(main())
 
@@ -281,7 +281,7 @@ def test_the_savers_clients_work_from_the_callers_loop_through_the_io_loop(store
             assert table["Table"]["TableName"] == store["table_name"]
             async with AsyncThreadLease(saver, new_thread(), lease_seconds=5) as lease:
                 assert lease.held
-            io = saver._io.thread
+            io = saver.io_runner
             assert io is not None and io.thread.ident is not None
             return io.thread.ident
 

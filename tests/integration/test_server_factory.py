@@ -78,13 +78,13 @@ def test_reads_the_environment_and_closes_its_clients(moto_endpoint: str, names:
             assert isinstance(saver, AsyncDynamoDBSaver)
             assert (saver.table_name, saver.bucket_name) == (names["table_name"], names["bucket_name"])
             assert saver.s3_key_prefix == "server/"  # keyword options override the environment
-            assert saver._clients["dynamodb"] is not None  # opened on entry
+            assert saver.clients["dynamodb"] is not None  # opened on entry
             stored = await saver.aput(cfg(new_thread()), _checkpoint(1), {}, {"a": "1"})
             assert (await saver.aget_tuple(stored)) is not None
         return saver
 
     saver = asyncio.run(run())
-    assert saver._clients["dynamodb"] is None  # closed when the server leaves the context
+    assert saver.clients["dynamodb"] is None  # closed when the server leaves the context
 
 
 @pytest.mark.parametrize("flag", ["1", "true", " YES "])

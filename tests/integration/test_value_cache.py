@@ -146,7 +146,7 @@ def test_delete_thread_gives_the_memory_back(harness: Harness) -> None:
     keep, gone = new_thread(), new_thread()
     for thread, seed in ((keep, 7), (gone, 8)):
         harness.call("put", cfg(thread), checkpoint_of({"big": _value(seed)}), {}, {"big": "1"})
-    cache = harness.saver._value_cache
+    cache = harness.saver.caches.value_cache
     assert len(cache) == 2
     harness.call("delete_thread", gone)
     assert len(cache) == 1
@@ -281,7 +281,7 @@ def test_a_re_homed_holder_is_still_served(harness: Harness) -> None:
 def test_delete_thread_forgets_held_values(harness: Harness) -> None:
     thread = new_thread()
     _held_chain(harness, thread, _value(24, 6_000), steps=1)
-    cache = harness.saver._value_cache
+    cache = harness.saver.caches.value_cache
     assert len(cache) >= 1
     harness.call("delete_thread", thread)
     assert len(cache) == 0

@@ -374,17 +374,17 @@ def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) ->
     with ThreadLease(saver, t, heartbeat=False) as lease:
         bound = lease.bind()
         assert type(bound).__name__ == "LeaseBoundDynamoDBSaver" and isinstance(bound, DynamoDBSaver)
-        assert bound._clients is saver._clients
+        assert all(bound.clients[name] is saver.clients[name] for name in ("dynamodb", "s3"))
         # One driver, so one pool: the copy's concurrent calls run on the saver's.
-        assert bound._driver is saver._driver
+        assert bound.driver is saver.driver
         calls = [ddb("describe_table", TableName=saver.table_name)] * 2
-        assert len(bound._driver.gather(Gather(calls))) == 2
-        pool = saver._driver._pool
+        assert len(bound.driver.gather(Gather(calls))) == 2
+        pool = saver.driver.pool
         assert pool is not None
         rebound = lease.bind(bound)
         assert type(rebound) is type(bound)
         bound.close()  # closing a copy leaves the saver's clients (and pool) open
-        assert saver._driver._pool is pool
+        assert saver.driver.pool is pool
         saver.clients["dynamodb"].describe_table(TableName=saver.table_name)
     with pytest.raises(LeaseLostError):
         lease.bind()  # released: nothing to bind to

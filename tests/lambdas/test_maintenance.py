@@ -401,11 +401,11 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
 
 def _computed_token(saver: DynamoDBSaver, source: str, target: str, root: str, **state: Any) -> str:
     """The token anyone can compute: the binding is a digest of public fields, not a signature."""
-    from langgraph.checkpoint.dynamodb import _resumable
+    from langgraph.checkpoint.dynamodb._maintenance import steps
 
-    binding = _resumable._binding("copy_thread", saver.tenant_prefix, {"source": source, "target": target})
+    binding = steps.request_binding("copy_thread", saver.tenant_prefix, {"source": source, "target": target})
     doc = {"root": root, "upto": "\uffff", "phase": "objects", "after": None, **state}
-    return _resumable._encode("copy_thread", binding, doc)
+    return steps.encode_token("copy_thread", binding, doc)
 
 
 def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_history(
@@ -417,8 +417,8 @@ def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_histo
     the copy without looking at the target: the source's checkpoints were
     merged into the victim's history and became its latest state.
     """
-    from langgraph.checkpoint.dynamodb import _resumable
     from langgraph.checkpoint.dynamodb._items import ThreadItems
+    from langgraph.checkpoint.dynamodb._maintenance import steps
 
     writer = _writer(store)
     source, victim = new_thread(), new_thread()
@@ -427,7 +427,7 @@ def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_histo
     before = _items(store["table_name"], schema.partition_key(victim))
     assert maintenance.handler(_copy_event(source, victim), AMPLE)["status"] == "rejected"
     # The root a step would derive for this target (no tombstones) is public too.
-    right_root = _resumable._copy_root(writer, source, victim, ThreadItems(victim))
+    right_root = steps.copy_root(writer, source, victim, ThreadItems(victim))
     for root in ("0" * 32, right_root):
         for phase in ("objects", "checkpoints", "finish"):
             token = _computed_token(writer, source, victim, root, phase=phase)
@@ -794,15 +794,15 @@ def test_a_copy_from_a_missing_source_is_rejected_and_leaves_no_thread(store: di
 
 def test_a_forged_finish_token_leaves_no_thread(store: dict[str, str]) -> None:
     """Unsigned (no key configured): a computed ``finish`` token used to answer ``done`` with nothing copied."""
-    from langgraph.checkpoint.dynamodb import _resumable
     from langgraph.checkpoint.dynamodb._items import ThreadItems
+    from langgraph.checkpoint.dynamodb._maintenance import steps
 
     writer = _writer(store)
     source = new_thread()
     _chat(writer, source, turns=1)
     for job in ("0" * 32, None):
         target = new_thread()
-        root = _resumable._copy_root(writer, source, target, ThreadItems(target))
+        root = steps.copy_root(writer, source, target, ThreadItems(target))
         state = {"phase": "finish"} if job is None else {"phase": "finish", "job": job}
         token = _computed_token(writer, source, target, root, **state)
         out = maintenance.handler(_copy_event(source, target, continuation=token), AMPLE)
@@ -875,7 +875,7 @@ def test_a_finished_copy_leaves_no_marker_and_is_listed(
 
 
 def _resumable_marker() -> str:
-    from langgraph.checkpoint.dynamodb._resumable import COPY_MARKER_SK
+    from langgraph.checkpoint.dynamodb._maintenance.steps import COPY_MARKER_SK
 
     return COPY_MARKER_SK
 

@@ -227,7 +227,7 @@ class _InFlight:
         self.now = 0
         self.max = 0
         self.total = 0
-        orig = saver._driver.call
+        orig = saver.driver.call
 
         async def counted(call: Any) -> Any:
             self.now += 1
@@ -238,7 +238,7 @@ class _InFlight:
             finally:
                 self.now -= 1
 
-        saver._driver.call = counted
+        saver.driver.call = counted
 
 
 class _BlockingOnLoop:
@@ -397,9 +397,9 @@ def test_blocking_driver_is_detected(moto_endpoint: str, names: dict[str, str]) 
             sync_saver = DynamoDBSaver(**names)
 
             async def blocking_call(call: Any) -> Any:  # what a naive driver would do
-                return sync_saver._driver.call(call)
+                return sync_saver.driver.call(call)
 
-            saver._driver.call = blocking_call
+            saver.driver.call = blocking_call
             inflight = _InFlight(saver)
             cps = [{**empty_checkpoint(), "id": str(uuid6())} for _ in range(20)]
             blocking: list[str] = []

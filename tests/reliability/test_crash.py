@@ -87,7 +87,7 @@ def _referenced_keys(saver: DynamoDBSaver, thread: str) -> set[str]:
             ns, _, _, _ = schema.parse_sk(it["SK"]["S"])
             for channel, av in it.get(schema.ATTR.VALUES, {}).get("M", {}).items():
                 if "M" in av and av["M"]["l"]["S"] == "s3":
-                    out.add(saver._value_s3_key(thread, ns, channel, av["M"]["v"]["S"]))
+                    out.add(saver.keys.value_s3_key(thread, ns, channel, av["M"]["v"]["S"]))
     return out
 
 

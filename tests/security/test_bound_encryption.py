@@ -159,7 +159,7 @@ def test_unbound_ciphertext_is_refused_unless_allowed_for_a_migration(h: Harness
     """What LangGraph's EncryptedSerializer writes (no binding) is refused; the named opt-in reads it."""
 
     class Unbound(DynamoDBSaver):
-        def _serialize(self, value: Any, bind: Any) -> tuple[str, bytes]:
+        def dump_payload(self, value: Any, *, where: str, bind: Any) -> tuple[str, bytes]:
             return self.serde.dumps_typed(value)  # the format before binding
 
     thread = new_thread()

@@ -90,7 +90,7 @@ def _queries_by_partition(saver: DynamoDBSaver) -> Counter[str]:
         if ":pk" in values and "ProjectionExpression" not in params:
             counts[values[":pk"]["S"]] += 1
 
-    saver._clients["dynamodb"].meta.events.register("provide-client-params.dynamodb.Query", count)
+    saver.clients["dynamodb"].meta.events.register("provide-client-params.dynamodb.Query", count)
     return counts
 
 
@@ -195,7 +195,9 @@ def test_expiry_reaps_a_huge_thread_and_records_only_an_outline_too_large(
     monkeypatch.setattr(clock, "now", real)
     _stuff(names["table_name"], huge, in_outline=stuffing == "outline")
     # The jobs' default budget (an eighth of a Lambda's memory, 8 MiB at least), made small here.
-    monkeypatch.setattr("langgraph.checkpoint.dynamodb._jobs.default_thread_budget", lambda: 1 * MIB)
+    monkeypatch.setattr(
+        "langgraph.checkpoint.dynamodb._maintenance.sweeps.default_thread_budget", lambda: 1 * MIB
+    )
 
     report = ttl_saver.purge_expired()
 

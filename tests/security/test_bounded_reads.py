@@ -178,7 +178,7 @@ def test_drivers_never_read_more_than_limit_plus_one() -> None:
 
     saver = DynamoDBSaver(table_name="t", bucket_name="b", dynamodb_client=object(), s3_client=SyncS3())
     with pytest.raises(CorruptPayloadError, match=r"s3://b/k .*max_payload_size \(1000 bytes\)"):
-        saver._driver.call(call)
+        saver.driver.call(call)
     assert sync_body.asked == [1001]
 
     async_body = _AsyncStream(bytes(MIB))
@@ -191,18 +191,18 @@ def test_drivers_never_read_more_than_limit_plus_one() -> None:
         table_name="t", bucket_name="b", dynamodb_client=object(), s3_client=AsyncS3()
     )
     with pytest.raises(CorruptPayloadError, match=r"s3://b/k .*max_payload_size \(1000 bytes\)"):
-        asyncio.run(asaver._driver.call(call))
+        asyncio.run(asaver.driver.call(call))
     assert async_body.asked == [1001] and async_body.closed
     # At the limit exactly, a body served in pieces is returned whole, in both drivers.
     sync_body = _Stream(bytes(range(250)) * 4, step=64)
-    assert saver._driver.call(call)["Body"] == bytes(range(250)) * 4
+    assert saver.driver.call(call)["Body"] == bytes(range(250)) * 4
     assert max(a for a in sync_body.asked if a is not None) <= 1001
     async_body = _AsyncStream(bytes(range(250)) * 4, step=64)
-    assert asyncio.run(asaver._driver.call(call))["Body"] == bytes(range(250)) * 4
+    assert asyncio.run(asaver.driver.call(call))["Body"] == bytes(range(250)) * 4
     # Over it, in pieces: refused after limit + 1 bytes, the rest never asked for.
     async_body = _AsyncStream(bytes(MIB), step=64)
     with pytest.raises(CorruptPayloadError, match="max_payload_size"):
-        asyncio.run(asaver._driver.call(call))
+        asyncio.run(asaver.driver.call(call))
     assert async_body.pos == 1001
 
 

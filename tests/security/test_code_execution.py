@@ -373,9 +373,9 @@ def _reexported_callables() -> list[tuple[str, str]]:
 
 
 def _is_data_class(obj: type) -> bool:
-    from langgraph.checkpoint.dynamodb.serde import _kind
+    from langgraph.checkpoint.dynamodb.serde import data_class_kind
 
-    return _kind(obj) is not None
+    return data_class_kind(obj) is not None
 
 
 def test_scan_no_reexported_callable_is_revived(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb._items import item_size
 from langgraph.checkpoint.dynamodb._ops import ddb
+from langgraph.checkpoint.dynamodb.base import write_item
 from langgraph.checkpoint.dynamodb.lock import (
     ANY_CHECKPOINT,
     AsyncThreadLease,
@@ -227,7 +228,7 @@ def test_bound_saver_refuses_other_threads_and_keeps_the_writes_own_conditions(s
             ExpressionAttributeNames={"#pk": ATTR.PK},
         )
         with pytest.raises(ClientError) as err:
-            bound._run(bound._write_item(call))
+            bound.driver.run(write_item(bound, call))
         assert err.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 

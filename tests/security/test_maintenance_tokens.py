@@ -117,13 +117,13 @@ def test_tokens_are_signed_and_a_signed_copy_runs_to_the_end(store: dict[str, st
 
 def test_a_forged_token_is_rejected(store: dict[str, str]) -> None:
     """A token computed as the library computes one (the digest is public): no signature, refused."""
-    from langgraph.checkpoint.dynamodb import _resumable
+    from langgraph.checkpoint.dynamodb._maintenance import steps
 
     writer = _writer(store)
     source, target = new_thread(), new_thread()
     _thread(writer, source)
-    binding = _resumable._binding("copy_thread", "", {"source": source, "target": target})
-    forged = _resumable._encode(
+    binding = steps.request_binding("copy_thread", "", {"source": source, "target": target})
+    forged = steps.encode_token(
         "copy_thread",
         binding,
         {"root": "0" * 32, "upto": "\uffff", "phase": "finish", "after": None, "job": "0" * 32},

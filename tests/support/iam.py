@@ -743,10 +743,8 @@ class HandlerGuard:
 
         here = self._threads.get(threading.get_ident())
         created = self._created.get(client)
-        saver = handlers._saver
-        if created is None and not (
-            saver is not None and any(client is c for c in getattr(saver, "_clients", {}).values())
-        ):
+        saver = handlers.cached_saver()
+        if created is None and not (saver is not None and any(client is c for c in saver.clients.values())):
             return ()
         if here is not None:
             return (here,)
@@ -759,7 +757,7 @@ class HandlerGuard:
     def _store() -> Store:
         from langgraph.checkpoint.dynamodb import handlers
 
-        saver: Any = handlers._saver
+        saver: Any = handlers.cached_saver()
         if saver is None:
             try:
                 saver = handlers.StoreConfig.from_env()

@@ -2,8 +2,8 @@
 
 As h11 and httpcore test their protocol logic, the unit tier feeds an
 operation the responses it would get and checks the requests it makes. A
-:class:`Script` takes the place of a saver's driver (``_driver``,
-see ``_driver.py``), so tests call the saver's public methods and still see
+:class:`Script` takes the place of a saver's driver (``_drivers``,
+see ``_drivers.py``), so tests call the saver's public methods and still see
 every request, in the order the operation issued it (a ``Gather`` is
 answered call by call, in order: deterministic, unlike a thread pool).
 
@@ -29,7 +29,7 @@ from typing import Any
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
 from langgraph.checkpoint.dynamodb._aws import translate_errors
-from langgraph.checkpoint.dynamodb._driver import AsyncDriver, SyncDriver
+from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, SyncDriver
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Sleep
 
 Response = dict[str, Any] | BaseException | Callable[[Call], Any]
@@ -145,10 +145,10 @@ def scripted_saver(mode: str, **kwargs: Any) -> tuple[Any, Script]:
     script = Script()
     if mode == "sync":
         saver: Any = DynamoDBSaver(**clients, **kwargs)
-        saver._driver = _SyncScripted(saver, script)
+        saver.driver = _SyncScripted(saver, script)
     else:
         saver = AsyncDynamoDBSaver(**clients, **kwargs)
-        saver._driver = _AsyncScripted(saver, script)
+        saver.driver = _AsyncScripted(saver, script)
     return saver, script
 
 

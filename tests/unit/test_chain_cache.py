@@ -228,8 +228,8 @@ def test_an_evicted_middle_is_read_from_below_the_cached_part(mode: str) -> None
     saver, script, _table, configs = _delta_thread(mode)
     _history(saver, configs[-1])
     hole = configs[2]["configurable"]["checkpoint_id"]
-    with saver._chain_cache._lock:
-        del saver._chain_cache._entries[(saver.partition_key("t1"), "", hole)]
+    with saver.caches.chain_cache._lock:
+        del saver.caches.chain_cache._entries[(saver.partition_key("t1"), "", hole)]
     script.reset()
     assert _history(saver, configs[5]) == _expected(5)
     # One round trip: the target and head, and a Query that starts at the hole.

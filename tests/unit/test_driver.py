@@ -1,4 +1,4 @@
-"""The driver loops (``_driver``) with fake clients: no server, no network.
+"""The driver loops (``_drivers``) with fake clients: no server, no network.
 
 Each test runs the same operation through the sync and the async loop, so
 the two stay alike: what an operation sees (responses, exceptions thrown back
@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb._aws import translate_errors
-from langgraph.checkpoint.dynamodb._driver import AsyncDriver, Clients, SyncDriver
+from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients, SyncDriver
 from langgraph.checkpoint.dynamodb._ops import (
     OFFLOAD_MIN_BYTES,
     Call,
@@ -411,12 +411,25 @@ def test_savers_expose_their_clients_read_only_and_live() -> None:
     assert saver.clients["dynamodb"] is ddb_client and saver.clients["s3"] is None
     with pytest.raises(TypeError):
         saver.clients["dynamodb"] = None  # type: ignore[index]
-    opened = fake("async")
-    asaver = AsyncDynamoDBSaver(table_name="t", bucket_name="b", s3_client=fake("async"))
+    s3_client = fake("async")
+    asaver = AsyncDynamoDBSaver(
+        table_name="t",
+        bucket_name="b",
+        s3_client=s3_client,
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+    )
     view = asaver.clients
     assert view["dynamodb"] is None  # opened on first use
-    asaver._clients["dynamodb"] = opened  # what ensure_clients does
-    assert view["dynamodb"] is opened
+
+    async def live() -> tuple[Any, Any]:
+        async with asaver:  # opens the missing client; no request is sent
+            inside = view["dynamodb"]
+        return inside, view["dynamodb"]
+
+    inside, after = asyncio.run(live())
+    assert inside is not None and inside is not s3_client  # the view showed the opened client
+    assert after is None and view["s3"] is s3_client  # and its closing; a passed-in client stays
 
 
 # ------------------------------------------------------------------ Compute
@@ -598,13 +611,13 @@ def _runs_between_ticks(tasks: int, passes: int) -> list[list[int]]:
     A ticker task (a plain ``sleep(0)``) marks every iteration; each phase
     marks its task's number. The lists are what ran between two ticks.
     """
-    from langgraph.checkpoint.dynamodb._driver import _pass_turn
+    from langgraph.checkpoint.dynamodb._fairness import pass_turn
 
     marks: list[Any] = []
 
     async def task(i: int) -> None:
         for _ in range(passes):
-            await _pass_turn()
+            await pass_turn()
             marks.append(i)
 
     async def main() -> None:
@@ -641,13 +654,13 @@ def test_tasks_that_pass_the_turn_go_on_one_per_loop_iteration_in_order() -> Non
 
 
 def test_a_cancelled_task_waiting_for_its_turn_does_not_hold_up_the_others() -> None:
-    from langgraph.checkpoint.dynamodb._driver import _pass_turn
+    from langgraph.checkpoint.dynamodb._fairness import pass_turn
 
     async def main() -> list[str]:
         done: list[str] = []
 
         async def task(name: str) -> None:
-            await _pass_turn()
+            await pass_turn()
             done.append(name)
 
         first, second, third = (asyncio.create_task(task(n)) for n in ("first", "second", "third"))
@@ -665,13 +678,13 @@ def test_the_turnstile_of_a_finished_loop_is_not_kept() -> None:
     import gc
     import weakref
 
-    from langgraph.checkpoint.dynamodb._driver import _pass_turn, _turnstiles
+    from langgraph.checkpoint.dynamodb._fairness import pass_turn, turnstiles
 
     loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
 
     async def main() -> None:
         loops.append(weakref.ref(asyncio.get_running_loop()))
-        waiting = [asyncio.create_task(_pass_turn()) for _ in range(5)]
+        waiting = [asyncio.create_task(pass_turn()) for _ in range(5)]
         await asyncio.gather(*waiting[:2])
         # three still wait when asyncio.run cancels them at shutdown
 
@@ -679,7 +692,7 @@ def test_the_turnstile_of_a_finished_loop_is_not_kept() -> None:
         asyncio.run(main())
     gc.collect()
     assert [r() for r in loops] == [None, None, None]
-    assert not any(r() in _turnstiles for r in loops)
+    assert not any(r() in turnstiles for r in loops)
 
 
 def test_the_in_flight_slots_of_a_finished_loop_are_not_kept() -> None:
@@ -706,10 +719,10 @@ def test_the_in_flight_slots_of_a_finished_loop_are_not_kept() -> None:
 
 
 def test_an_in_flight_slot_handed_to_a_cancelled_waiter_goes_to_the_next() -> None:
-    from langgraph.checkpoint.dynamodb._driver import _Slots
+    from langgraph.checkpoint.dynamodb._fairness import Slots
 
     async def main() -> list[str]:
-        slots = _Slots(1)
+        slots = Slots(1)
         order: list[str] = []
         waiters: dict[str, asyncio.Task[None]] = {}
 

@@ -197,12 +197,13 @@ def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch)
         assert saver.clients["dynamodb"].meta.region_name == "eu-north-1"
 
 
-def test_local_prints_the_canonical_names() -> None:
+def test_local_prints_the_canonical_names(monkeypatch: pytest.MonkeyPatch) -> None:
     from langgraph.checkpoint.dynamodb import config
     from langgraph.checkpoint.dynamodb.local import LocalAWS
 
     aws = LocalAWS()
-    aws._endpoint_url = "http://127.0.0.1:1"  # env() needs only the URL, no server
+    # env() needs only the URL, no server
+    monkeypatch.setattr(LocalAWS, "endpoint_url", property(lambda self: "http://127.0.0.1:1"))
     env = aws.env(table_name="t", bucket_name="b")
     assert env[config.ENV_TABLE] == "t" and env[config.ENV_BUCKET] == "b"
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "us-east-1"

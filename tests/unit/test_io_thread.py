@@ -1,4 +1,4 @@
-"""The I/O thread bridge (``_driver.IOThread``): results, errors, context, cancellation, streams.
+"""The I/O thread bridge (``_io_thread.IOThread``): results, errors, context, cancellation, streams.
 
 No AWS here: plain coroutines and async generators, run on an ``IOThread``
 from ``asyncio.run`` loops (and from plain threads, for the blocking path).
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb._driver import IOThread
+from langgraph.checkpoint.dynamodb._io_thread import IOThread
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("WHO", default="nobody")

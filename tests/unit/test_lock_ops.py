@@ -734,7 +734,7 @@ def test_load_payload_applies_the_savers_payload_policy() -> None:
 
 #: Every public member of the savers, by what a lease-bound copy does with it.
 #: A method added to a saver fails the test below until it is placed here:
-#: one that writes past ``_write_item`` belongs in ``base.UNGUARDED_WRITERS``.
+#: one that writes past ``base.write_item`` belongs in ``base.UNGUARDED_WRITERS``.
 BOUND_READS = {
     "get", "aget", "get_tuple", "aget_tuple", "list", "alist",
     "get_delta_channel_history", "aget_delta_channel_history",
@@ -742,8 +742,9 @@ BOUND_READS = {
 BOUND_FENCED = {"put", "aput", "put_writes", "aput_writes"}
 BOUND_NEUTRAL = {
     "check_ids", "clients", "close", "aclose", "config_specs", "dump_payload", "ensure_clients", "from_env",
-    "get_next_version", "load_payload", "partition_key", "s3_thread_prefix", "s3_thread_prefixes", "serde", "setup",
-    "thread_id_of", "value_s3_key", "with_allowlist", "with_write_guard",
+    "get_next_version", "io_runner", "load_payload", "owner_of", "partition_key", "payloads", "s3_key_prefix", "s3_thread_prefix",
+    "s3_thread_prefixes", "serde", "setup", "tenant_prefix", "tenant_view", "thread_id_of", "value_s3_key",
+    "with_allowlist", "with_write_guard", "write_guard",
 }  # fmt: skip
 
 

@@ -143,7 +143,9 @@ def test_put_writes_of_special_channels_only_overwrite(mode: str) -> None:
     assert "ConditionExpression" not in body
     assert body["Item"][ATTR.SK] == {"S": schema.writes_sk("", cid, "t", -3)}  # its own item
     assert (
-        saver._unpack(value["L"][1]["B"], "test", ("t1", write_place("", cid, "t", -3, "__interrupt__")))
+        saver.payloads.unpack(
+            value["L"][1]["B"], "test", ("t1", write_place("", cid, "t", -3, "__interrupt__"))
+        )
         == "second"
     )
 
@@ -159,7 +161,7 @@ def test_put_writes_with_a_regular_channel_keep_the_first_write_of_each_index(mo
     assert set(written) == {f"{ATTR.WRITE_PREFIX}0", f"{ATTR.WRITE_PREFIX}-1"}
     assert all(body["ConditionExpression"] == "attribute_not_exists(#pk)" for body, _ in written.values())
     assert (
-        saver._unpack(
+        saver.payloads.unpack(
             written[f"{ATTR.WRITE_PREFIX}-1"][1]["L"][1]["B"],
             "test",
             ("t1", write_place("", cid, "t", -1, "__error__")),
@@ -179,7 +181,7 @@ def test_put_writes_into_an_existing_item_adds_only_missing_indexes(mode: str) -
         ATTR.SK: {"S": sk},
         ATTR.TASK_ID: {"S": "t"},
         f"{ATTR.WRITE_PREFIX}0": {
-            "L": [{"S": "a"}, {"B": saver._pack(1, "w0", ("t1", write_place("", cid, "t", 0, "a")))}]
+            "L": [{"S": "a"}, {"B": saver.payloads.pack(1, "w0", ("t1", write_place("", cid, "t", 0, "a")))}]
         },
     }
     script.when("put_item", ClientError({"Error": {"Code": "ConditionalCheckFailedException"}}, "PutItem"))

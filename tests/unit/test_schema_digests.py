@@ -146,9 +146,9 @@ def test_every_s3_key_fits_behind_a_prefix_and_tenant(tenant: str) -> None:
         thread = value or "t"
         for ns, cid, task in [(value, UUID, UUID), ("", value or "c", value or "k")]:
             keys = [
-                saver._checkpoint_s3_key(thread, ns, cid, "metadata"),
-                saver._write_s3_prefix(thread, ns, cid, task, "-999") + "0" * 32,
-                saver._value_s3_key(thread, ns, value or "ch", value or "1"),
+                saver.keys.checkpoint_s3_key(thread, ns, cid, "metadata"),
+                saver.keys.write_s3_prefix(thread, ns, cid, task, "-999") + "0" * 32,
+                saver.keys.value_s3_key(thread, ns, value or "ch", value or "1"),
             ]
             for key in keys:
                 assert len(key.encode()) <= schema.MAX_S3_KEY_BYTES, key
@@ -160,8 +160,8 @@ def test_s3_keys_that_fit_whole_are_unchanged() -> None:
     saver = DynamoDBSaver(table_name="t", bucket_name="b", s3_key_prefix="checkpoints/")
     thread, ns = "線程" * 40, "graph:1|sub:2"
     whole = f"checkpoints/{quote(thread, safe='')}/_{quote(ns, safe='')}/"
-    assert saver._checkpoint_s3_key(thread, ns, UUID, "body") == f"{whole}c/{UUID}/body"
-    assert saver._value_s3_key(thread, ns, "messages", "7") == f"{whole}v/messages/7"
+    assert saver.keys.checkpoint_s3_key(thread, ns, UUID, "body") == f"{whole}c/{UUID}/body"
+    assert saver.keys.value_s3_key(thread, ns, "messages", "7") == f"{whole}v/messages/7"
     assert saver.s3_thread_prefixes(thread) == (
         saver.s3_thread_prefix(thread),
         saver.s3_thread_prefixes(thread)[1],

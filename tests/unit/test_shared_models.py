@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import botocore.session
 import pytest
 from botocore.loaders import JSONFileLoader
 
@@ -47,8 +48,8 @@ def test_a_second_sync_saver_parses_no_model(files_read: Counter[str]) -> None:
     DynamoDBSaver(**OPTIONS).close()
     files_read.clear()
     saver = DynamoDBSaver(**OPTIONS)
-    assert saver._clients["dynamodb"].meta.service_model.service_name == "dynamodb"
-    assert saver._clients["s3"].meta.region_name == "eu-west-1"
+    assert saver.clients["dynamodb"].meta.service_model.service_name == "dynamodb"
+    assert saver.clients["s3"].meta.region_name == "eu-west-1"
     saver.close()
     assert not files_read, f"models parsed again: {dict(files_read)}"
 
@@ -57,7 +58,7 @@ def test_a_second_async_saver_parses_no_model(files_read: Counter[str]) -> None:
     async def open_one() -> None:
         async with AsyncDynamoDBSaver(**OPTIONS) as saver:
             await saver.ensure_clients()
-            assert saver._clients["dynamodb"] is not None and saver._clients["s3"] is not None
+            assert saver.clients["dynamodb"] is not None and saver.clients["s3"] is not None
 
     asyncio.run(open_one())
     files_read.clear()
@@ -69,17 +70,18 @@ def test_credentials_stay_per_saver(monkeypatch: pytest.MonkeyPatch, files_read:
     first = DynamoDBSaver(**OPTIONS)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "second")
     second = DynamoDBSaver(**OPTIONS)
-    keys = [s._clients["dynamodb"]._request_signer._credentials.access_key for s in (first, second)]
+    keys = [s.clients["dynamodb"]._request_signer._credentials.access_key for s in (first, second)]
     assert keys == ["first", "second"]
     first.close()
     second.close()
 
 
 def test_a_callers_session_keeps_its_own_loader(files_read: Counter[str]) -> None:
-    session = boto3.session.Session(region_name="eu-west-1")
-    own = session._session.get_component("data_loader")
+    core = botocore.session.get_session()
+    session = boto3.session.Session(region_name="eu-west-1", botocore_session=core)
+    own = core.get_component("data_loader")
     DynamoDBSaver(**OPTIONS, boto3_session=session).close()
-    assert session._session.get_component("data_loader") is own
+    assert core.get_component("data_loader") is own
 
 
 def test_one_loader_per_data_path(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,7 +67,7 @@ def test_the_documented_operation_runs_on_both_savers(mode: str) -> None:
     cls = sync_cls if mode == "sync" else async_cls
     saver = cls(table_name="tbl", region_name="us-east-1", dynamodb_client=object())
     script = Script()
-    saver._driver = (_SyncScripted if mode == "sync" else _AsyncScripted)(saver, script)
+    saver.driver = (_SyncScripted if mode == "sync" else _AsyncScripted)(saver, script)
     script.when(
         "query",
         {

@@ -2,7 +2,7 @@
 
 * :func:`translate_errors` wraps an operation (see ``_ops``) so that an AWS
   error escaping it names the table or bucket and says what to do. The
-  savers' drivers (``_driver``) wrap every operation with it; the core's own handling of AWS errors inside an operation is unaffected, since
+  savers' drivers (``_drivers``) wrap every operation with it; the core's own handling of AWS errors inside an operation is unaffected, since
   only what the operation lets escape is translated.
 * :func:`fail_fast_on_local_endpoint` stops botocore from retrying for
   tens of seconds against a loopback endpoint nobody listens on (a stopped
@@ -148,7 +148,7 @@ def is_service_error(exc: Exception) -> bool:
     return isinstance(exc, BotoCoreError)
 
 
-def isolated(op: Op[R], errors: list[str], label: str) -> Op[R | None]:
+def contain_failure(op: Op[R], errors: list[str], label: str) -> Op[R | None]:
     """Run one unit of work over many (a thread, a run): its result, or ``None`` if it failed and was recorded.
 
     Whoever can write a thread's items (a tenant, with its own grant) shapes

@@ -126,7 +126,7 @@ def needs_ancestors(item: Item) -> bool:
 
 
 @dataclass(slots=True)
-class LatestHint:
+class LatestPageHint:
     """What this saver last knew of a thread's latest checkpoint in one namespace.
 
     Sizes the next latest-checkpoint Query (``_read.latest_limit``): the

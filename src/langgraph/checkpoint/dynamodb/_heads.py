@@ -12,8 +12,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import _deleting, _items, clock, schema
+from langgraph.checkpoint.dynamodb import _items, clock, schema
 from langgraph.checkpoint.dynamodb._aws import error_code
+from langgraph.checkpoint.dynamodb._maintenance.deleting import reap_thread
 from langgraph.checkpoint.dynamodb._ops import Op, ddb
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -33,7 +34,7 @@ def thread_alive(s: BaseDynamoDBSaver, thread_id: str) -> Op[bool]:
     resp = yield ddb(
         "get_item",
         TableName=s.table_name,
-        Key={ATTR.PK: {"S": s._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+        Key={ATTR.PK: {"S": s.keys.pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
         ConsistentRead=True,
     )
     head = resp.get("Item")
@@ -61,7 +62,7 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
         return
     now = int(clock.now())
     need = now + (s.ttl or 0)
-    cached = s._head_until.get(thread_id)
+    cached = s.caches.head_until.get(thread_id)
     if cached is not None and cached >= need:
         return
     until = need + _refresh_window(s)
@@ -95,13 +96,13 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
         conditions.append("(attribute_not_exists(#dr) OR NOT contains(#dr, :root))")
     if conditions:
         kwargs["ConditionExpression"] = " AND ".join(conditions)
-    if len(s._head_until) > 10_000:
-        s._head_until.clear()
+    if len(s.caches.head_until) > 10_000:
+        s.caches.head_until.clear()
     try:
         resp = yield ddb(
             "update_item",
             TableName=s.table_name,
-            Key={ATTR.PK: {"S": s._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            Key={ATTR.PK: {"S": s.keys.pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
             UpdateExpression="SET " + sets,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
@@ -110,11 +111,11 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
     except ClientError as exc:
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
-        s._head_until[thread_id] = need
+        s.caches.head_until[thread_id] = need
         return
-    s._head_until[thread_id] = until
+    s.caches.head_until[thread_id] = until
     old = _items.int_attr(resp.get("Attributes", {}), ATTR.TTL)
     if old is not None and old < now:
         # The thread had expired and nobody reaped it yet. Readers already
         # treat its old items as gone: remove them before they reappear.
-        yield from _deleting.reap_thread(s, thread_id, expired_before=now - 1)
+        yield from reap_thread(s, thread_id, expired_before=now - 1)

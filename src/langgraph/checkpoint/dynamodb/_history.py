@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import (
     PendingWrite,
 )
 
-from langgraph.checkpoint.dynamodb import _chains, _items, _read, _requests, schema
+from langgraph.checkpoint.dynamodb import _chains, _fetch, _items, _read, _requests, schema
 from langgraph.checkpoint.dynamodb._binding import metadata_place, value_place
 from langgraph.checkpoint.dynamodb._items import (
     CheckpointRecord,
@@ -52,7 +52,7 @@ class _ChainQuery:
         channels: Sequence[str],
     ) -> None:
         self.s, self.thread_id, self.ns, self.cid = s, thread_id, ns, cid
-        self.pk = s._pk(thread_id)
+        self.pk = s.keys.pk(thread_id)
         self.cached = cached
         self.channels = channels
         values: dict[str, Any] = {":pk": {"S": self.pk}, ":lo": {"S": schema.checkpoint_prefix(ns)}}
@@ -89,7 +89,7 @@ class _ChainQuery:
                 depth = _delta_depth(s, min(self.cached.values(), key=lambda r: r.checkpoint_id), channels)
             else:
                 cid = self.cid
-                hint = s._depth_hints.get((self.thread_id, self.ns, cid)) if cid is not None else None
+                hint = s.caches.depth_hints.get((self.thread_id, self.ns, cid)) if cid is not None else None
                 depth = _depth_from_counters(hint, channels) if hint is not None else None
             kwargs["Limit"] = (
                 FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
@@ -177,9 +177,9 @@ def delta_history(
 
     if not channels:
         return {}
-    thread_id, ns, cid = s._ids(config)
-    pk = s._pk(thread_id)
-    cache = s._chain_cache
+    thread_id, ns, cid = s.keys.ids(config)
+    pk = s.keys.pk(thread_id)
+    cache = s.caches.chain_cache
     # Ancestors of the target already cached, and the first one that is not
     # (where the Query starts; None: the cache holds the whole walk).
     cached: dict[str, CheckpointRecord] = {}
@@ -296,10 +296,10 @@ def _assemble(
     for ch, rec in seeds.items():
         av = rec.item[ATTR.VALUES]["M"][ch]
         if "M" in av:
-            refs.append(_read.value_ref_target(s, rec, pk, ch, av))
-        elif s._seals and "M" in rec.item.get(ATTR.BODY, {}):
+            refs.append(_fetch.value_ref_target(s, rec, pk, ch, av))
+        elif s.payloads.seals and "M" in rec.item.get(ATTR.BODY, {}):
             # The seal of an inline seed names its version, which only the body says.
-            refs.append(Ref("s3", s._s3_pointer(thread_id, rec.item, ATTR.BODY)))
+            refs.append(Ref("s3", s.keys.s3_pointer(thread_id, rec.item, ATTR.BODY)))
     for rec, open_channels in walk:
         for w in rec.writes:
             for name, av in w.items():
@@ -308,8 +308,8 @@ def _assemble(
                 where = f"writes of checkpoint {rec.checkpoint_id!r} of thread {thread_id!r}"
                 with _items.malformed(where):
                     if "M" in av["L"][1] and av["L"][0]["S"] in open_channels:
-                        refs.append(Ref("s3", s._s3_pointer(thread_id, w, name)))
-    fetched = yield from _read.fetch(s, refs, local=q.records.values())
+                        refs.append(Ref("s3", s.keys.s3_pointer(thread_id, w, name)))
+    fetched = yield from _fetch.fetch(s, refs, local=q.records.values())
     size = _read.decode_size([rec for rec, _ in walk], fetched)
     return (yield from compute(_decode, s, pk, walk, seeds, channels, fetched, size=size))
 
@@ -351,10 +351,12 @@ def _decode(
         if ch in seeds:
             rec = seeds[ch]
             av = rec.item[ATTR.VALUES]["M"][ch]
-            packed = av["B"] if "B" in av else fetched[_read.value_ref_target(s, rec, pk, ch, av)]
+            packed = av["B"] if "B" in av else fetched[_fetch.value_ref_target(s, rec, pk, ch, av)]
             version = _read.seed_version(s, rec, ch, av, fetched)
             bind = (rec.thread_id, value_place(rec.checkpoint_ns, ch, version))
-            entry["seed"] = s._unpack(packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}", bind)
+            entry["seed"] = s.payloads.unpack(
+                packed, f"channel {ch!r} of checkpoint {rec.checkpoint_id!r}", bind
+            )
         result[ch] = entry
     return result
 
@@ -443,7 +445,7 @@ def _delta_depth(s: BaseDynamoDBSaver, record: CheckpointRecord, channels: Seque
     if "B" not in av:
         return None
     bind = (record.thread_id, metadata_place(record.checkpoint_ns, record.checkpoint_id))
-    md = s._unpack(av["B"], f"metadata of checkpoint {record.checkpoint_id!r}", bind)
+    md = s.payloads.unpack(av["B"], f"metadata of checkpoint {record.checkpoint_id!r}", bind)
     stored = record.item.get(ATTR.VALUES, {}).get("M", {})
     return _depth_from_counters(
         md.get("counters_since_delta_snapshot") or {}, [c for c in channels if c not in stored]

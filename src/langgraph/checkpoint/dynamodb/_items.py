@@ -367,7 +367,7 @@ class ThreadItems:
     blobs: dict[str, Item] = field(default_factory=dict)  # SK -> item
     meta: list[Item] = field(default_factory=list)
     tombstones: dict[str, Item] = field(default_factory=dict)  # namespace -> tombstone
-    #: Read without payloads (``_deleting.load_outline``): keys, lineage, stamps, TTLs.
+    #: Read without payloads (``_maintenance.threads.load_outline``): keys, lineage, stamps, TTLs.
     outline: bool = False
 
     @classmethod

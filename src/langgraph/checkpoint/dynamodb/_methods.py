@@ -5,8 +5,8 @@ hand. The operation (a generator function taking the saver first, in the
 module of its concern) carries the name, parameters and docstring; the
 savers declare it in one line each:
 
-    copy_thread = sync_method(_maintain.copy_thread)     # DynamoDBSaver
-    acopy_thread = async_method(_maintain.copy_thread)   # AsyncDynamoDBSaver
+    copy_thread = sync_method(copying.copy_thread)     # DynamoDBSaver
+    acopy_thread = async_method(copying.copy_thread)   # AsyncDynamoDBSaver
     copy_thread = blocking(acopy_thread)                 # its sync twin
 
 so the sync method, the async method and the async saver's sync twin
@@ -73,7 +73,7 @@ def sync_method(
 
     Example:
         >>> class DynamoDBSaver(BaseDynamoDBSaver):  # doctest: +SKIP
-        ...     copy_thread = sync_method(_maintain.copy_thread)
+        ...     copy_thread = sync_method(copying.copy_thread)
     """
 
     def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -90,7 +90,7 @@ def async_method(
 
     Example:
         >>> class AsyncDynamoDBSaver(BaseDynamoDBSaver):  # doctest: +SKIP
-        ...     acopy_thread = async_method(_maintain.copy_thread)
+        ...     acopy_thread = async_method(copying.copy_thread)
     """
 
     async def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:

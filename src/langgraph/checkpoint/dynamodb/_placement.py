@@ -2,7 +2,7 @@
 
 What lives here: the placement rule (``value_location``), the value
 references a checkpoint item carries, and staging the blob items and S3
-uploads a write needs. Writing (``_write``) and re-homing (``_deleting``) use
+uploads a write needs. Writing (``_write``) and re-homing (``_maintenance.keep``) use
 it; nothing here decides *when* to write.
 """
 
@@ -41,7 +41,7 @@ def value_location(s: BaseDynamoDBSaver, size: int) -> Location:
     return "c"
 
 
-def root_for(
+def lineage_root_for(
     s: BaseDynamoDBSaver, thread_id: str, ns: str, cid: str, parent_id: str | None, config: RunnableConfig
 ) -> Op[str]:
     """The lineage root of a new checkpoint: itself without a parent, else the parent's.
@@ -65,7 +65,7 @@ def root_for(
             enclosing = sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True)
             for pns in enclosing:
                 pcid = cmap[pns]
-                if isinstance(pcid, str) and (inherited := s._roots.get((thread_id, pns, pcid))):
+                if isinstance(pcid, str) and (inherited := s.caches.roots.get((thread_id, pns, pcid))):
                     root = inherited
                     break
             else:
@@ -74,17 +74,17 @@ def root_for(
                 # last worked on there (the run read or wrote its parent). A
                 # new lineage here would outlive a delete of the thread.
                 for pns in enclosing:
-                    if inherited := s._last_roots.get((thread_id, pns)):
+                    if inherited := s.caches.last_roots.get((thread_id, pns)):
                         root = inherited
                         break
-    elif (known := s._roots.get((thread_id, ns, parent_id))) is not None:
+    elif (known := s.caches.roots.get((thread_id, ns, parent_id))) is not None:
         root = known
     else:
         resp = yield ddb(
             "get_item",
             TableName=s.table_name,
             Key={
-                ATTR.PK: {"S": s._pk(thread_id)},
+                ATTR.PK: {"S": s.keys.pk(thread_id)},
                 ATTR.SK: {"S": schema.checkpoint_sk(ns, parent_id)},
             },
             # The key too: a legacy parent (no root) must still come back.
@@ -94,7 +94,7 @@ def root_for(
         )
         parent = resp.get("Item")
         root = schema.ORPHAN_ROOT if parent is None else _items.root_of(parent, parent_id)
-    s._note_root(thread_id, ns, cid, root)
+    s.caches.note_root(thread_id, ns, cid, root)
     return root
 
 
@@ -133,12 +133,12 @@ def stage_value(
 ) -> str | None:
     """Stage a value's S3 upload or blob item; returns the S3 key staged (``None``: a blob item)."""
     if loc == "s3":
-        key = s._value_s3_key(thread_id, ns, channel, version)
+        key = s.keys.value_s3_key(thread_id, ns, channel, version)
         uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
         return key
     else:
         item: Item = {
-            ATTR.PK: {"S": s._pk(thread_id)},
+            ATTR.PK: {"S": s.keys.pk(thread_id)},
             ATTR.SK: {"S": schema.blob_sk(ns, channel, version)},
             ATTR.KIND: {"S": schema.BLOB_ITEM},
             ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
@@ -179,6 +179,6 @@ def write_to_s3(
 ) -> AttributeValue:
     # A fresh key per attempt: if a first write already won, this object
     # is an orphan for the sweeper, never a changed value under a live key.
-    key = f"{s._write_s3_prefix(thread_id, ns, cid, task_id, str(idx))}{_uuid6ish()}"
+    key = f"{s.keys.write_s3_prefix(thread_id, ns, cid, task_id, str(idx))}{_uuid6ish()}"
     uploads.append(s3("put_object", Bucket=s.bucket_name, Key=key, Body=packed))
     return {"L": [{"S": channel}, {"M": {"s3": {"S": key}}}]}

@@ -12,7 +12,6 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     Checkpoint,
@@ -23,22 +22,22 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.dynamodb import _chains, _heads, _items, _requests, schema
-from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._binding import body_place, metadata_place, value_place, write_place
-from langgraph.checkpoint.dynamodb._chains import LatestHint
+from langgraph.checkpoint.dynamodb._caches import LATEST_HINTS_MAX
+from langgraph.checkpoint.dynamodb._chains import LatestPageHint
+from langgraph.checkpoint.dynamodb._fetch import collect_refs, fetch, payload, value_ref_target
 from langgraph.checkpoint.dynamodb._items import (
     AttributeValue,
     CheckpointRecord,
     Item,
     Ref,
 )
-from langgraph.checkpoint.dynamodb._ops import PACKED_EXPANSION, Call, Emit, Gather, Op, Sleep, compute, ddb
+from langgraph.checkpoint.dynamodb._ops import PACKED_EXPANSION, Call, Emit, Gather, Op, compute, ddb
 from langgraph.checkpoint.dynamodb._placement import new_tag
 from langgraph.checkpoint.dynamodb._valuecache import held_key
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Location, Placement
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
-    MissingPayloadError,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -51,8 +50,6 @@ from langgraph.checkpoint.dynamodb.schema import ATTR
 #: checkpoint has many tasks' writes.
 LATEST_PAGE = 8
 LATEST_PAGE_MORE = 64
-#: Bound on the page-size hints a saver keeps (one per thread and namespace).
-LATEST_HINTS_MAX = 4096
 
 _MISSING = object()
 
@@ -64,7 +61,7 @@ def dead_roots_call(s: BaseDynamoDBSaver, thread_id: str) -> Call:
     return ddb(
         "get_item",
         TableName=s.table_name,
-        Key={ATTR.PK: {"S": s._pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
+        Key={ATTR.PK: {"S": s.keys.pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
         ProjectionExpression="#dr",
         ExpressionAttributeNames={"#dr": ATTR.DEAD},
         ConsistentRead=True,
@@ -72,8 +69,8 @@ def dead_roots_call(s: BaseDynamoDBSaver, thread_id: str) -> Call:
 
 
 def get_tuple(s: BaseDynamoDBSaver, config: RunnableConfig) -> Op[CheckpointTuple | None]:
-    thread_id, ns, cid = s._ids(config)
-    pk = s._pk(thread_id)
+    thread_id, ns, cid = s.keys.ids(config)
+    pk = s.keys.pk(thread_id)
     nearby: list[CheckpointRecord] = []
     if cid is not None:
         record = yield from _get_by_id(s, thread_id, pk, ns, cid)
@@ -143,7 +140,7 @@ def _get_latest(
     if record is not None:
         tasks = {w[ATTR.SK]["S"] for w in record.writes}
         above = max(0, scan.position - len(record.writes) - 1)
-        _set_hint(s, pk, ns, LatestHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
+        _set_hint(s, pk, ns, LatestPageHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
     return record, scan.nearby
 
 
@@ -192,7 +189,7 @@ class _LatestScan:
 def latest_limit(s: BaseDynamoDBSaver, pk: str, ns: str) -> int:
     """``Limit`` of the first latest-checkpoint Query page: what the latest checkpoint needs.
 
-    From what this saver last knew of it (``LatestHint``: its own ``put``
+    From what this saver last knew of it (``LatestPageHint``: its own ``put``
     and ``put_writes``, or its last read): the items above it, its writes
     items, itself. A latest checkpoint that references values held by older
     checkpoints, or a thread this saver knows nothing of, gets the full
@@ -200,15 +197,15 @@ def latest_limit(s: BaseDynamoDBSaver, pk: str, ns: str) -> int:
     process added writes or checkpoints since, the page falls short and the
     read takes one more page (one more round trip), never a wrong answer.
     """
-    hint = s._latest_pages.get((pk, ns))
+    hint = s.caches.latest_pages.get((pk, ns))
     if hint is None:
         return LATEST_PAGE
     need = min(LATEST_PAGE_MORE, hint.above + len(hint.tasks) + 1)
     return max(need, LATEST_PAGE) if hint.held else need
 
 
-def _set_hint(s: BaseDynamoDBSaver, pk: str, ns: str, hint: LatestHint) -> None:
-    hints = s._latest_pages
+def _set_hint(s: BaseDynamoDBSaver, pk: str, ns: str, hint: LatestPageHint) -> None:
+    hints = s.caches.latest_pages
     if len(hints) > LATEST_HINTS_MAX:
         hints.clear()  # a sizing hint: a miss costs the default page
     hints[(pk, ns)] = hint
@@ -224,224 +221,15 @@ def _holds_refs(item: Item) -> bool:
 
 def note_put(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, item: Item) -> None:
     """After this saver's ``put``: the new checkpoint is the latest, with no writes yet."""
-    old = s._latest_pages.get((pk, ns))
-    _set_hint(s, pk, ns, LatestHint(cid, set(), old.above if old else 0, _holds_refs(item)))
+    old = s.caches.latest_pages.get((pk, ns))
+    _set_hint(s, pk, ns, LatestPageHint(cid, set(), old.above if old else 0, _holds_refs(item)))
 
 
 def note_writes(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, sk: str) -> None:
     """After this saver's ``put_writes``: the writes item ``sk`` is on that checkpoint."""
-    hint = s._latest_pages.get((pk, ns))
+    hint = s.caches.latest_pages.get((pk, ns))
     if hint is not None and hint.checkpoint_id == cid:
         hint.tasks.add(sk)
-
-
-def collect_refs(s: BaseDynamoDBSaver, record: CheckpointRecord, *, values: bool = True) -> list[Ref]:
-    pk = s._pk(record.thread_id)
-    refs: list[Ref] = []
-    for attr in (ATTR.BODY, ATTR.METADATA):
-        av = record.item.get(attr)
-        if av is not None and "M" in av:
-            refs.append(Ref("s3", s._s3_pointer(record.thread_id, record.item, attr)))
-    if values:
-        for channel, av in record.item.get(ATTR.VALUES, {}).get("M", {}).items():
-            if "M" in av:
-                refs.append(value_ref_target(s, record, pk, channel, av))
-        for w in record.writes:
-            for name, av in w.items():
-                if _items.is_write_attr(name) and "M" in av["L"][1]:
-                    refs.append(Ref("s3", s._s3_pointer(record.thread_id, w, name)))
-    return refs
-
-
-def value_ref_target(
-    s: BaseDynamoDBSaver, record: CheckpointRecord, pk: str, channel: str, av: AttributeValue
-) -> Ref:
-    """Where a value reference points, with the places to try after it.
-
-    A value may have moved since the reference was written: thresholds
-    changed (blob item <-> S3), or the checkpoint holding it was pruned
-    and the value re-homed to a blob item or S3 object of its version.
-    """
-    ref = av["M"]
-    version = ref["v"]["S"]
-    ns = record.checkpoint_ns
-    s3_ref = Ref("s3", s._value_s3_key(record.thread_id, ns, channel, version))
-    loc = ref["l"]["S"]
-    if loc == "s3":
-        return Ref(
-            "s3",
-            s3_ref.key,
-            alt=Ref("blob", schema.blob_sk(ns, channel, version), pk=pk),
-            tag=_items.value_tag(av),
-        )
-    blob_ref = Ref("blob", schema.blob_sk(ns, channel, version), pk=pk, alt=s3_ref if s.bucket_name else None)
-    if loc == "blob":
-        return blob_ref
-    if loc == "c":
-        return Ref(
-            "item",
-            schema.checkpoint_sk(ns, ref["c"]["S"]),
-            pk=pk,
-            channel=channel,
-            alt=blob_ref,
-            tag=_items.value_tag(av),
-        )
-    raise CorruptPayloadError(
-        f"channel {channel!r} of checkpoint {record.checkpoint_id!r} (thread {record.thread_id!r}): "
-        f"unknown value location {loc!r}"
-    )
-
-
-def fetch(
-    s: BaseDynamoDBSaver, refs: Iterable[Ref], local: Iterable[CheckpointRecord] = ()
-) -> Op[dict[Ref, bytes]]:
-    """Fetch external payloads: S3 GETs and BatchGetItem in one concurrent wave.
-
-    ``local``: checkpoint records already read (a ``list`` page, a delta
-    chain), consulted before fetching a value a checkpoint item holds.
-    A place found empty is followed by its ``alt`` in a second wave.
-    """
-    out: dict[Ref, bytes] = {}
-    held = {(r.item[ATTR.PK]["S"], r.item[ATTR.SK]["S"]): r.item for r in local}
-    # place to try -> the refs asked for (two holders of one version
-    # share the blob item and S3 object they fall back to)
-    pending: dict[Ref, list[Ref]] = {}
-    bucket = s.bucket_name or ""
-    for ref in dict.fromkeys(refs):
-        if ref.kind == "item" and (ref.pk, ref.key) in held:
-            packed = _items.held_value(held[(ref.pk, ref.key)], ref.channel)
-            if packed is not None:
-                out[ref] = packed
-                if ref.tag:  # the holder may be off the next read's page
-                    s._value_cache.put(cache_key(bucket, ref), packed)
-                continue
-        if ref.tag and (cached := s._value_cache.get(cache_key(bucket, ref))) is not None:
-            out[ref] = cached
-            continue
-        pending.setdefault(ref, []).append(ref)
-    while pending:
-        found: dict[Ref, bytes] = {}
-        missing = yield from _fetch_wave(s, list(pending), found)
-        for place, data in found.items():
-            for wanted in pending[place]:
-                out[wanted] = data
-                # What the tagged write stored: an S3 object itself (never a
-                # fallback, which another write may have made), a held value
-                # from its item or the blob prune moved it to.
-                if wanted.tag and (wanted.kind == "item" or place == wanted):
-                    s._value_cache.put(cache_key(bucket, wanted), data)
-        lost = [(place, wanted) for place in missing for wanted in pending[place]]
-        pending = {}
-        for place, wanted in lost:
-            if place.alt is None:
-                where = (
-                    f"s3://{s.bucket_name}/{wanted.key}"
-                    if wanted.kind == "s3"
-                    else f"item {wanted.pk!r}/{wanted.key!r}"
-                )
-                raise MissingPayloadError(
-                    f"stored payload {where} is missing ({len(lost)} missing in all); "
-                    "the checkpoint refers to data that was deleted or never written"
-                )
-            pending.setdefault(place.alt, []).append(wanted)
-    return out
-
-
-def cache_key(bucket: str, ref: Ref) -> tuple[str, str, str]:
-    """The value cache's entry for a tagged reference (see ``_valuecache``)."""
-    if ref.kind == "item":
-        return held_key(ref.pk, ref.key, ref.channel, ref.tag)
-    return (bucket, ref.key, ref.tag)
-
-
-def _fetch_wave(s: BaseDynamoDBSaver, refs: list[Ref], out: dict[Ref, bytes]) -> Op[list[Ref]]:
-    s3_refs = [r for r in refs if r.kind == "s3"]
-    item_refs = [r for r in refs if r.kind != "s3"]
-    if s3_refs and s.bucket_name is None:
-        raise MissingPayloadError(
-            f"checkpoint data is stored in S3 (key {s3_refs[0].key!r}) but this saver has "
-            "no bucket_name configured"
-        )
-    # The driver refuses a body over the limit before reading it (its
-    # ContentLength) and never reads more than limit + 1 bytes.
-    calls: list[Call] = [
-        Call(
-            "s3",
-            "get_object",
-            {"Bucket": s.bucket_name, "Key": r.key},
-            max_bytes=s.max_payload_size,
-        )
-        for r in s3_refs
-    ]
-    # One key per item, however many refs read it (a checkpoint item may
-    # hold several channels' values); BatchGetItem refuses duplicates.
-    by_key: dict[tuple[str, str], list[Ref]] = {}
-    for r in item_refs:
-        by_key.setdefault((r.pk, r.key), []).append(r)
-    keys = [{ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}} for pk, sk in by_key]
-    chunks = [keys[i : i + _requests.BATCH_GET_MAX] for i in range(0, len(keys), _requests.BATCH_GET_MAX)]
-    calls += [
-        ddb(
-            "batch_get_item",
-            RequestItems={s.table_name: {"Keys": chunk, "ConsistentRead": True}},
-        )
-        for chunk in chunks
-    ]
-    responses = yield Gather(calls, return_exceptions=True)
-    missing: list[Ref] = []
-    unprocessed: list[dict[str, Any]] = []
-    for ref, resp in zip(s3_refs, responses[: len(s3_refs)], strict=True):
-        if isinstance(resp, BaseException):
-            if isinstance(resp, ClientError) and error_code(resp) in ("NoSuchKey", "404"):
-                missing.append(ref)
-                continue
-            raise resp
-        out[ref] = resp["Body"]
-
-    def take(resp: dict[str, Any]) -> None:
-        for it in resp.get("Responses", {}).get(s.table_name, []):
-            _items.check_format(it)
-            for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
-                if r.kind == "blob":
-                    out[r] = _items.blob_bytes(it)
-                else:
-                    packed = _items.held_value(it, r.channel)
-                    if packed is not None:
-                        out[r] = packed
-        unprocessed.extend(resp.get("UnprocessedKeys", {}).get(s.table_name, {}).get("Keys", []))
-
-    for resp in responses[len(s3_refs) :]:
-        if isinstance(resp, BaseException):
-            raise resp
-        take(resp)
-    attempt = 0
-    while unprocessed:
-        attempt += 1
-        if attempt > 12:
-            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
-        yield Sleep(_requests.backoff(attempt))
-        batch, unprocessed = (
-            unprocessed[: _requests.BATCH_GET_MAX],
-            unprocessed[_requests.BATCH_GET_MAX :],
-        )
-        take(
-            (
-                yield ddb(
-                    "batch_get_item",
-                    RequestItems={s.table_name: {"Keys": batch, "ConsistentRead": True}},
-                )
-            )
-        )
-    missing.extend(r for r in item_refs if r not in out)
-    return missing
-
-
-def payload(s: BaseDynamoDBSaver, av: AttributeValue, fetched: Mapping[Ref, bytes], where: str) -> bytes:
-    if "B" in av:
-        return cast(bytes, av["B"])
-    if "M" in av and "s3" in av["M"]:
-        return fetched[Ref("s3", av["M"]["s3"]["S"])]
-    raise CorruptPayloadError(f"{where}: unrecognised payload attribute {sorted(av)}")
 
 
 def seed_version(
@@ -459,14 +247,14 @@ def seed_version(
     """
     if "M" in av:
         return str(av["M"]["v"]["S"])
-    if not s._seals:
+    if not s.payloads.seals:
         return ""
     cid = record.checkpoint_id
     where = f"checkpoint {cid!r}"
     body_av = record.item.get(ATTR.BODY)
     if body_av is None:
         raise CorruptPayloadError(f"{where}: body attribute missing")
-    body = s._unpack(
+    body = s.payloads.unpack(
         payload(s, body_av, fetched, where), where, (record.thread_id, body_place(record.checkpoint_ns, cid))
     )
     if not isinstance(body, dict):
@@ -482,7 +270,7 @@ def decode_metadata(
     if av is None:
         raise CorruptPayloadError(f"{where}: attribute missing")
     bind = (record.thread_id, metadata_place(record.checkpoint_ns, record.checkpoint_id))
-    md = s._unpack(payload(s, av, fetched, where), where, bind)
+    md = s.payloads.unpack(payload(s, av, fetched, where), where, bind)
     if not isinstance(md, dict):
         raise CorruptPayloadError(f"{where}: not a mapping")
     return cast(CheckpointMetadata, md)
@@ -548,9 +336,11 @@ def _held_here(
     fetch the holder.
     """
     cid = record.checkpoint_id
-    known = s._placements.get(key)
+    known = s.caches.placements.get(key)
     tag = known[2] if known is not None and known[0] == "c" and known[1] == cid and known[2] else new_tag()
-    s._value_cache.put(held_key(record.item[ATTR.PK]["S"], record.item[ATTR.SK]["S"], channel, tag), packed)
+    s.caches.value_cache.put(
+        held_key(record.item[ATTR.PK]["S"], record.item[ATTR.SK]["S"], channel, tag), packed
+    )
     return ("c", cid, tag)
 
 
@@ -562,13 +352,13 @@ def _to_tuple(
 ) -> CheckpointTuple:
     item = record.item
     cid = record.checkpoint_id
-    pk = s._pk(record.thread_id)
+    pk = s.keys.pk(record.thread_id)
     body_av = item.get(ATTR.BODY)
     if body_av is None:
         raise CorruptPayloadError(f"checkpoint {cid!r}: body attribute missing")
     where = f"checkpoint {cid!r}"
     ns = record.checkpoint_ns
-    checkpoint = s._unpack(
+    checkpoint = s.payloads.unpack(
         payload(s, body_av, fetched, where), where, (record.thread_id, body_place(ns, cid))
     )
     if not isinstance(checkpoint, dict):
@@ -595,19 +385,19 @@ def _to_tuple(
             tag = _items.value_tag(av) if loc in ("s3", "c") else ""
             placement = (loc, av["M"]["c"]["S"] if loc == "c" else None, tag)
         if channel in versions:
-            s._remember(key, placement)
-        channel_values[channel] = s._unpack(
+            s.caches.remember(key, placement)
+        channel_values[channel] = s.payloads.unpack(
             packed, where, (record.thread_id, value_place(ns, channel, version))
         )
     checkpoint["channel_values"] = channel_values
-    s._note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))
+    s.caches.note_root(record.thread_id, record.checkpoint_ns, cid, _items.root_of(item, cid))
     if metadata is None:
         metadata = decode_metadata(s, record, fetched)
     counters = metadata.get("counters_since_delta_snapshot")
     if counters:
-        if len(s._depth_hints) > 1024:
-            s._depth_hints.clear()
-        s._depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
+        if len(s.caches.depth_hints) > 1024:
+            s.caches.depth_hints.clear()
+        s.caches.depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
     pending = decode_writes(s, record, fetched)
     parent = _items.str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
     conf = {
@@ -643,7 +433,7 @@ def decode_writes(
             record.thread_id,
             write_place(record.checkpoint_ns, record.checkpoint_id, task_id, idx, channel),
         )
-        value = s._unpack(payload(s, av["L"][1], fetched, where), where, bind)
+        value = s.payloads.unpack(payload(s, av["L"][1], fetched, where), where, bind)
         rows.append((writes_sort_key(task_path, task_id, idx), (task_id, channel, value)))
     rows.sort(key=lambda r: r[0])
     return [r[1] for r in rows]
@@ -665,10 +455,10 @@ def list_checkpoints(
     if config is None:
         yield from _list_scan(s, filter=filter, before_id=before_id, limit=limit)
         return
-    thread_id, _, cid = s._ids(config)
+    thread_id, _, cid = s.keys.ids(config)
     conf = config.get("configurable") or {}
     ns: str | None = conf.get("checkpoint_ns") if "checkpoint_ns" in conf else None
-    pk = s._pk(thread_id)
+    pk = s.keys.pk(thread_id)
     if ns is None:
         yield from _list_thread(s, thread_id, pk, cid=cid, filter=filter, before_id=before_id, limit=limit)
         return
@@ -688,7 +478,7 @@ def list_checkpoints(
     while True:
         resp = yield ddb("query", **kwargs)
         page, dead = _listed_page(thread_id, resp.get("Items", []), writes, dead)
-        notes.note(s._chain_cache, pk, page)
+        notes.note(s.caches.chain_cache, pk, page)
         emitted = yield from _emit_records(
             s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
         )
@@ -805,7 +595,7 @@ def _list_scan(
         by_thread.setdefault(it[ATTR.PK]["S"], []).append(it)
     records: list[CheckpointRecord] = []
     for pk, its in by_thread.items():
-        thread_id = s._thread_from_pk(pk)
+        thread_id = s.keys.thread_id_of(pk)
         if thread_id is not None:
             records.extend(_items.group_all(thread_id, its))
     records.sort(key=lambda r: r.checkpoint_id, reverse=True)

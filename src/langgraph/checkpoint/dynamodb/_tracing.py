@@ -37,6 +37,11 @@ __all__ = ["SPAN_PREFIX", "traced"]
 
 SPAN_PREFIX = "langgraph.checkpoint."
 
+#: The tracer's instrumentation scope: this package's name, ``langgraph.checkpoint.dynamodb``
+#: (from this module's own name: importing the package from here would close a loop,
+#: the package's ``__init__`` -> ``saver`` -> ``_tracing``).
+_SCOPE = __name__.rpartition(".")[0]
+
 #: Operations whose function name is not the saver method's (the span says the method).
 _METHOD_OF = {"list_checkpoints": "list", "delta_history": "get_delta_channel_history", "_op_setup": "setup"}
 
@@ -57,15 +62,13 @@ def _get_tracer() -> Any:
     if _tracer is None:
         from opentelemetry import trace
 
-        from langgraph.checkpoint.dynamodb import __name__ as package
-
         try:
             from importlib.metadata import version
 
             ver = version("langgraph-checkpoint-dynamodb-s3")
         except Exception:  # not installed as a distribution (a source tree)
             ver = None
-        _tracer = trace.get_tracer(package, ver)
+        _tracer = trace.get_tracer(_SCOPE, ver)
     return _tracer
 
 
@@ -73,7 +76,7 @@ def traced(saver: Any, op: Op[Any]) -> Op[Any]:
     """``op``, wrapped in a span if OpenTelemetry is installed; ``op`` itself otherwise.
 
     Example:
-        >>> result = saver._driver.run(traced(saver, _write.put(saver, config, cp, md, versions)))  # doctest: +SKIP
+        >>> result = saver.driver.run(traced(saver, _write.put(saver, config, cp, md, versions)))  # doctest: +SKIP
     """
     tracer = _get_tracer()
     is_generator = inspect.isgenerator(op)  # (a flag, not a narrowing: op keeps its type)

@@ -7,7 +7,7 @@ the thread head (``_heads.on_activity``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from langgraph.checkpoint.dynamodb._items import (
 )
 from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, compute, ddb, size_hint
 from langgraph.checkpoint.dynamodb._valuecache import held_key
-from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Bind, Location, Placement
+from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Bind, Location, Placement, write_item
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError, PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -41,7 +41,7 @@ def _pack_all(s: BaseDynamoDBSaver, values: list[Any], labels: list[tuple[str, B
 
     (Maybe on another thread: the async saver runs large ones off its loop.)
     """
-    return [s._pack(v, label, bind) for v, (label, bind) in zip(values, labels, strict=True)]
+    return [s.payloads.pack(v, label, bind) for v, (label, bind) in zip(values, labels, strict=True)]
 
 
 def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
@@ -93,7 +93,7 @@ class _Staging:
         """A version stored by this put: inline, held by this item, or S3 (``value_location``)."""
         s = self.s
         # Whatever its size now: a later version may have to move out under its own key.
-        s._check_value_keys(self.thread_id, self.ns, channel, version, keyed=False)
+        s.keys.check_value(self.thread_id, self.ns, channel, version, keyed=False)
         key = (self.thread_id, self.ns, channel, version)
         loc = _placement.value_location(s, len(packed))
         if loc == "s3":
@@ -112,7 +112,7 @@ class _Staging:
             # them. It then stores the value as it was when this version
             # was made, even if the live object has changed since (LangGraph's
             # barrier channels mutate their set in place).
-            s._remember(key, ("inline", packed, ""))
+            s.caches.remember(key, ("inline", packed, ""))
         else:
             # Later references carry this write's tag: what the value cache
             # keys the held bytes by, so a later read need not fetch them.
@@ -129,7 +129,7 @@ class _Staging:
     def _to_external(self, channel: str, version: str, packed: bytes, dest: Location) -> None:
         s = self.s
         # Staged before anything is written: a key AWS would refuse fails the put here.
-        s._check_value_keys(self.thread_id, self.ns, channel, version)
+        s.keys.check_value(self.thread_id, self.ns, channel, version)
         tag = _placement.new_tag() if dest == "s3" else None
         self.vals[channel] = _placement.value_ref(version, dest, tag=tag)
         key = _placement.stage_value(
@@ -146,13 +146,52 @@ class _Staging:
         """The item is stored: remember where each version lives, keep the uploaded values."""
         s = self.s
         for key, placement in self.learned:
-            s._remember(key, placement)
+            s.caches.remember(key, placement)
         for s3_key, tag, packed in self.uploaded:
-            s._value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
+            s.caches.value_cache.uploaded((s.bucket_name or "", s3_key, tag), packed)
         if self.held:
-            pk, sk = s._pk(self.thread_id), schema.checkpoint_sk(self.ns, self.cid)
+            pk, sk = s.keys.pk(self.thread_id), schema.checkpoint_sk(self.ns, self.cid)
             for channel, (tag, packed) in self.held.items():
-                s._value_cache.put(held_key(pk, sk, channel, tag), packed)
+                s.caches.value_cache.put(held_key(pk, sk, channel, tag), packed)
+
+
+def _known_values(
+    s: BaseDynamoDBSaver,
+    thread_id: str,
+    ns: str,
+    cid: str,
+    versions: Mapping[str, str],
+    new_versions: ChannelVersions,
+) -> tuple[dict[str, AttributeValue], list[str]]:
+    """Channels whose version is already stored (with the reference to it), and those to store here."""
+    reused: dict[str, AttributeValue] = {}
+    fresh: list[str] = []
+    for channel, version in versions.items():
+        known = (
+            None if channel in new_versions else s.caches.placements.get((thread_id, ns, channel, version))
+        )
+        ref = None if known is None else _reuse(known, version, cid)
+        if ref is None:
+            # A new version, or an unchanged one this process has neither
+            # written nor read: stored here. (Referencing the latter blindly
+            # could point at nothing: its writer may have copied it inline
+            # under other thresholds. LangGraph reads a thread before writing
+            # to it, so this is rare: direct API use.)
+            fresh.append(channel)
+        else:
+            reused[channel] = ref
+    return reused, fresh
+
+
+def _delta_needs(
+    md: CheckpointMetadata, channel_versions: Mapping[str, Any], values: Mapping[str, Any]
+) -> list[str]:
+    """Delta channels whose value at this checkpoint is rebuilt from ancestors (nothing stored here)."""
+    return sorted(
+        ch
+        for ch in (md.get("counters_since_delta_snapshot") or {})
+        if ch in channel_versions and ch not in values
+    )
 
 
 def put(
@@ -162,10 +201,10 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> Op[RunnableConfig]:
-    thread_id, ns, parent_id = s._ids(config)
+    thread_id, ns, parent_id = s.keys.ids(config)
     cid = checkpoint["id"]
-    s._check_keys(thread_id, ns, cid)
-    pk = s._pk(thread_id)
+    s.keys.check(thread_id, ns, cid)
+    pk = s.keys.pk(thread_id)
     body: dict[str, Any] = dict(checkpoint)
     values: dict[str, Any] = body.pop("channel_values", None) or {}  # type: ignore[misc]
     versions = {ch: str(v) for ch, v in body["channel_versions"].items() if ch in values}
@@ -179,20 +218,7 @@ def put(
     # First what is already stored (a reference or inline copy), then the
     # rest packed in one go: one Compute, which the async saver runs off
     # the event loop when the values are large.
-    reused: dict[str, AttributeValue] = {}
-    fresh: list[str] = []
-    for channel, version in versions.items():
-        known = None if channel in new_versions else s._placements.get((thread_id, ns, channel, version))
-        ref = None if known is None else _reuse(known, version, cid)
-        if ref is None:
-            # A new version, or an unchanged one this process has neither
-            # written nor read: stored here. (Referencing the latter blindly
-            # could point at nothing: its writer may have copied it inline
-            # under other thresholds. LangGraph reads a thread before writing
-            # to it, so this is rare: direct API use.)
-            fresh.append(channel)
-        else:
-            reused[channel] = ref
+    reused, fresh = _known_values(s, thread_id, ns, cid, versions, new_versions)
     md = get_checkpoint_metadata(config, metadata)
     to_pack = [*(values[ch] for ch in fresh), body, md]
     labels: list[tuple[str, Bind]] = [
@@ -216,38 +242,34 @@ def put(
 
     item = _checkpoint_item(s, pk, ns, cid, parent_id, md, staging)
     item[ATTR.BODY] = _placement.doc_payload(
-        s, body_packed, s._checkpoint_s3_key(thread_id, ns, cid, "body"), staging.uploads
+        s, body_packed, s.keys.checkpoint_s3_key(thread_id, ns, cid, "body"), staging.uploads
     )
     item[ATTR.METADATA] = _placement.doc_payload(
-        s, md_packed, s._checkpoint_s3_key(thread_id, ns, cid, "metadata"), staging.uploads
+        s, md_packed, s.keys.checkpoint_s3_key(thread_id, ns, cid, "metadata"), staging.uploads
     )
     # Delta channels whose value at this checkpoint must be rebuilt from
     # ancestors (nothing stored here). Prune, delete_for_runs and TTL read
     # this to keep every chain a surviving checkpoint needs, without
     # decoding anything. Channel names are schema, not state.
-    needs = sorted(
-        ch
-        for ch in (md.get("counters_since_delta_snapshot") or {})
-        if ch in body["channel_versions"] and ch not in values
-    )
+    needs = _delta_needs(md, body["channel_versions"], values)
     if needs:
         item[ATTR.DELTA_NEEDS] = {"SS": needs}
     _fit(item, staging, versions)
 
     # The lineage root, recorded before the write: a child put issued
     # while this one is in flight must inherit it, not guess it.
-    root = yield from _placement.root_for(s, thread_id, ns, cid, parent_id, config)
+    root = yield from _placement.lineage_root_for(s, thread_id, ns, cid, parent_id, config)
     item[ATTR.ROOT] = {"S": root}
     # Payloads first, then the item that points to them: a reader never
     # sees a pointer to something not yet written.
     yield from _placement.write_externals(s, staging.uploads, staging.blob_items)
-    yield from s._write_item(ddb("put_item", TableName=s.table_name, Item=item))
+    yield from write_item(s, ddb("put_item", TableName=s.table_name, Item=item))
     _read.note_put(s, pk, ns, cid, item)  # sizes the next latest read
     staging.landed()
     if not parent_id and not ns:
         # A new conversation: the head this process last wrote may have
         # been retired by a delete elsewhere; write it again now.
-        s._head_until.pop(thread_id, None)
+        s.caches.head_until.pop(thread_id, None)
     yield from _heads.on_activity(s, thread_id, root=root)
     return {
         "configurable": {
@@ -314,11 +336,11 @@ def put_writes(
     task_id: str,
     task_path: str = "",
 ) -> Op[None]:
-    thread_id, ns, cid = s._ids(config, need_checkpoint_id=True)
+    thread_id, ns, cid = s.keys.ids(config, need_checkpoint_id=True)
     assert cid is not None
     if not isinstance(task_id, str):
         raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
-    s._check_keys(thread_id, ns, cid, task_id)
+    s.keys.check(thread_id, ns, cid, task_id)
     if not writes:
         return
     chosen, overwrite = _choose_writes(writes)
@@ -340,7 +362,7 @@ def put_writes(
         _spill(s, task_id, members, sizes, ITEM_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
     _spill(s, task_id, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
 
-    pk = s._pk(thread_id)
+    pk = s.keys.pk(thread_id)
     items = _writes_items(s, config, pk, (ns, cid, task_id), task_path, shards, entries)
     if uploads:
         yield Gather(uploads)
@@ -350,7 +372,9 @@ def put_writes(
     for item in items.values():
         _read.note_writes(s, pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
     # A root this saver does not know counts as unknown history (orphan).
-    yield from _heads.on_activity(s, thread_id, root=s._roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT))
+    yield from _heads.on_activity(
+        s, thread_id, root=s.caches.roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT)
+    )
 
 
 def _choose_writes(writes: Sequence[tuple[str, Any]]) -> tuple[dict[int, tuple[str, Any]], bool]:
@@ -507,7 +531,7 @@ def _land_writes(
         else:
             call = ddb("transact_write_items", TransactItems=actions)
         try:
-            yield from s._write_item(call)
+            yield from write_item(s, call)
             return
         except ClientError as exc:
             if overwrite or not _condition_failed(exc):
@@ -517,7 +541,7 @@ def _land_writes(
             KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
             ExpressionAttributeNames={"#pk": ATTR.PK, "#sk": ATTR.SK},
             ExpressionAttributeValues={
-                ":pk": {"S": s._pk(thread_id)},
+                ":pk": {"S": s.keys.pk(thread_id)},
                 ":pre": {"S": schema.writes_task_prefix(ns, cid, task_id)},
             },
             ConsistentRead=True,

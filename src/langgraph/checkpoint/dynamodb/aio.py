@@ -10,8 +10,6 @@ caller's loop.
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -26,7 +24,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
+from langgraph.checkpoint.dynamodb import _history, _read, _write
 from langgraph.checkpoint.dynamodb._aws import (
     client_region,
     fail_fast_on_local_endpoint,
@@ -34,12 +32,10 @@ from langgraph.checkpoint.dynamodb._aws import (
     share_models,
     translate_errors,
 )
-from langgraph.checkpoint.dynamodb._driver import (
-    DEFAULT_MAX_IN_FLIGHT,
-    AsyncDriver,
-    IOThread,
-    split_request_phases,
-)
+from langgraph.checkpoint.dynamodb._drivers import AsyncDriver
+from langgraph.checkpoint.dynamodb._fairness import DEFAULT_MAX_IN_FLIGHT, split_request_phases
+from langgraph.checkpoint.dynamodb._io_thread import ClientsView, IOState, IOThread
+from langgraph.checkpoint.dynamodb._maintenance import copying, deleting, pruning, steps, sweeps
 from langgraph.checkpoint.dynamodb._methods import SettingsSignature, async_method, blocking
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
@@ -51,97 +47,10 @@ __all__ = ["AsyncDynamoDBSaver"]
 R = TypeVar("R")
 
 
-_aprune = async_method(_maintain.prune)
-_adelete_for_runs = async_method(_maintain.delete_for_runs)
+_aprune = async_method(pruning.prune)
+_adelete_for_runs = async_method(deleting.delete_for_runs)
 _prune = blocking(_aprune)
 _delete_for_runs = blocking(_adelete_for_runs)
-
-
-class _IOLoopClient:
-    """A client of the saver's I/O loop as other loops see it: each API call runs on the I/O loop.
-
-    An aiobotocore client only works on the loop that opened it; in the I/O
-    thread mode, that is not the caller's. ``saver.clients`` hands this
-    proxy to code on other loops (the lock's ``AsyncThreadLease``, your own
-    calls), so that ``await saver.clients["dynamodb"].get_item(...)`` works
-    there as it does in the on-loop mode. Everything else (``meta``, event
-    hooks) is the client's own. A ``get_object`` body is a stream of the
-    I/O loop: read it through the saver, not through this proxy.
-    """
-
-    __slots__ = ("_io", "client")
-
-    def __init__(self, client: Any, io: IOThread) -> None:
-        self.client = client
-        self._io = io
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.client, name)
-        if name not in self.client.meta.method_to_api_mapping:
-            return attr
-        io = self._io
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await io.run(attr(*args, **kwargs))
-
-        call.__name__ = name
-        return call
-
-    def __repr__(self) -> str:
-        return f"<{type(self.client).__name__} on the saver's I/O loop>"
-
-
-class _ClientsView(Mapping[str, Any]):
-    """``saver.clients`` in the I/O thread mode: live, and proxied outside the I/O thread."""
-
-    __slots__ = ("_clients", "_io")
-
-    def __init__(self, clients: dict[str, Any], io: _IOState) -> None:
-        self._clients = clients
-        self._io = io
-
-    def __getitem__(self, name: str) -> Any:
-        client = self._clients[name]
-        io = self._io.thread
-        if client is None or io is None or io.is_current():
-            return client
-        return self._io.proxy(client, io)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._clients)
-
-    def __len__(self) -> int:
-        return len(self._clients)
-
-
-class _IOState:
-    """The I/O thread of a saver, shared with its copies (tenant views, guarded copies)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.thread: IOThread | None = None
-        self._proxies: dict[int, _IOLoopClient] = {}
-
-    def proxy(self, client: Any, io: IOThread) -> _IOLoopClient:
-        """One proxy per client (so that ``clients["dynamodb"]`` is the same object twice)."""
-        p = self._proxies.get(id(client))
-        if p is None or p.client is not client or p._io is not io:
-            p = self._proxies[id(client)] = _IOLoopClient(client, io)
-        return p
-
-    def get(self) -> IOThread:
-        """The running I/O thread, started on first use (and again after ``aclose``)."""
-        with self.lock:
-            if self.thread is None or not self.thread.alive:
-                self.thread = IOThread()
-                # Nobody closed the saver: its thread ends with it, not with the process.
-                weakref.finalize(self, self.thread.stop_soon)
-            return self.thread
-
-    def current(self) -> IOThread | None:
-        """The I/O thread, if the calling thread is it."""
-        io = self.thread
-        return io if io is not None and io.is_current() else None
 
 
 class AsyncDynamoDBSaver(BaseDynamoDBSaver):
@@ -242,7 +151,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._driver = AsyncDriver(
+        #: Runs this saver's operations (``_drivers.AsyncDriver``); its copies share it.
+        self.driver = AsyncDriver(
             self,
             max_concurrency=self._max_concurrency,
             max_in_flight=max_in_flight,
@@ -250,7 +160,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         )
         #: Whether operations run on the saver's I/O thread (see ``io_thread``).
         self.io_thread = io_thread
-        self._io = _IOState()
+        self._io = IOState()
         self._io_owner = id(self)  # copies (tenant views, guarded copies) share the thread, never stop it
 
     @classmethod
@@ -316,7 +226,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
             saver.clients["dynamodb"]  # the client it opened (on the I/O loop: a proxy to it)
             ```
         """
-        origin = self._driver.holder
+        origin = self.driver.holder
         if origin is not self and isinstance(origin, AsyncDynamoDBSaver):
             # A copy (tenant view, guarded copy): the clients are its origin's.
             await origin.ensure_clients()
@@ -380,7 +290,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         Lambda invocation) without closing it in between. Injected clients
         are the caller's to manage: the saver just follows the loop it runs on.
         """
-        origin = self._driver.holder
+        origin = self.driver.holder
         if origin is not self and isinstance(origin, AsyncDynamoDBSaver):
             origin._check_loop()  # a copy runs on its origin's clients
             return
@@ -401,18 +311,18 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
     def _iter(self, op: Op[Any]) -> AsyncIterator[Any]:
         """Drive an operation, yielding what it emits."""
         if self.io_thread and self._io.current() is None:
-            return self._io.get().stream(self._driver.iter(traced(self, op)))
+            return self._io.get().stream(self.driver.iter(traced(self, op)))
         self._check_loop()
-        return self._driver.iter(traced(self, op))
+        return self.driver.iter(traced(self, op))
 
     async def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
         if self.io_thread and self._io.current() is None:
             # The span starts on the I/O loop, in a copy of the caller's
             # context: its parent is the caller's current span.
-            return await self._io.get().run(self._driver.run(traced(self, op)))
+            return await self._io.get().run(self.driver.run(traced(self, op)))
         self._check_loop()
-        return await self._driver.run(traced(self, op))
+        return await self.driver.run(traced(self, op))
 
     async def setup(self) -> None:
         """Create the table (and bucket, if named) when missing. Idempotent."""
@@ -473,7 +383,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     async def adelete_thread(self, thread_id: str, *, force: bool = False) -> None:
         """Delete every item and S3 object of a thread (see ``DynamoDBSaver.delete_thread``)."""
-        await self._run(_deleting.delete_thread(self, thread_id, force=force))
+        await self._run(deleting.delete_thread(self, thread_id, force=force))
 
     # ------------------------------------------- sync calls on an async saver
 
@@ -535,7 +445,17 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         """
         if not self.io_thread:
             return super().clients
-        return _ClientsView(self._clients, self._io)
+        return ClientsView(self._clients, self._io)
+
+    @property
+    def io_runner(self) -> IOThread | None:
+        """The I/O thread running this saver's operations (``io_thread=True``), or None.
+
+        None without ``io_thread``, and before the first operation starts it;
+        after ``aclose`` it is the stopped thread (``io_runner.alive`` is
+        False) until the next operation starts a new one.
+        """
+        return self._io.thread
 
     @property
     def _loop(self) -> asyncio.AbstractEventLoop | None:
@@ -570,8 +490,8 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         """Delta-channel history in a constant number of round trips (see ``DynamoDBSaver``'s)."""
         return await self._run(_history.delta_history(self, config, channels))
 
-    acopy_thread = async_method(_maintain.copy_thread)
-    amigrate_tenant_thread = async_method(_maintain.migrate_tenant_thread)
+    acopy_thread = async_method(copying.copy_thread)
+    amigrate_tenant_thread = async_method(copying.migrate_tenant_thread)
     # Both widen LangGraph's signature (a report instead of None, keep_last):
     # typed from module-level twins, so the override keeps the wider type.
     aprune = _aprune  # type: ignore[assignment]
@@ -579,17 +499,17 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
     # ------------------------------------------------------------ lifecycle
 
-    areap_thread = async_method(_deleting.reap_thread)
-    areap_expired_stream = async_method(_jobs.reap_expired_stream)
-    apurge_expired = async_method(_jobs.purge_expired)
-    arun_pruner = async_method(_jobs.run_pruner)
-    asweep_orphans = async_method(_jobs.sweep_orphans)
+    areap_thread = async_method(deleting.reap_thread)
+    areap_expired_stream = async_method(sweeps.reap_expired_stream)
+    apurge_expired = async_method(sweeps.purge_expired)
+    arun_pruner = async_method(sweeps.run_pruner)
+    asweep_orphans = async_method(sweeps.sweep_orphans)
 
     # ------------------------------------------------ resumable maintenance
 
-    acopy_thread_step = async_method(_resumable.copy_thread_step)
-    aprune_step = async_method(_resumable.prune_step)
-    adelete_for_runs_step = async_method(_resumable.delete_for_runs_step)
+    acopy_thread_step = async_method(steps.copy_thread_step)
+    aprune_step = async_method(steps.prune_step)
+    adelete_for_runs_step = async_method(steps.delete_for_runs_step)
 
     # ------------------------------------------------- sync twins (blocking)
 

@@ -162,7 +162,7 @@ def _interrupt_entries(interrupts: Sequence[Any], limit: int) -> list[dict[str, 
     return [{"id": e["id"], "value": None, "omitted": True} for e in entries]
 
 
-def _summary(
+def segment_summary(
     status: str,
     thread_id: str,
     ns: str,
@@ -199,7 +199,7 @@ def _checkpoint_id(state: Any) -> str | None:
     return cid if isinstance(cid, str) else None
 
 
-class _Graph:
+class SegmentRunner:
     """The graph, its config and deadline, sync or through ``run_coroutine`` (an async saver)."""
 
     def __init__(
@@ -236,7 +236,7 @@ class _Graph:
     def summary(
         self, status: str, checkpoint_id: str | None, interrupts: Sequence[Any] = (), **kw: Any
     ) -> Any:
-        return _summary(
+        return segment_summary(
             status,
             self.thread_id,
             self.ns,
@@ -282,7 +282,7 @@ class _Graph:
 # ------------------------------------------------------------ answers
 
 
-def _resume_map(raw: Any, ids: Sequence[str]) -> dict[str, Any]:
+def resume_map(raw: Any, ids: Sequence[str]) -> dict[str, Any]:
     """A callback's result (JSON text, else the text itself) as ``{interrupt_id: value}``."""
     answer: Any = raw
     if isinstance(raw, bytes | bytearray):
@@ -328,7 +328,7 @@ def _check_config(config: Any) -> dict[str, Any]:
     return dict(config)
 
 
-def _submitter(g: _Graph, submit: Submit) -> Callable[[str, Any], None]:
+def _submitter(g: SegmentRunner, submit: Submit) -> Callable[[str, Any], None]:
     def submitter(callback_id: str, _ctx: Any) -> None:
         submit(callback_id, tuple(getattr(g.state(), "interrupts", ()) or ()))
 
@@ -409,7 +409,7 @@ def run_durable(
     from aws_durable_execution_sdk_python.serdes import JsonSerDes
     from langgraph.types import Command
 
-    g = _Graph(
+    g = SegmentRunner(
         graph,
         _check_config(config),
         _remaining(context, remaining),
@@ -445,20 +445,20 @@ def run_durable(
         except CallbackTimeoutError:
             return _outcome(g, "timed_out", summary, i, drains, answered)
         answered += 1
-        pending = Command(resume=_resume_map(raw, [e["id"] for e in summary["interrupts"]]))
+        pending = Command(resume=resume_map(raw, [e["id"] for e in summary["interrupts"]]))
     return _outcome(g, "drained", summary, max_segments, drains, answered, reason="max_segments")
 
 
-def _start_step(g: _Graph) -> Callable[[Any], dict[str, Any]]:
+def _start_step(g: SegmentRunner) -> Callable[[Any], dict[str, Any]]:
     return lambda _step_context: g.start()
 
 
-def _segment_step(g: _Graph, input: Any, start: str | None) -> Callable[[Any], dict[str, Any]]:
+def _segment_step(g: SegmentRunner, input: Any, start: str | None) -> Callable[[Any], dict[str, Any]]:
     return lambda _step_context: g.segment(input, start)
 
 
 def _outcome(
-    g: _Graph,
+    g: SegmentRunner,
     status: Outcome,
     summary: Mapping[str, Any],
     segments: int,

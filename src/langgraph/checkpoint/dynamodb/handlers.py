@@ -26,7 +26,15 @@ from langgraph.checkpoint.dynamodb.encryption import ENV_KEYS, AesKeyRing
 from langgraph.checkpoint.dynamodb.lambdas import metrics
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
-__all__ = ["StoreConfig", "deadline_from_context", "get_saver", "log_event", "reset_saver"]
+__all__ = [
+    "StoreConfig",
+    "cached_saver",
+    "deadline_from_context",
+    "get_saver",
+    "log_event",
+    "reset_saver",
+    "use_saver",
+]
 
 logger = logging.getLogger("langgraph.checkpoint.dynamodb")
 
@@ -108,6 +116,32 @@ def get_saver(config: StoreConfig | None = None) -> DynamoDBSaver:
         if _saver is None:
             _saver = (config or StoreConfig.from_env()).saver()
         return _saver
+
+
+def cached_saver() -> DynamoDBSaver | None:
+    """The saver :func:`get_saver` built (or :func:`use_saver` set), or None before the first call."""
+    return _saver
+
+
+def use_saver(saver: DynamoDBSaver | None) -> DynamoDBSaver | None:
+    """Make :func:`get_saver` return ``saver``; returns the saver it replaces (not closed).
+
+    For a saver built another way than from the environment: with
+    instrumented clients in tests, or shared with other code of the process.
+
+    Example:
+        ```python
+        previous = handlers.use_saver(DynamoDBSaver(table_name="checkpoints", dynamodb_client=client))
+        try:
+            handler(event, context)
+        finally:
+            handlers.use_saver(previous)
+        ```
+    """
+    global _saver
+    with _lock:
+        previous, _saver = _saver, saver
+    return previous
 
 
 def reset_saver() -> None:

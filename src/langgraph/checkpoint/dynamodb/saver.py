@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _deleting, _history, _jobs, _maintain, _read, _resumable, _write
+from langgraph.checkpoint.dynamodb import _history, _read, _write
 from langgraph.checkpoint.dynamodb._aws import (
     client_config,
     client_region,
@@ -25,7 +25,8 @@ from langgraph.checkpoint.dynamodb._aws import (
     share_models,
     translate_errors,
 )
-from langgraph.checkpoint.dynamodb._driver import SyncDriver
+from langgraph.checkpoint.dynamodb._drivers import SyncDriver
+from langgraph.checkpoint.dynamodb._maintenance import copying, deleting, pruning, steps, sweeps
 from langgraph.checkpoint.dynamodb._methods import SettingsSignature, sync_method
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb._tracing import traced
@@ -37,8 +38,8 @@ __all__ = ["DynamoDBSaver", "client_config"]
 R = TypeVar("R")
 
 
-_prune = sync_method(_maintain.prune)
-_delete_for_runs = sync_method(_maintain.delete_for_runs)
+_prune = sync_method(pruning.prune)
+_delete_for_runs = sync_method(deleting.delete_for_runs)
 
 
 class DynamoDBSaver(BaseDynamoDBSaver):
@@ -156,7 +157,8 @@ class DynamoDBSaver(BaseDynamoDBSaver):
                 fail_fast_on_local_endpoint(s3_client)
                 self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
-        self._driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
+        #: Runs this saver's operations (``_drivers.SyncDriver``); its copies share it.
+        self.driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> DynamoDBSaver:
@@ -188,11 +190,11 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def _iter(self, op: Op[Any]) -> Iterator[Any]:
         """Drive an operation, yielding what it emits."""
-        return self._driver.iter(traced(self, op))
+        return self.driver.iter(traced(self, op))
 
     def _run(self, op: Op[R]) -> R:
         """Drive an operation that emits nothing and return its result."""
-        return self._driver.run(traced(self, op))
+        return self.driver.run(traced(self, op))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -211,8 +213,8 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Close the clients this saver created (not injected ones) and its pool."""
         # A lease-bound copy (lock.ThreadLease.bind) shares its saver's
         # driver: only the saver itself shuts the pool down.
-        if self._driver.holder is self:
-            self._driver.close()
+        if self.driver.holder is self:
+            self.driver.close()
         for client in self._owned:
             client.close()
         self._owned = []
@@ -268,7 +270,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         lease is held raises ``LeaseUnavailableError`` unless ``force=True``, which
         fences the holder out (its next lease-bound write raises ``LeaseLostError``).
         """
-        self._run(_deleting.delete_thread(self, thread_id, force=force))
+        self._run(deleting.delete_thread(self, thread_id, force=force))
 
     # ------------------------------------------------ extended capabilities
 
@@ -278,8 +280,8 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         """Delta-channel history in a constant number of round trips (see the core)."""
         return self._run(_history.delta_history(self, config, channels))
 
-    copy_thread = sync_method(_maintain.copy_thread)
-    migrate_tenant_thread = sync_method(_maintain.migrate_tenant_thread)
+    copy_thread = sync_method(copying.copy_thread)
+    migrate_tenant_thread = sync_method(copying.migrate_tenant_thread)
     # Both widen LangGraph's signature (a report instead of None, keep_last):
     # typed from module-level twins, so the override keeps the wider type.
     prune = _prune  # type: ignore[assignment]
@@ -287,14 +289,14 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     # ------------------------------------------------------------ lifecycle
 
-    reap_thread = sync_method(_deleting.reap_thread)
-    reap_expired_stream = sync_method(_jobs.reap_expired_stream)
-    purge_expired = sync_method(_jobs.purge_expired)
-    run_pruner = sync_method(_jobs.run_pruner)
-    sweep_orphans = sync_method(_jobs.sweep_orphans)
+    reap_thread = sync_method(deleting.reap_thread)
+    reap_expired_stream = sync_method(sweeps.reap_expired_stream)
+    purge_expired = sync_method(sweeps.purge_expired)
+    run_pruner = sync_method(sweeps.run_pruner)
+    sweep_orphans = sync_method(sweeps.sweep_orphans)
 
     # ------------------------------------------------ resumable maintenance
 
-    copy_thread_step = sync_method(_resumable.copy_thread_step)
-    prune_step = sync_method(_resumable.prune_step)
-    delete_for_runs_step = sync_method(_resumable.delete_for_runs_step)
+    copy_thread_step = sync_method(steps.copy_thread_step)
+    prune_step = sync_method(steps.prune_step)
+    delete_for_runs_step = sync_method(steps.delete_for_runs_step)

@@ -63,6 +63,7 @@ __all__ = [
     "RevivalError",
     "StateTypesSerializer",
     "UnsafeSerializerError",
+    "data_class_kind",
     "default_serde",
     "is_permissive",
     "strict_serde",
@@ -121,7 +122,7 @@ def _fix(module: str, name: str) -> str:
     )
 
 
-def _kind(obj: object) -> Kind | None:
+def data_class_kind(obj: object) -> Kind | None:
     """The data-class kind of ``obj``, or None if it is anything else."""
     if not isinstance(obj, type) or issubclass(obj, BaseException):
         return None
@@ -167,7 +168,7 @@ def loaded_data_class(code: int, module: str, name: str) -> type:
         )
     # vars(), not getattr(): a module-level __getattr__ could import or run code.
     obj = getattr(mod, "__dict__", {}).get(name)
-    kind = _kind(obj)
+    kind = data_class_kind(obj)
     if kind is None or not isinstance(obj, type):
         what = f"not defined in {module}" if obj is None else f"a {type(obj).__name__}"
         raise RefusedTypeError(

@@ -6,7 +6,7 @@ function wraps each token it returns as ``s1.<library token>.<signature>``,
 the signature an HMAC-SHA256, under the function's key, of a domain tag, the
 action, the tenant, the request's parameters (thread or run ids, options) and
 the library token (which carries its cursors and, for a copy, the job id of
-that copy: see ``_resumable``). A token is accepted only if its signature
+that copy: see ``_maintenance.steps``). A token is accepted only if its signature
 verifies (``hmac.compare_digest``) for the request it comes with: a forged,
 altered or stripped one, or one replayed with another request, is refused
 with a message that says nothing of the key or the expected value.

@@ -2,7 +2,7 @@
 
 Rule: every request the lock package sends is built here, as an operation
 (a generator yielding ``_ops`` requests, see ``_ops``), and run by the shared
-drivers (``_driver``) of the lease or of ``run_once``: acquire, renew and
+drivers (``_drivers``) of the lease or of ``run_once``: acquire, renew and
 release the lock item (kept, with its fencing count: see :func:`release`); a
 write fenced by the lease; read, begin and finish a request record. Item shapes come from ``_records``; the objects that hold a
 lease (heartbeat, binding a saver) are in ``_lease``.

@@ -2,7 +2,7 @@
 
 What lives here: operations that walk the whole table (or a Streams batch)
 resumably, with cursors in the lifecycle state item, and apply the
-per-thread operations of ``_deleting`` to each thread they find. See
+per-thread operations of ``deleting`` and ``pruning`` to each thread they find. See
 ``lifecycle`` for the design.
 """
 
@@ -15,10 +15,18 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import _deleting, _items, _requests, clock, schema
-from langgraph.checkpoint.dynamodb._aws import error_code, isolated
+from langgraph.checkpoint.dynamodb import _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import contain_failure, error_code
 from langgraph.checkpoint.dynamodb._items import (
     ThreadItems,
+)
+from langgraph.checkpoint.dynamodb._maintenance.deleting import delete_thread_counted, reap_thread
+from langgraph.checkpoint.dynamodb._maintenance.pruning import prune_thread
+from langgraph.checkpoint.dynamodb._maintenance.threads import (
+    item_refs,
+    load_thread_keys,
+    load_within,
+    thread_query,
 )
 from langgraph.checkpoint.dynamodb._ops import Op, ddb, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
@@ -45,13 +53,13 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
     """Reap threads by partition key (from TTL stream records)."""
     report = SweepReport()
     for pk, expired_at in expired:
-        owner = s._owner_of_pk(pk)
+        owner = s.owner_of(pk)
         if owner is None:
             continue
         saver, thread_id = owner
         report.threads_scanned += 1
         # A stream record is a claim: reap_thread checks the table before deleting anything.
-        reap = _deleting.reap_thread(
+        reap = reap_thread(
             saver,
             thread_id,
             expired_before=expired_at or clock.now(),
@@ -60,8 +68,8 @@ def reap_partitions(s: BaseDynamoDBSaver, expired: Iterable[tuple[str, float]]) 
         )
         # A thread whose items cannot be handled is recorded (the Lambda logs
         # the report and counts it in the Errors metric, which the construct's
-        # JobErrorsAlarm watches) and the job goes on: see _aws.isolated.
-        res = yield from isolated(reap, report.errors, f"thread {thread_id!r}")
+        # JobErrorsAlarm watches) and the job goes on: see _aws.contain_failure.
+        res = yield from contain_failure(reap, report.errors, f"thread {thread_id!r}")
         if res is not None:
             report.add_prune(res)
             if res.checkpoints_deleted:
@@ -89,7 +97,7 @@ def purge_expired(s: BaseDynamoDBSaver, *, deadline: float | None = None) -> Op[
         resp = yield ddb("scan", **kwargs)
         report.pages += 1
         for head in resp.get("Items", []):
-            owner = s._owner_of_pk(head[ATTR.PK]["S"])
+            owner = s.owner_of(head[ATTR.PK]["S"])
             if owner is None:
                 continue
             saver, thread_id = owner
@@ -102,10 +110,8 @@ def purge_expired(s: BaseDynamoDBSaver, *, deadline: float | None = None) -> Op[
                     f"thread {thread_id!r}: head TTL is not a whole number: {head.get(ATTR.TTL)!r:.80}"
                 )
                 continue
-            reap = _deleting.reap_thread(
-                saver, thread_id, expired_before=ttl, max_bytes=default_thread_budget()
-            )
-            res = yield from isolated(reap, report.errors, f"thread {thread_id!r}")
+            reap = reap_thread(saver, thread_id, expired_before=ttl, max_bytes=default_thread_budget())
+            res = yield from contain_failure(reap, report.errors, f"thread {thread_id!r}")
             if res is not None:
                 report.add_prune(res)
                 report.threads_deleted += 1
@@ -197,7 +203,7 @@ def run_pruner(
         threads: dict[str, tuple[BaseDynamoDBSaver, str, float | None]] = {}
         for it in resp.get("Items", []):
             pk = it[ATTR.PK]["S"]
-            owner = s._owner_of_pk(pk)
+            owner = s.owner_of(pk)
             # A thread whose items straddle two pages was done with the first
             # (within a cycle: a new cycle starts over, every thread included).
             if owner is None or (state["cursor"] and pk == state["last"]) or pk in threads:
@@ -218,7 +224,7 @@ def run_pruner(
             # One poisoned thread (a parent cycle, a malformed item) must
             # not stop the page: recorded, and the page goes on.
             prune = _prune_one(saver, thread_id, last_active, policy, report)
-            yield from isolated(prune, report.errors, f"thread {thread_id!r}")
+            yield from contain_failure(prune, report.errors, f"thread {thread_id!r}")
         if not new_cursor:
             report.complete = True
             break
@@ -230,17 +236,17 @@ def _prune_one(
 ) -> Op[None]:
     try:
         # Whole if it fits the budget, else its outline (payloads then streamed a page at a time).
-        thread = yield from _deleting.load_within(s, thread_id, policy.max_thread_bytes)
+        thread = yield from load_within(s, thread_id, policy.max_thread_bytes)
     except ThreadTooLargeError:
         if policy.idle_days is None:
             raise  # recorded by the caller; the page goes on
         if last_active is None:  # no threads index: the checkpoint ids tell, from the keys alone
-            keys = yield from _deleting.load_thread_keys(s, thread_id)
+            keys = yield from load_thread_keys(s, thread_id)
             last_active = _last_activity(keys)
         if last_active is None or clock.now() - last_active <= policy.idle_days * 86_400:
             raise
         # Idle: deleted from its keys alone, in bounded memory.
-        res = yield from _deleting.delete_thread_counted(s, thread_id, force=True, keys_only=True)
+        res = yield from delete_thread_counted(s, thread_id, force=True, keys_only=True)
         report.add_prune(res)
         report.threads_deleted += 1
         return
@@ -251,14 +257,14 @@ def _prune_one(
             last_active = _last_activity(thread)
         if last_active is not None and clock.now() - last_active > policy.idle_days * 86_400:
             # Idle that long, a lease still held is a holder long gone: fenced out.
-            res = yield from _deleting.delete_thread_counted(s, thread_id, thread, force=True)
+            res = yield from delete_thread_counted(s, thread_id, thread, force=True)
             report.add_prune(res)
             report.threads_deleted += 1
             return
     if policy.keep_last is not None:
         # The thread as just read: prune decides on it (one read, not two).
         # Anything written since is newer than every checkpoint it deletes.
-        res = yield from _deleting.prune_thread(s, thread_id, policy.keep_last, thread)
+        res = yield from prune_thread(s, thread_id, policy.keep_last, thread)
         report.add_prune(res)
 
 
@@ -311,17 +317,17 @@ def sweep_orphans(
             parsed = schema.parse_s3_thread_segment(segment)
             owner = None
             if parsed is not None:
-                owner = s._owner_of_pk(schema.partition_key(parsed[1], parsed[0]))
+                owner = s.owner_of(schema.partition_key(parsed[1], parsed[0]))
             if owner is None:
                 continue
             saver, thread_id = owner
-            if saver._s3_thread(thread_id) != f"{s.s3_key_prefix}{segment}/":
+            if saver.keys.s3_thread_prefix(thread_id) != f"{s.s3_key_prefix}{segment}/":
                 continue  # a segment this library never writes (e.g. not quoted as it quotes)
             report.threads_scanned += 1
             # A thread whose items cannot be read is skipped (its objects
             # stay: what it references is unknown) and recorded.
             sweep = _sweep_one(s.bucket_name, saver, thread_id, old, report)
-            yield from isolated(sweep, report.errors, f"thread {thread_id!r}")
+            yield from contain_failure(sweep, report.errors, f"thread {thread_id!r}")
         if not new_cursor:
             report.complete = True
             break
@@ -348,12 +354,12 @@ def _sweep_one(
 def _referenced_s3_keys(s: BaseDynamoDBSaver, thread_id: str) -> Op[set[str]]:
     """The S3 keys a thread's items point to, read a Query page at a time (never the thread whole)."""
     out: set[str] = set()
-    kwargs = _deleting.thread_query(s, thread_id)
+    kwargs = thread_query(s, thread_id)
     while True:
         resp = yield ddb("query", **kwargs)
         for it in resp.get("Items", []):
             if _items.parse_sk(it)[1] in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
-                out |= _deleting.item_refs(s, thread_id, it)[0]
+                out |= item_refs(s, thread_id, it)[0]
         if "LastEvaluatedKey" not in resp:
             return out
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]

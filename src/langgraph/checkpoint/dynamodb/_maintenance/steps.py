@@ -80,9 +80,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _maintain, _requests, clock, schema
-from langgraph.checkpoint.dynamodb._aws import isolated
+from langgraph.checkpoint.dynamodb import _heads, _items, _requests, clock, schema
+from langgraph.checkpoint.dynamodb._aws import contain_failure
 from langgraph.checkpoint.dynamodb._items import Item, ThreadItems
+from langgraph.checkpoint.dynamodb._maintenance.copying import (
+    CopyPlan,
+    copy_objects,
+    plan_copy,
+    refuse_unsealable,
+)
+from langgraph.checkpoint.dynamodb._maintenance.deleting import (
+    delete_for_runs_isolated,
+)
+from langgraph.checkpoint.dynamodb._maintenance.pruning import prune
+from langgraph.checkpoint.dynamodb._maintenance.threads import load_thread
 from langgraph.checkpoint.dynamodb._ops import Op
 from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -155,19 +166,19 @@ class StepResult:
 # ----------------------------------------------------------------- tokens
 
 
-def _binding(action: str, tenant: str, request: Mapping[str, Any]) -> str:
+def request_binding(action: str, tenant: str, request: Mapping[str, Any]) -> str:
     """Digest of what a token belongs to: the action, the tenant and the request's parameters."""
     raw = json.dumps([action, tenant, request], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def _encode(action: str, binding: str, state: Mapping[str, Any]) -> str:
+def encode_token(action: str, binding: str, state: Mapping[str, Any]) -> str:
     doc = {"v": _TOKEN_VERSION, "a": action, "b": binding, "s": dict(state)}
     raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode(token: object, action: str, binding: str) -> dict[str, Any]:
+def decode_token(token: object, action: str, binding: str) -> dict[str, Any]:
     """The state a token carries, after checking it belongs to this request.
 
     Raises:
@@ -208,7 +219,7 @@ def _count(state: Mapping[str, Any], total: int) -> int:
 # ------------------------------------------------------------------ copy
 
 
-def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: ThreadItems) -> str:
+def copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: ThreadItems) -> str:
     """The lineage-root suffix of a copy, the same for every replay of the same request.
 
     ``copy_thread`` draws a fresh one (a deleted earlier copy's tombstone must
@@ -217,11 +228,11 @@ def _copy_root(s: BaseDynamoDBSaver, source: str, target: str, target_items: Thr
     the target's tombstones list: a copy after a delete gets a new root.
     """
     dead = sorted(e for tomb in target_items.tombstones.values() for e in _items.dead_entries(tomb))
-    raw = json.dumps([s._pk(source), s._pk(target), dead], separators=(",", ":"), ensure_ascii=True)
+    raw = json.dumps([s.keys.pk(source), s.keys.pk(target), dead], separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def _check_only_this_copy(target: ThreadItems, plan: _maintain.CopyPlan, target_thread_id: str) -> None:
+def _check_only_this_copy(target: ThreadItems, plan: CopyPlan, target_thread_id: str) -> None:
     """Refuse a target holding any item this copy would not write.
 
     A checkpoint is this copy's if the plan writes the same sort key with the
@@ -266,7 +277,7 @@ def _marker_of(target: ThreadItems) -> Item | None:
 
 def _marker_item(s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str, job: str) -> Item:
     return {
-        ATTR.PK: {"S": s._pk(target_thread_id)},
+        ATTR.PK: {"S": s.keys.pk(target_thread_id)},
         ATTR.SK: {"S": COPY_MARKER_SK},
         ATTR.KIND: {"S": schema.META_ITEM},
         ATTR.FORMAT: {"N": str(schema.BASE_FORMAT_VERSION)},
@@ -277,7 +288,7 @@ def _marker_item(s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: 
     }
 
 
-def _missing(plan: _maintain.CopyPlan, target: ThreadItems, written: set[str]) -> int:
+def _missing(plan: CopyPlan, target: ThreadItems, written: set[str]) -> int:
     """How many items the copy writes are neither in ``target`` (as read) nor in ``written`` (this step's)."""
     have = set(written)
     have.update(it[ATTR.SK]["S"] for it in target.checkpoints.values())
@@ -286,7 +297,7 @@ def _missing(plan: _maintain.CopyPlan, target: ThreadItems, written: set[str]) -
     return sum(1 for it in (*plan.items, *plan.checkpoints) if it[ATTR.SK]["S"] not in have)
 
 
-def _remove_copy(s: BaseDynamoDBSaver, target_thread_id: str, plan: _maintain.CopyPlan) -> Op[None]:
+def _remove_copy(s: BaseDynamoDBSaver, target_thread_id: str, plan: CopyPlan) -> Op[None]:
     """Undo a failed copy job: its marker first, then what it wrote (newest checkpoints first), then its objects.
 
     The marker goes first: if this stops half way, a retry of the job's
@@ -294,7 +305,7 @@ def _remove_copy(s: BaseDynamoDBSaver, target_thread_id: str, plan: _maintain.Co
     resuming past items deleted here. Only keys this copy writes are
     deleted (the step checked that the target holds nothing else).
     """
-    pk = {"S": s._pk(target_thread_id)}
+    pk = {"S": s.keys.pk(target_thread_id)}
     yield from _requests.batch_write(
         s.table_name, [{"DeleteRequest": {"Key": {ATTR.PK: pk, ATTR.SK: {"S": COPY_MARKER_SK}}}}]
     )
@@ -312,8 +323,8 @@ def _check_copy_request(
     for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
         if not isinstance(value, str) or not value:
             raise ValueError(f"{name} must be a non-empty string")
-        s._check_keys(value, "", None)
-    if s._pk(target_thread_id) == s._pk(source_thread_id):
+        s.keys.check(value, "", None)
+    if s.keys.pk(target_thread_id) == s.keys.pk(source_thread_id):
         raise ValueError("source_thread_id and target_thread_id are the same thread")
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -362,7 +373,7 @@ class _CopyRun:
     target_thread_id: str
     #: The target as read at the start of the step (the finish phase checks it is complete).
     target: ThreadItems
-    plan: _maintain.CopyPlan
+    plan: CopyPlan
     binding: str
     #: The token's state: mutated as units land, encoded when the step stops.
     state: dict[str, Any]
@@ -386,7 +397,7 @@ class _CopyRun:
         return [e for e in entries if after is None or key(e) > after]
 
     def paused(self) -> StepResult:
-        return StepResult("continue", _encode("copy_thread", self.binding, self.state), self.report)
+        return StepResult("continue", encode_token("copy_thread", self.binding, self.state), self.report)
 
 
 def _put_marker(run: _CopyRun) -> Op[None]:
@@ -398,7 +409,7 @@ def _put_marker(run: _CopyRun) -> Op[None]:
 
 def _put_objects(run: _CopyRun, chunk: list[Any]) -> Op[None]:
     """A unit of the ``objects`` phase: S3 objects first, so no copied item points at a missing one."""
-    yield from _maintain.copy_objects(run.s, chunk, run.plan.reseal)
+    yield from copy_objects(run.s, chunk, run.plan.reseal)
     run.state["after"] = chunk[-1][0]
     run.report["objects_copied"] += len(chunk)
 
@@ -427,7 +438,7 @@ def _put_checkpoints(run: _CopyRun, chunk: list[Any]) -> Op[None]:
     run.written.update(it[ATTR.SK]["S"] for it in chunk)
 
 
-_Entries = Callable[[_maintain.CopyPlan], Sequence[Any]]
+_Entries = Callable[[CopyPlan], Sequence[Any]]
 _PutUnit = Callable[[_CopyRun, list[Any]], Op[None]]
 #: The phases before ``finish``, in ``_COPY_PHASES`` order: what each copies (from the plan),
 #: its cursor (the token's ``after``: a key, so a replay resumes at the same entry), a unit's writes.
@@ -476,7 +487,10 @@ def _finish(run: _CopyRun) -> Op[None]:
         [
             {
                 "DeleteRequest": {
-                    "Key": {ATTR.PK: {"S": run.s._pk(run.target_thread_id)}, ATTR.SK: {"S": COPY_MARKER_SK}}
+                    "Key": {
+                        ATTR.PK: {"S": run.s.keys.pk(run.target_thread_id)},
+                        ATTR.SK: {"S": COPY_MARKER_SK},
+                    }
                 }
             }
         ],
@@ -540,32 +554,32 @@ def copy_thread_step(
         ...     step = saver.copy_thread_step("src", "dst", continuation=step.continuation)
     """
     _check_copy_request(s, source_thread_id, target_thread_id, batch_size)
-    binding = _binding(
+    binding = request_binding(
         "copy_thread", s.tenant_prefix, {"source": source_thread_id, "target": target_thread_id}
     )
-    token_state = None if continuation is None else _decode(continuation, "copy_thread", binding)
-    source = yield from _deleting.load_thread(s, source_thread_id)
+    token_state = None if continuation is None else decode_token(continuation, "copy_thread", binding)
+    source = yield from load_thread(s, source_thread_id)
     live = set(source.checkpoints) - source.dead()
     if not live:
         # Nothing to copy: writing the target's head would list a phantom, empty thread.
         raise ValueError(f"source thread {source_thread_id!r} has no checkpoints: nothing to copy")
     # Read on every step, not only the first: a token (which anyone can
     # compute, or an honest one replayed late) must not skip the check.
-    target = yield from _deleting.load_thread(s, target_thread_id)
-    root = _copy_root(s, source_thread_id, target_thread_id, target)
+    target = yield from load_thread(s, target_thread_id)
+    root = copy_root(s, source_thread_id, target_thread_id, target)
     marker = _marker_of(target)
     state = None if token_state is None else _resumed_state(token_state, root, marker, target_thread_id)
     upto_now = max((cid for _, cid in live), default="")
     plan_upto = state["upto"] if state is not None else upto_now
-    plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, plan_upto)
+    plan = plan_copy(s, source_thread_id, target_thread_id, source, root, plan_upto)
     _check_only_this_copy(target, plan, target_thread_id)
     if state is not None and marker is None and _missing(plan, target, set()):
         # The token's job is gone (it failed and was removed) and the target
         # lacks part of the copy: resuming past its cursors would skip it.
         state = None
-        plan = _maintain.plan_copy(s, source_thread_id, target_thread_id, source, root, upto_now)
+        plan = plan_copy(s, source_thread_id, target_thread_id, source, root, upto_now)
         _check_only_this_copy(target, plan, target_thread_id)
-    yield from _maintain.refuse_unsealable(s, source_thread_id, plan)
+    yield from refuse_unsealable(s, source_thread_id, plan)
     new_job = state is None
     if state is None:
         state = {"root": root, "upto": upto_now, "phase": _COPY_PHASES[0], "after": None}
@@ -610,17 +624,17 @@ def _per_unit(
     counted as done: it would fail the same way on every retry, so raising
     (or stopping there) would block every later unit for good.
     """
-    binding = _binding(action, s.tenant_prefix, request)
-    done = 0 if continuation is None else _count(_decode(continuation, action, binding), len(units))
+    binding = request_binding(action, s.tenant_prefix, request)
+    done = 0 if continuation is None else _count(decode_token(continuation, action, binding), len(units))
     total = PruneResult()
     errors: list[str] = []
     started = 0
     while done < len(units):
         if started and deadline is not None and clock.now() >= deadline:
-            token = _encode(action, binding, {"done": done})
+            token = encode_token(action, binding, {"done": done})
             return StepResult("continue", token, asdict(total), tuple(errors))
         unit = units[done]
-        got = yield from isolated(run_one(unit), errors, f"{kind} {unit!r}")
+        got = yield from contain_failure(run_one(unit), errors, f"{kind} {unit!r}")
         if got is not None:
             res, failed = got
             total.add(res)
@@ -653,13 +667,13 @@ def prune_step(
     threads = _id_list(thread_ids, "thread_ids")
     for t in threads:
         # Refused before anything changes, not recorded as a unit's failure.
-        s._check_keys(t, "", None)
+        s.keys.check(t, "", None)
     # The library validates strategy and keep_last (no I/O for an empty list).
-    yield from _maintain.prune(s, [], strategy=strategy, keep_last=keep_last)
+    yield from prune(s, [], strategy=strategy, keep_last=keep_last)
     request = {"thread_ids": threads, "strategy": strategy, "keep_last": keep_last}
 
     def one(thread_id: str) -> Op[tuple[PruneResult, list[str]]]:
-        res = yield from _maintain.prune(s, [thread_id], strategy=strategy, keep_last=keep_last)
+        res = yield from prune(s, [thread_id], strategy=strategy, keep_last=keep_last)
         return res, []
 
     return (yield from _per_unit(s, "prune", request, "thread", threads, one, continuation, deadline))
@@ -686,7 +700,7 @@ def delete_for_runs_step(
     runs = _id_list(run_ids, "run_ids")
 
     def one(run_id: str) -> Op[tuple[PruneResult, list[str]]]:
-        return (yield from _maintain.delete_for_runs_isolated(s, [run_id]))
+        return (yield from delete_for_runs_isolated(s, [run_id]))
 
     return (
         yield from _per_unit(

@@ -1,7 +1,8 @@
-"""Maintenance of named threads, I/O-free: copy, tenant migration, prune, delete_for_runs.
+"""Copying threads, I/O-free: ``copy_thread`` and ``migrate_tenant_thread``.
 
-What lives here: operations a user or operator asks for by thread or run id.
-They order their writes as ``_deleting`` does: a reader never sees a
+What lives here: the copy plan (everything a copy writes, in the order it
+writes it), re-sealing ciphertexts to the target thread, re-keying items and
+S3 objects. Writes are ordered as the deletes are: a reader never sees a
 checkpoint whose values are missing.
 """
 
@@ -15,22 +16,19 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import _deleting, _heads, _items, _requests, schema
-from langgraph.checkpoint.dynamodb._aws import error_code, isolated
+from langgraph.checkpoint.dynamodb import _heads, _items, _requests, schema
+from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._items import (
     Item,
     ThreadItems,
 )
-from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, ddb, s3
+from langgraph.checkpoint.dynamodb._maintenance.deleting import delete_thread
+from langgraph.checkpoint.dynamodb._maintenance.threads import load_thread
+from langgraph.checkpoint.dynamodb._ops import Call, Gather, Op, s3
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError, CorruptPayloadError
-from langgraph.checkpoint.dynamodb.lifecycle import (
-    PruneResult,
-)
 from langgraph.checkpoint.dynamodb.schema import ATTR
-
-STRATEGIES = ("keep_latest", "delete")
 
 
 def copy_thread(s: BaseDynamoDBSaver, source_thread_id: str, target_thread_id: str) -> Op[None]:
@@ -55,16 +53,16 @@ def _copy(
     for name, value in (("source_thread_id", source_thread_id), ("target_thread_id", target_thread_id)):
         if not isinstance(value, str) or not value:
             raise ValueError(f"{name} must be a non-empty string")
-        s._check_keys(value, "", None)
-    if dst._pk(target_thread_id) == s._pk(source_thread_id):
+        s.keys.check(value, "", None)
+    if dst.keys.pk(target_thread_id) == s.keys.pk(source_thread_id):
         raise ValueError("source_thread_id and target_thread_id are the same thread")
-    target = yield from _deleting.load_thread(dst, target_thread_id)
+    target = yield from load_thread(dst, target_thread_id)
     if target.checkpoints or target.blobs:
         raise ValueError(
             f"target thread {target_thread_id!r} already has checkpoints; "
             "delete it first (copy_thread never merges two histories)"
         )
-    source = yield from _deleting.load_thread(s, source_thread_id)
+    source = yield from load_thread(s, source_thread_id)
     plan = plan_copy(s, source_thread_id, target_thread_id, source, uuid.uuid4().hex, into=dst)
     yield from refuse_unsealable(s, source_thread_id, plan)
     for i in range(0, len(plan.objects), 64):
@@ -110,9 +108,9 @@ def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: s
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_id must be a non-empty string")
     old = tenant_prefix + thread_id
-    dst = s._tenant_view(tenant_prefix)
-    source = yield from _deleting.load_thread(s, old)
-    target = yield from _deleting.load_thread(dst, thread_id)
+    dst = s.tenant_view(tenant_prefix)
+    source = yield from load_thread(s, old)
+    target = yield from load_thread(dst, thread_id)
     if source.checkpoints and set(target.checkpoints) != set(source.checkpoints):
         if not set(target.checkpoints) <= set(source.checkpoints):
             raise ValueError(
@@ -121,147 +119,10 @@ def migrate_tenant_thread(s: BaseDynamoDBSaver, tenant_prefix: str, thread_id: s
             )
         if target.checkpoints or target.blobs:
             # An interrupted copy (it lands oldest first): start it over.
-            yield from _deleting.delete_thread(dst, thread_id)
+            yield from delete_thread(dst, thread_id)
         yield from _copy(s, old, thread_id, into=dst)
     # The old key's data now lives under the tenant: a holder of its lease is fenced out.
-    yield from _deleting.delete_thread(s, old, force=True)
-
-
-def prune(
-    s: BaseDynamoDBSaver,
-    thread_ids: Sequence[str],
-    *,
-    strategy: str = "keep_latest",
-    keep_last: int | None = None,
-) -> Op[PruneResult]:
-    """Prune threads, delta-safe.
-
-    ``keep_latest`` keeps the latest checkpoint of each namespace (the
-    ``keep_last`` latest, if given) with its writes, plus every ancestor
-    its delta channels need back to their nearest snapshot. ``delete``
-    removes the threads. Returns what was removed and kept.
-
-    Raises:
-        TypeError: ``thread_ids`` is a single string, or holds a non-string.
-        ValueError: an unknown strategy, or a bad ``keep_last``.
-    """
-    if isinstance(thread_ids, (str, bytes)):
-        raise TypeError(
-            f"thread_ids must be a list of thread ids, not a single string (did you mean [{thread_ids!r}]?)"
-        )
-    thread_ids = list(thread_ids)
-    for t in thread_ids:
-        if not isinstance(t, str) or not t:
-            raise TypeError(f"every thread id must be a non-empty str, got {t!r}")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}; use one of {STRATEGIES}")
-    if keep_last is not None:
-        if strategy != "keep_latest":
-            raise ValueError("keep_last applies to strategy='keep_latest' only")
-        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
-            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
-    total = PruneResult()
-    for thread_id in dict.fromkeys(thread_ids):
-        if strategy == "delete":
-            res = yield from _deleting.delete_thread_counted(s, thread_id)
-        else:
-            res = yield from _deleting.prune_thread(s, thread_id, keep_last or 1)
-        total.add(res)
-    return total
-
-
-def delete_for_runs(s: BaseDynamoDBSaver, run_ids: Sequence[str]) -> Op[PruneResult]:
-    """Delete the checkpoints and writes of runs, found through the run index.
-
-    A checkpoint of a deleted run that a surviving checkpoint still needs
-    for its delta channels stays (with the writes on that path).
-
-    Raises:
-        CorruptPayloadError: some threads could not be read or deleted (a
-            malformed item, a parent cycle); it names them, after the runs'
-            items in every other thread were deleted.
-    """
-    total, failed = yield from delete_for_runs_isolated(s, run_ids)
-    if failed:
-        raise CorruptPayloadError(
-            f"delete_for_runs deleted the runs' items in every other thread; {len(failed)} thread(s) "
-            f"could not be read or deleted and still hold some: {'; '.join(failed[:5])}"
-            + (f"; and {len(failed) - 5} more" if len(failed) > 5 else "")
-        )
-    return total
-
-
-def delete_for_runs_isolated(
-    s: BaseDynamoDBSaver, run_ids: Sequence[str]
-) -> Op[tuple[PruneResult, list[str]]]:
-    """:func:`delete_for_runs` that returns the threads it could not handle instead of raising.
-
-    Returns what was removed and one ``"thread 't': Error: message"`` entry
-    per thread whose items could not be read or deleted (its share of the
-    runs stays). Service errors (:func:`is_service_error`) still raise.
-    """
-    if isinstance(run_ids, (str, bytes)):
-        raise TypeError("run_ids must be a list of run ids, not a single string")
-    runs = [str(r) for r in run_ids]
-    total = PruneResult()
-    failed: list[str] = []
-    if not runs:
-        return total, failed
-    by_thread: dict[str, set[str]] = {}  # pk -> sort keys of the runs' items
-    for run_id in dict.fromkeys(runs):
-        kwargs: dict[str, Any] = dict(
-            TableName=s.table_name,
-            IndexName=schema.RUN_INDEX_NAME,
-            KeyConditionExpression="#rid = :rid",
-            ExpressionAttributeNames={"#rid": ATTR.RUN_ID},
-            ExpressionAttributeValues={":rid": {"S": schema.run_key(run_id)}},
-        )
-        while True:
-            resp = yield ddb("query", **kwargs)
-            for it in resp.get("Items", []):
-                by_thread.setdefault(it[ATTR.PK]["S"], set()).add(it[ATTR.SK]["S"])
-            if "LastEvaluatedKey" not in resp:
-                break
-            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-    run_set = {schema.run_key(r) for r in runs}  # as the items hold them
-    for pk in sorted(by_thread):
-        # An untenanted (operator) saver deletes the runs of every
-        # tenant, each through a view of that tenant (see _owner_of_pk).
-        owner = s._owner_of_pk(pk)
-        if owner is None:
-            continue
-        saver, thread_id = owner
-        # The run index can list any tenant's items under a run id: one
-        # thread that cannot be read must not keep the others' items (what
-        # the caller asked to delete) in place.
-        res = yield from isolated(
-            _delete_runs_of_thread(saver, thread_id, run_set), failed, f"thread {thread_id!r}"
-        )
-        if res is not None:
-            total.add(res)
-    return total, failed
-
-
-def _delete_runs_of_thread(saver: BaseDynamoDBSaver, thread_id: str, run_set: set[str]) -> Op[PruneResult]:
-    """One thread's share of ``delete_for_runs``: its checkpoints and writes of these runs."""
-    thread = yield from _deleting.load_thread(saver, thread_id)
-    res = PruneResult(threads=1)
-    # The index is eventually consistent: trust the item's own rid.
-    doomed_cps = {
-        key for key, it in thread.checkpoints.items() if it.get(ATTR.RUN_ID, {}).get("S") in run_set
-    }
-    survivors = [key for key in thread.checkpoints if key not in doomed_cps]
-    keep, ancestors = _deleting.keep_set(thread.checkpoints, survivors, thread_id=thread_id)
-    drop_writes = [
-        w
-        for key, ws in thread.writes.items()
-        if key not in doomed_cps and key not in ancestors
-        for w in ws
-        if w.get(ATTR.RUN_ID, {}).get("S") in run_set
-    ]
-    res.kept_for_delta = len(keep) - len(survivors)
-    yield from _deleting._delete_unkept(saver, thread, keep, res, drop_writes=drop_writes)
-    return res
+    yield from delete_thread(s, old, force=True)
 
 
 @dataclass
@@ -294,10 +155,10 @@ def _resealer(
     s: BaseDynamoDBSaver, dst: BaseDynamoDBSaver, source_id: str, target_id: str
 ) -> Callable[[bytes, str], bytes] | None:
     """How a copy re-seals payloads for the target: ``None`` where the saver does not encrypt."""
-    if not s._seals:
+    if not s.payloads.seals:
         return None
     source, target = (s.tenant_prefix, source_id), (dst.tenant_prefix, target_id)
-    return lambda packed, where: s._rebind(packed, source, target, where)
+    return lambda packed, where: s.payloads.rebind(packed, source, target, where)
 
 
 def refuse_unsealable(s: BaseDynamoDBSaver, source_id: str, plan: CopyPlan) -> Op[None]:
@@ -430,13 +291,13 @@ def _retargeter(
     s: BaseDynamoDBSaver, dst: BaseDynamoDBSaver, source_id: str, target_id: str, s3_keys: dict[str, str]
 ) -> Callable[[Iterable[Item]], list[Item]]:
     """What gives a copy's items the target's keys, recording each object they point at in ``s3_keys``."""
-    dst_pk = {"S": dst._pk(target_id)}
+    dst_pk = {"S": dst.keys.pk(target_id)}
 
     def rekey(it: Item, name: str, key: str) -> str:
         # Each target key is derived from the item's ids as the target's own (never by
         # swapping a prefix): a long id's key is digested on one side and may not be on the other.
-        src_own = s._own_s3_key(source_id, it, name)
-        dst_own = dst._own_s3_key(target_id, it, name)
+        src_own = s.keys.own_s3_key(source_id, it, name)
+        dst_own = dst.keys.own_s3_key(target_id, it, name)
         if src_own is None or dst_own is None:  # _s3_pointer refused such an item first
             raise CorruptPayloadError(f"{_items.item_name(it)}: attribute {name!r} holds no pointer")
         s3_keys[key] = dst_own[0] + key[len(src_own[0]) :]
@@ -452,7 +313,7 @@ def _retargeter(
                     if (name in (ATTR.BODY, ATTR.METADATA) and "M" in av) or (
                         _items.is_write_attr(name) and "M" in av["L"][1]
                     ):
-                        s._s3_pointer(source_id, it, name)
+                        s.keys.s3_pointer(source_id, it, name)
             copy = retarget_item(it, functools.partial(rekey, it))
             copy[ATTR.PK] = dst_pk
             out.append(copy)
@@ -481,8 +342,8 @@ def _value_objects(
                 continue
             ref = av["M"]
             version = ref["v"]["S"]
-            s3_key = s._value_s3_key(source_id, ns, channel, version)
-            dst_key = dst._value_s3_key(target_id, ns, channel, version)
+            s3_key = s.keys.value_s3_key(source_id, ns, channel, version)
+            dst_key = dst.keys.value_s3_key(target_id, ns, channel, version)
             if ref["l"]["S"] == "s3":
                 yield s3_key, dst_key, True
                 continue
@@ -525,9 +386,6 @@ def copy_objects(
             puts.append(s3("put_object", Bucket=s.bucket_name, Key=dst, Body=body))
     if puts:
         yield Gather(puts)
-
-
-# ------------------------------------------------------ prune, delete_for_runs
 
 
 def retarget_item(item: Item, rekey: Callable[[str, str], str]) -> Item:

@@ -109,6 +109,18 @@ def test_old_names_still_read_with_a_deprecation_warning() -> None:
     assert (cfg.table_name, cfg.bucket_name, cfg.ttl, cfg.track_threads) == ("ckpt", "b", 60, True)
 
 
+def test_a_tools_variable_under_the_prefix_is_not_a_setting() -> None:
+    """Only the saver's own settings make the bare names the app's; a tool's LANGGRAPH_DYNAMODB_* does not."""
+    old = {
+        "TABLE_NAME": "ckpt",
+        "LANGGRAPH_DYNAMODB_VENV_CACHE": "/tmp/venvs",
+        "LANGGRAPH_DYNAMODB_UI_TOKEN": "x",
+    }
+    with pytest.warns(DeprecationWarning, match="LANGGRAPH_DYNAMODB_TABLE"):
+        cfg = StoreConfig.from_env(old)
+    assert cfg.table_name == "ckpt"
+
+
 def test_canonical_names_win_over_old_ones() -> None:
     cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "new", "TABLE_NAME": "old"})
     assert cfg.table_name == "new"

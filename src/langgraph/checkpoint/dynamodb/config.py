@@ -122,9 +122,27 @@ def env_flag(env: Mapping[str, str], name: str, value: str | None = None) -> boo
     raise ValueError(f"{name} must be 1/true/yes/on or 0/false/no/off, got {text!r}")
 
 
+#: The saver's settings by their canonical names: one of them set means the bare names are the app's.
+_SAVER_SETTINGS = (
+    ENV_TABLE,
+    ENV_BUCKET,
+    ENV_S3_KEY_PREFIX,
+    ENV_TENANT_PREFIX,
+    ENV_TTL_SECONDS,
+    ENV_TRACK_THREADS,
+    ENV_MAX_PAYLOAD_SIZE,
+    ENV_MAX_PAYLOAD_OBJECTS,
+)
+
+
 def _canonical_set(env: Mapping[str, str]) -> bool:
-    """Whether the environment names any ``LANGGRAPH_DYNAMODB_*`` setting (then bare names are the app's)."""
-    return any(k.startswith("LANGGRAPH_DYNAMODB_") and v.strip() for k, v in env.items())
+    """Whether the environment sets any of the saver's ``LANGGRAPH_DYNAMODB_*`` settings.
+
+    Then the bare names (``TABLE_NAME``...) are the application's own. Other
+    variables under the prefix (a tool's, e.g. a test runner's cache folder)
+    are not settings of the saver and decide nothing.
+    """
+    return any(env.get(name, "").strip() for name in _SAVER_SETTINGS)
 
 
 def _get(env: Mapping[str, str], name: str, *, legacy_ok: bool = True) -> str | None:

@@ -50,6 +50,7 @@ from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError, Corrupt
 __all__ = [
     "HEADER_BYTES",
     "MARK",
+    "Bind",
     "body_place",
     "is_sealed",
     "metadata_place",
@@ -71,6 +72,9 @@ _DIGEST: Final = 16
 HEADER_BYTES: Final = len(_START) + 2 * _DIGEST
 
 Place = tuple[str, ...]
+#: Where a payload belongs: (thread id, place). An encrypting saver seals it
+#: there, and a read elsewhere raises ``CiphertextBindingError``.
+Bind = tuple[str, Place]
 
 
 def _digest(domain: bytes, parts: Sequence[str]) -> bytes:

@@ -10,15 +10,21 @@ operations, and evictions that tolerate a concurrent one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 from langgraph.checkpoint.dynamodb._chains import ChainCache, LatestPageHint
 from langgraph.checkpoint.dynamodb._valuecache import ValueCache
 
-if TYPE_CHECKING:
-    from langgraph.checkpoint.dynamodb.base import Placement
+__all__ = ["LATEST_HINTS_MAX", "PLACEMENT_CACHE_MAX", "Location", "Placement", "SaverCaches"]
 
-__all__ = ["LATEST_HINTS_MAX", "PLACEMENT_CACHE_MAX", "SaverCaches"]
+#: Where a channel version lives: copied into every checkpoint item that has
+#: it (``inline``), in the item of the checkpoint that introduced it (``c``),
+#: in its own blob item, or in S3.
+Location = Literal["inline", "c", "blob", "s3"]
+#: A remembered placement: the location; the packed bytes of an inline value
+#: or the id of the checkpoint holding a ``c`` value; and the write tag an
+#: ``s3`` or ``c`` reference carries (``""``: none; see ``_valuecache``).
+Placement = tuple[Location, bytes | str | None, str]
 
 #: Channel versions whose placement a saver remembers (inline ones with
 #: their bytes, at most ``inline_threshold`` each); also the bound on the

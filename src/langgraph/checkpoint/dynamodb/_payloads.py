@@ -11,19 +11,33 @@ the copy another ``serde``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import _binding, _objects
+from langgraph.checkpoint.dynamodb._binding import Bind
+from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.serde import RevivalError
 
-if TYPE_CHECKING:
-    from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, Bind
+__all__ = ["PayloadPolicy", "Payloads"]
 
-__all__ = ["Payloads"]
+
+class PayloadPolicy(Protocol):
+    """What :class:`Payloads` reads from its saver (``BaseDynamoDBSaver`` has all of it)."""
+
+    serde: SerializerProtocol
+    codec: PayloadCodec
+    max_payload_size: int
+    max_payload_objects: int
+    allow_unbound_ciphertext: bool
+
+    @property
+    def tenant_prefix(self) -> str: ...
+
+    def dump_payload(self, value: Any, *, where: str, bind: Bind) -> tuple[str, bytes]: ...
 
 
 class Payloads:
@@ -39,7 +53,7 @@ class Payloads:
 
     __slots__ = ("_saver",)
 
-    def __init__(self, saver: BaseDynamoDBSaver) -> None:
+    def __init__(self, saver: PayloadPolicy) -> None:
         self._saver = saver
 
     @property

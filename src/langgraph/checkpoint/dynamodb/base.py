@@ -16,7 +16,7 @@ import inspect
 import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal, Required, Self, TypedDict, cast
+from typing import Any, Final, Required, Self, TypedDict, cast
 
 from botocore.exceptions import ClientError
 from langgraph.checkpoint.base import (
@@ -24,9 +24,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.dynamodb import _binding, schema
+from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._aws import client_config, error_code
-from langgraph.checkpoint.dynamodb._caches import SaverCaches
+from langgraph.checkpoint.dynamodb._binding import Bind
+from langgraph.checkpoint.dynamodb._caches import Location, Placement, SaverCaches
 from langgraph.checkpoint.dynamodb._keys import ThreadKeys
 from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb._payloads import Payloads
@@ -74,18 +75,6 @@ UNGUARDED_WRITERS: Final = frozenset(
         "delete_for_runs_step",
     )
 )
-
-#: Where a channel version lives: copied into every checkpoint item that has
-#: it (``inline``), in the item of the checkpoint that introduced it (``c``),
-#: in its own blob item, or in S3.
-Location = Literal["inline", "c", "blob", "s3"]
-#: A remembered placement: the location; the packed bytes of an inline value
-#: or the id of the checkpoint holding a ``c`` value; and the write tag an
-#: ``s3`` or ``c`` reference carries (``""``: none; see ``_valuecache``).
-Placement = tuple[Location, bytes | str | None, str]
-#: Where a payload belongs: (thread id, place; see ``_binding``). An encrypting
-#: saver seals it there, and a read elsewhere raises ``CiphertextBindingError``.
-Bind = tuple[str, _binding.Place]
 
 
 class SaverSettings(TypedDict, total=False):

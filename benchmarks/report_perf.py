@@ -505,7 +505,7 @@ def ui_section(res: dict[str, Any]) -> list[str]:
         "- A thread page reads one page of the timeline (`list(before=..., limit=51)`), one Query per namespace "
         "(a skip scan over the sort keys) and, with the prune marks shown (`marks=1`, as measured here; they are "
         "off by default), the newest checkpoints' parent links. A page below the first also reads the keys of the "
-        "page just newer, for its \"newer\" link (one Query, about 51 items): about the same cost on the newest "
+        'page just newer, for its "newer" link (one Query, about 51 items): about the same cost on the newest '
         "page and in the middle of a 10,000-checkpoint thread, never the whole thread.",
         "- The threads page costs one Query per index shard, then, per thread shown, one eventually consistent "
         "Query of at most 200 items and one `get_tuple`, 8 rows at a time: the 10,000-checkpoint thread's row "

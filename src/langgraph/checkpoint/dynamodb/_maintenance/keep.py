@@ -80,12 +80,7 @@ def delete_unkept(
     kept = [(key, it) for key, it in thread.checkpoints.items() if key in keep]
     yield from rehome_held_values(s, thread, kept, keep, res, set())
     yield from delete_items(s, doomed)
-    # Value objects are keyed by version: a kept checkpoint may share one
-    # with a deleted one, so only unshared objects go.
-    s3_doomed = sorted(doomed_s3 - kept_s3)
-    if s3_doomed and s.bucket_name is not None:
-        yield from _requests.delete_s3_keys(s.bucket_name, s3_doomed)
-        res.s3_objects_deleted += len(s3_doomed)
+    yield from _delete_unshared_objects(s, doomed_s3, kept_s3, res)
 
 
 def delete_unkept_streamed(
@@ -151,7 +146,18 @@ def delete_unkept_streamed(
             res.blobs_deleted += 1
             res.bytes_freed += blob_bytes.get(sk, _items.item_size(blob))
     yield from delete_items(s, doomed_items)
-    s3_doomed = sorted(doomed_s3 - kept_s3)
+    yield from _delete_unshared_objects(s, doomed_s3, kept_s3, res)
+
+
+def _delete_unshared_objects(
+    s: BaseDynamoDBSaver, doomed: set[str], kept: set[str], res: PruneResult
+) -> Op[None]:
+    """Delete the S3 objects only deleted items referred to.
+
+    Value objects are keyed by version: a kept checkpoint may share one
+    with a deleted one, so only unshared objects go.
+    """
+    s3_doomed = sorted(doomed - kept)
     if s3_doomed and s.bucket_name is not None:
         yield from _requests.delete_s3_keys(s.bucket_name, s3_doomed)
         res.s3_objects_deleted += len(s3_doomed)

@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
-    from langgraph.checkpoint.dynamodb.local import LocalAWS
+    from langgraph.checkpoint.dynamodb.tools.local import LocalAWS
 
     with LocalAWS() as aws:
         os.environ.update(aws.env())

@@ -28,7 +28,7 @@ WATCH = (
     "moto",
     "langgraph.checkpoint.dynamodb.aio",
     "langgraph.checkpoint.dynamodb.cli",
-    "langgraph.checkpoint.dynamodb.local",
+    "langgraph.checkpoint.dynamodb.tools.local",
     "langgraph.graph",
     "langgraph.pregel",
     "valkey",

@@ -32,7 +32,7 @@ __all__ = ["measure"]
 
 
 async def _bare_hop(n: int) -> list[float]:
-    from langgraph.checkpoint.dynamodb._io_thread import IOThread
+    from langgraph.checkpoint.dynamodb._engine.io_thread import IOThread
 
     io = IOThread()
 

@@ -6,7 +6,7 @@
    default serializer and codec, ``saver.payloads.pack``/``saver.payloads.unpack``) by
    serialized size, for chat text and for poorly compressible tool outputs,
    and what a hop to the loop's default executor and back costs: where the
-   two cross is where offloading pays (``_ops.OFFLOAD_MIN_BYTES``);
+   two cross is where offloading pays (``ops.OFFLOAD_MIN_BYTES``);
 2. the event-loop lag that packing alone causes: ``tasks`` concurrent
    writers each pack a large state ``rounds`` times through the async
    driver (``Compute``, as ``aput`` does) while a 5 ms ticker records how
@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from benchmarks.workloads import _percentile, big_text, reply_text
-from langgraph.checkpoint.dynamodb._fairness import DEFAULT_MAX_IN_FLIGHT
+from langgraph.checkpoint.dynamodb._engine.fairness import DEFAULT_MAX_IN_FLIGHT
 
 __all__ = ["SIZES", "loop_section", "loop_verdict", "measure"]
 
@@ -77,8 +77,8 @@ async def _hop_s(samples: int) -> dict[str, float]:
 
 
 async def _lag(saver: Any, value: list[Any], tasks: int, rounds: int) -> dict[str, float]:
-    from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients
-    from langgraph.checkpoint.dynamodb._ops import compute, size_hint
+    from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, Clients
+    from langgraph.checkpoint.dynamodb._engine.ops import compute, size_hint
 
     driver = AsyncDriver(Clients())
     lags: list[float] = []
@@ -117,7 +117,8 @@ async def _lag(saver: Any, value: list[Any], tasks: int, rounds: int) -> dict[st
 
 def measure(*, repeats: int = 5, tasks: int = 4, rounds: int = 60, lag_kb: int = 64) -> dict[str, Any]:
     """Costs by size, the executor hop, and packing's loop lag with the offload on and off."""
-    from langgraph.checkpoint.dynamodb import DynamoDBSaver, _ops
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+    from langgraph.checkpoint.dynamodb._engine import ops
 
     saver = DynamoDBSaver(table_name="unused", region_name="us-east-1")
     costs = []
@@ -141,13 +142,13 @@ def measure(*, repeats: int = 5, tasks: int = 4, rounds: int = 60, lag_kb: int =
         "rounds": rounds,
         "value_bytes": len(saver.serde.dumps_typed(value)[1]),
     }
-    default = _ops.OFFLOAD_MIN_BYTES
+    default = ops.OFFLOAD_MIN_BYTES
     for label, threshold in (("offload", default), ("on the loop", 1 << 62)):
-        _ops.OFFLOAD_MIN_BYTES = threshold
+        ops.OFFLOAD_MIN_BYTES = threshold
         try:
             runs = [asyncio.run(_lag(saver, value, tasks, rounds)) for _ in range(3)]
         finally:
-            _ops.OFFLOAD_MIN_BYTES = default
+            ops.OFFLOAD_MIN_BYTES = default
         # Medians of 3 runs: a busy machine adds lag of its own to single runs.
         lag[label] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     return {"threshold_bytes": default, "costs": costs, "hop": hop, "lag": lag}
@@ -222,7 +223,7 @@ def loop_section(res: dict[str, Any]) -> list[str]:
         "",
         f"A hop to the loop's default executor and back costs {hop['median_s'] * 1e6:.0f} us (median; p90 "
         f"{hop['p90_s'] * 1e6:.0f} us). The async saver packs and unpacks a payload in that executor from "
-        f"{m['threshold_bytes'] // 1024} KiB (`_ops.OFFLOAD_MIN_BYTES`): below it the work costs about as much "
+        f"{m['threshold_bytes'] // 1024} KiB (`ops.OFFLOAD_MIN_BYTES`): below it the work costs about as much "
         "as the hop, above it it grows linearly while the hop does not. The sync saver packs in place, its "
         "requests unchanged.",
         "",
@@ -241,7 +242,7 @@ def loop_section(res: dict[str, Any]) -> list[str]:
         "ticker. The saver now hands the loop back between a request's CPU phases (its own packing apart from "
         "the caller's step; botocore's building, signing and sending as three callbacks, through `before-call` "
         "and `before-send` handlers on the clients it opens; parsing; decoding), and the tasks that passed the "
-        "turn go on one per loop iteration, first come first served (`_fairness.Turnstile`): a bare yield would "
+        "turn go on one per loop iteration, first come first served (`fairness.Turnstile`): a bare yield would "
         "let all of them run again in the same iteration, back to back. It opens its clients without "
         "botocore's parameter validation (7% of aiobotocore's per-request time under cProfile), and keeps at "
         f"most `max_in_flight` ({DEFAULT_MAX_IN_FLIGHT}) requests per service on the wire, waiting for a slot "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import offload, report_perf
-from langgraph.checkpoint.dynamodb._fairness import DEFAULT_MAX_IN_FLIGHT
+from langgraph.checkpoint.dynamodb._engine.fairness import DEFAULT_MAX_IN_FLIGHT
 
 __all__ = ["PRICES", "write_report"]
 

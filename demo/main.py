@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    from langgraph.checkpoint.dynamodb.local import LocalAWS
+    from langgraph.checkpoint.dynamodb.tools.local import LocalAWS
 
     parser = argparse.ArgumentParser(prog="python -m demo", description="the demo, on a local AWS endpoint")
     parser.add_argument(

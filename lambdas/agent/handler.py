@@ -103,7 +103,8 @@ from typing import Any
 
 from langgraph.types import Command
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError, callers, handlers, runs
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, KeyTooLongError
+from langgraph.checkpoint.dynamodb.lambdas import callers, handlers, runs
 from langgraph.checkpoint.dynamodb.lock import (
     LeaseUnavailableError,
     ResultNotStoredError,
@@ -238,7 +239,7 @@ def _event_thread_id(event: Any) -> str | None:
         return None
 
 
-#: The store's thread id of a caller's thread id (see ``langgraph.checkpoint.dynamodb.callers``).
+#: The store's thread id of a caller's thread id (see ``langgraph.checkpoint.dynamodb.lambdas.callers``).
 thread_key = callers.thread_key
 
 

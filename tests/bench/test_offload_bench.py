@@ -6,12 +6,12 @@ from typing import Any
 
 from benchmarks.offload import SIZES, loop_section, loop_verdict, measure
 
-from langgraph.checkpoint.dynamodb import _ops
+from langgraph.checkpoint.dynamodb._engine import ops
 
 
 def test_offload_measurement_restores_the_threshold_and_orders_its_costs() -> None:
     res = measure(repeats=1, tasks=1, rounds=2, lag_kb=32)
-    assert _ops.OFFLOAD_MIN_BYTES == res["threshold_bytes"] == 16 * 1024  # the "off" run put it back
+    assert ops.OFFLOAD_MIN_BYTES == res["threshold_bytes"] == 16 * 1024  # the "off" run put it back
     assert len(res["costs"]) == 2 * len(SIZES)
     for kind in ("chat", "tool"):
         rows = [c for c in res["costs"] if c["kind"] == kind]

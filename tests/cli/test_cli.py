@@ -26,9 +26,10 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, _inspection, cli, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools import _inspection
 
 BIN = Path(sys.executable).parent
 RUNS: list[str] = []

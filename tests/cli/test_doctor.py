@@ -21,7 +21,7 @@ import boto3
 import pytest
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
-from langgraph.checkpoint.dynamodb.doctor import diagnose
+from langgraph.checkpoint.dynamodb.tools.doctor import diagnose
 
 pytestmark = pytest.mark.usefixtures("moto_endpoint")
 

@@ -40,10 +40,11 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, _export_file, cli, schema
-from langgraph.checkpoint.dynamodb._export_file import put_writes_order
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
 from langgraph.checkpoint.dynamodb.serde import default_serde
-from langgraph.checkpoint.dynamodb.transfer import (
+from langgraph.checkpoint.dynamodb.tools import _export_file
+from langgraph.checkpoint.dynamodb.tools._export_file import put_writes_order
+from langgraph.checkpoint.dynamodb.tools.transfer import (
     FORMAT,
     ExportError,
     ExportFileError,
@@ -924,7 +925,7 @@ def test_failure_at_the_first_write_leaves_the_id_usable(source: dict[str, Any])
 _KILLED_IMPORT = """
 import os, signal, sys
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from langgraph.checkpoint.dynamodb.transfer import PortableSerializer, import_thread
+from langgraph.checkpoint.dynamodb.tools.transfer import PortableSerializer, import_thread
 
 table, bucket, path, target, after = sys.argv[1:]
 saver = DynamoDBSaver(table_name=table, bucket_name=bucket, serde=PortableSerializer())  # as the CLI

@@ -26,14 +26,14 @@ import boto3
 import pytest
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli
-from langgraph.checkpoint.dynamodb.migrate import (
+from langgraph.checkpoint.dynamodb.tools.migrate import (
     CheckpointAwsSource,
     CheckpointAwsSourceError,
     MigrationError,
     migrate_thread,
     migrate_threads,
 )
-from langgraph.checkpoint.dynamodb.transfer import import_marker
+from langgraph.checkpoint.dynamodb.tools.transfer import import_marker
 from tests.dist import checkpoint_aws_graph as g
 from tests.dist.venvs import cached_venv, clean_env
 

@@ -39,8 +39,8 @@ from aws_durable_execution_sdk_python_testing.runner import (
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from langgraph.checkpoint.dynamodb import durable
-from langgraph.checkpoint.dynamodb.durable import (
+from langgraph.checkpoint.dynamodb.lambdas import durable
+from langgraph.checkpoint.dynamodb.lambdas.durable import (
     MAX_INTERRUPT_BYTES,
     MAX_STEP_RESULT_BYTES,
     durable_handler,

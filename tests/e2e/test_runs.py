@@ -23,7 +23,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
-from langgraph.checkpoint.dynamodb.runs import (
+from langgraph.checkpoint.dynamodb.lambdas.runs import (
     RunResult,
     arun_with_deadline,
     continuation_event,
@@ -193,7 +193,7 @@ def test_an_interrupt_is_reported_with_its_value(h: Harness) -> None:
 def test_margin_follows_the_longest_superstep() -> None:
     from langgraph.runtime import RunControl
 
-    from langgraph.checkpoint.dynamodb.runs import DeadlineWatch
+    from langgraph.checkpoint.dynamodb.lambdas.runs import DeadlineWatch
 
     left = [10.0]
     watch = DeadlineWatch(lambda: left[0], control=RunControl(), min_margin=1.0, factor=2.0)
@@ -341,7 +341,7 @@ _KILLED_WORKER = """
 import sys, time
 from tests.e2e.test_runs import chain, Deadline, RUNS
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from langgraph.checkpoint.dynamodb.runs import run_with_deadline
+from langgraph.checkpoint.dynamodb.lambdas.runs import run_with_deadline
 import tests.e2e.test_runs as mod
 
 log = open(sys.argv[3], "a", buffering=1)

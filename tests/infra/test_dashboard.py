@@ -20,7 +20,8 @@ pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
 from cdk_helpers import FAST_CONTEXT, Synth, flatten, synthesize
 
-from langgraph.checkpoint.dynamodb import handlers, schema
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb.lambdas import handlers
 from langgraph.checkpoint.dynamodb.lambdas.metrics import JOB_METRICS
 from langgraph.checkpoint.dynamodb.lifecycle import SweepReport
 

@@ -24,8 +24,8 @@ pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
 from tests.support import iam
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers, schema
-from langgraph.checkpoint.dynamodb.lambdas import orphan_sweeper, pruner
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb.lambdas import handlers, orphan_sweeper, pruner
 
 SWEEPER = "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler"
 PRUNER = "langgraph.checkpoint.dynamodb.lambdas.pruner.handler"

@@ -35,8 +35,9 @@ from tests.support.harness import uuid6_at
 from tests.support.iam import Recorder, Request, check_role, data_statements
 from tests.support.iam import matching as _matching
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, handlers, schema
-from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, schema
+from langgraph.checkpoint.dynamodb.lambdas import handlers
+from langgraph.checkpoint.dynamodb.lambdas.handlers import StoreConfig
 
 REF = "LangGraphCheckpointStack"
 TABLE = "<CheckpointStoreTable.Arn>"

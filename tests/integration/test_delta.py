@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.dynamodb._maintenance import pruning, threads
+from langgraph.checkpoint.dynamodb._operations import pruning, threads
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, new_thread
 

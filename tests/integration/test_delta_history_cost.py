@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, new_thread
 

@@ -101,7 +101,7 @@ def test_dead_local_endpoint_fails_within_seconds(mode: str, host: str, loop_thr
 
 def test_only_loopback_endpoints_skip_retries() -> None:
     """Retries against AWS (and any other host) are untouched."""
-    from langgraph.checkpoint.dynamodb._aws import is_local_endpoint
+    from langgraph.checkpoint.dynamodb._engine.aws import is_local_endpoint
 
     assert is_local_endpoint("http://127.0.0.1:4566") and is_local_endpoint("http://localhost:8000")
     assert is_local_endpoint("http://[::1]:8000")

@@ -19,7 +19,7 @@ import pytest
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
-from langgraph.checkpoint.dynamodb._ops import OFFLOAD_MIN_BYTES
+from langgraph.checkpoint.dynamodb._engine.ops import OFFLOAD_MIN_BYTES
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.serde import default_serde
 from tests.support.harness import cfg, checkpoint_of, new_thread

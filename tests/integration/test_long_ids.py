@@ -211,7 +211,7 @@ def test_the_cli_and_export_import_on_a_long_thread(harness: Harness, tmp_path: 
     """The operator's tools see such a thread as any other: listed, its history, stats, a file round trip."""
     import json
 
-    from langgraph.checkpoint.dynamodb.transfer import export_thread, import_thread
+    from langgraph.checkpoint.dynamodb.tools.transfer import export_thread, import_thread
 
     thread_id = _thread(CJK)
     _store_long_thread(harness, thread_id)

@@ -28,13 +28,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, schema
-from langgraph.checkpoint.dynamodb.migrate import (
+from langgraph.checkpoint.dynamodb.tools.migrate import (
     MigrationConflictError,
     MigrationError,
     migrate_thread,
     migrate_threads,
 )
-from langgraph.checkpoint.dynamodb.transfer import TargetExistsError, import_marker
+from langgraph.checkpoint.dynamodb.tools.transfer import TargetExistsError, import_marker
 
 pytestmark = pytest.mark.usefixtures("moto_endpoint")
 

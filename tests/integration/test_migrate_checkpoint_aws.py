@@ -22,8 +22,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from langgraph.checkpoint.dynamodb._migrate_aws import renumber_versions
-from langgraph.checkpoint.dynamodb.migrate import (
+from langgraph.checkpoint.dynamodb.tools._migrate_aws import renumber_versions
+from langgraph.checkpoint.dynamodb.tools.migrate import (
     CheckpointAwsSource,
     CheckpointAwsSourceError,
     migrate_thread,

@@ -25,8 +25,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.types import Command
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
-from langgraph.checkpoint.dynamodb.migrate import MigrationError, migrate_thread, migrate_threads
-from langgraph.checkpoint.dynamodb.transfer import import_marker
+from langgraph.checkpoint.dynamodb.tools.migrate import MigrationError, migrate_thread, migrate_threads
+from langgraph.checkpoint.dynamodb.tools.transfer import import_marker
 from tests.integration.postgres_server import throwaway_server
 from tests.integration.test_migrate import STAGES, assert_same, build_graph, cfg, fresh, item_count, run_to
 

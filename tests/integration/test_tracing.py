@@ -184,7 +184,8 @@ def test_no_payload_in_errors_or_span_status(
     from langgraph.checkpoint.base.id import uuid6
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    from langgraph.checkpoint.dynamodb import CorruptPayloadError, _binding, schema
+    from langgraph.checkpoint.dynamodb import CorruptPayloadError, schema
+    from langgraph.checkpoint.dynamodb._parts import binding
     from langgraph.checkpoint.dynamodb.codec import PayloadCodec
     from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
     from tests.security import _serde_gadgets as gadgets
@@ -205,9 +206,9 @@ def test_no_payload_in_errors_or_span_status(
             )
         )
         # Sealed where it is read (the thread, channel v at version 1): it decrypts there.
-        place = _binding.value_place("", "v", "1")
-        type_name, data = _binding.seal_serialized(
-            serde, ("msgpack", record), _binding.thread_digest("", "t-secret"), place
+        place = binding.value_place("", "v", "1")
+        type_name, data = binding.seal_serialized(
+            serde, ("msgpack", record), binding.thread_digest("", "t-secret"), place
         )
         boto3.client("dynamodb").update_item(
             TableName=names["table_name"],

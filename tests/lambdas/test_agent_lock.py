@@ -368,7 +368,7 @@ def test_lock_items_of_earlier_versions_are_watched_by_owner_and_expiry(saver: D
 
 def test_bound_copies_share_the_savers_clients_and_pool(saver: DynamoDBSaver) -> None:
     """A bound copy per request must not leave a thread pool (or clients) behind."""
-    from langgraph.checkpoint.dynamodb._ops import Gather, ddb
+    from langgraph.checkpoint.dynamodb._engine.ops import Gather, ddb
 
     t = _thread()
     with ThreadLease(saver, t, heartbeat=False) as lease:

@@ -25,8 +25,8 @@ from typing import Any
 import boto3
 import pytest
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, handlers, schema
-from langgraph.checkpoint.dynamodb.lambdas import orphan_sweeper, pruner, reaper
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, schema
+from langgraph.checkpoint.dynamodb.lambdas import handlers, orphan_sweeper, pruner, reaper
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.harness import uuid6_at
 

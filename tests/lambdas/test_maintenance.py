@@ -21,9 +21,9 @@ from typing import Any
 import boto3
 import pytest
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, schema
 from langgraph.checkpoint.dynamodb.errors import StoreNotFoundError
-from langgraph.checkpoint.dynamodb.lambdas import maintenance
+from langgraph.checkpoint.dynamodb.lambdas import handlers, maintenance
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.graphs import chat_graph
 from tests.support.harness import Harness, cfg, checkpoint_of, new_thread
@@ -401,7 +401,7 @@ def test_foreign_and_forged_tokens_are_rejected(store: dict[str, str]) -> None:
 
 def _computed_token(saver: DynamoDBSaver, source: str, target: str, root: str, **state: Any) -> str:
     """The token anyone can compute: the binding is a digest of public fields, not a signature."""
-    from langgraph.checkpoint.dynamodb._maintenance import steps
+    from langgraph.checkpoint.dynamodb._operations import steps
 
     binding = steps.request_binding("copy_thread", saver.tenant_prefix, {"source": source, "target": target})
     doc = {"root": root, "upto": "\uffff", "phase": "objects", "after": None, **state}
@@ -417,8 +417,8 @@ def test_a_computed_token_does_not_merge_a_copy_into_a_thread_with_its_own_histo
     the copy without looking at the target: the source's checkpoints were
     merged into the victim's history and became its latest state.
     """
-    from langgraph.checkpoint.dynamodb._items import ThreadItems
-    from langgraph.checkpoint.dynamodb._maintenance import steps
+    from langgraph.checkpoint.dynamodb._operations import steps
+    from langgraph.checkpoint.dynamodb._parts.shapes import ThreadItems
 
     writer = _writer(store)
     source, victim = new_thread(), new_thread()
@@ -794,8 +794,8 @@ def test_a_copy_from_a_missing_source_is_rejected_and_leaves_no_thread(store: di
 
 def test_a_forged_finish_token_leaves_no_thread(store: dict[str, str]) -> None:
     """Unsigned (no key configured): a computed ``finish`` token used to answer ``done`` with nothing copied."""
-    from langgraph.checkpoint.dynamodb._items import ThreadItems
-    from langgraph.checkpoint.dynamodb._maintenance import steps
+    from langgraph.checkpoint.dynamodb._operations import steps
+    from langgraph.checkpoint.dynamodb._parts.shapes import ThreadItems
 
     writer = _writer(store)
     source = new_thread()
@@ -875,7 +875,7 @@ def test_a_finished_copy_leaves_no_marker_and_is_listed(
 
 
 def _resumable_marker() -> str:
-    from langgraph.checkpoint.dynamodb._maintenance.steps import COPY_MARKER_SK
+    from langgraph.checkpoint.dynamodb._operations.steps import COPY_MARKER_SK
 
     return COPY_MARKER_SK
 

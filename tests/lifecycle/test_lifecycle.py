@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, clock, schema
-from langgraph.checkpoint.dynamodb.handlers import reset_saver
+from langgraph.checkpoint.dynamodb.lambdas.handlers import reset_saver
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
 from tests.support.graphs import chat_graph
 from tests.support.harness import cfg, new_thread, s3_objects, scan_table

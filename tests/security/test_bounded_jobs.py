@@ -196,7 +196,7 @@ def test_expiry_reaps_a_huge_thread_and_records_only_an_outline_too_large(
     _stuff(names["table_name"], huge, in_outline=stuffing == "outline")
     # The jobs' default budget (an eighth of a Lambda's memory, 8 MiB at least), made small here.
     monkeypatch.setattr(
-        "langgraph.checkpoint.dynamodb._maintenance.sweeps.default_thread_budget", lambda: 1 * MIB
+        "langgraph.checkpoint.dynamodb._operations.sweeps.default_thread_budget", lambda: 1 * MIB
     )
 
     report = ttl_saver.purge_expired()

@@ -25,7 +25,7 @@ import pytest
 from benchmarks.bounded import attack, prepare, run_reader, zlib_bomb, zstd_bomb
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, CorruptPayloadError, DynamoDBSaver, schema
-from langgraph.checkpoint.dynamodb._ops import Call
+from langgraph.checkpoint.dynamodb._engine.ops import Call
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from tests.support.harness import Harness, new_thread
 
@@ -259,7 +259,7 @@ def test_peak_memory_of_a_reader_fed_a_bomb(
 
 def test_lambda_environment_sets_the_limit(moto_endpoint: str) -> None:
     """``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` reaches the Lambdas' saver; a bad value names the variable."""
-    from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+    from langgraph.checkpoint.dynamodb.lambdas.handlers import StoreConfig
 
     with StoreConfig.from_env(
         {"LANGGRAPH_DYNAMODB_TABLE": "t", "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE": "1000"}

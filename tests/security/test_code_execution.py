@@ -46,14 +46,8 @@ from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.dynamodb import (
-    AsyncDynamoDBSaver,
-    CorruptPayloadError,
-    DynamoDBSaver,
-    _binding,
-    cli,
-    schema,
-)
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, CorruptPayloadError, DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb._parts import binding
 from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from langgraph.checkpoint.dynamodb.serde import (
     RefusedTypeError,
@@ -62,7 +56,7 @@ from langgraph.checkpoint.dynamodb.serde import (
     is_permissive,
     strict_serde,
 )
-from langgraph.checkpoint.dynamodb.transfer import (
+from langgraph.checkpoint.dynamodb.tools.transfer import (
     ExportError,
     PortableSerializer,
     export_thread,
@@ -130,8 +124,8 @@ def _plant(
         # Sealed where it is read (thread, channel v at version 1), as its
         # writer would: the decoder's rule is what is under test, not the seal.
         assert isinstance(serde, EncryptedSerializer)
-        place = _binding.value_place("", "v", "1")
-        typed = _binding.seal_serialized(serde, typed, _binding.thread_digest("", thread), place)
+        place = binding.value_place("", "v", "1")
+        typed = binding.seal_serialized(serde, typed, binding.thread_digest("", thread), place)
     c = stored["configurable"]
     boto3.client("dynamodb").update_item(
         TableName=store["table_name"],

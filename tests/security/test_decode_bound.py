@@ -21,9 +21,9 @@ import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb import PayloadLimitError, PayloadTooLargeError
-from langgraph.checkpoint.dynamodb._objects import count_objects
+from langgraph.checkpoint.dynamodb._parts.objects import count_objects
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
-from langgraph.checkpoint.dynamodb.transfer import export_thread, import_thread
+from langgraph.checkpoint.dynamodb.tools.transfer import export_thread, import_thread
 from tests.support.harness import Harness, cfg, checkpoint_of, new_thread
 
 MIB = 1024 * 1024

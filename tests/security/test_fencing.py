@@ -27,8 +27,8 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
-from langgraph.checkpoint.dynamodb._items import item_size
-from langgraph.checkpoint.dynamodb._ops import ddb
+from langgraph.checkpoint.dynamodb._engine.ops import ddb
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb.base import write_item
 from langgraph.checkpoint.dynamodb.lock import (
     ANY_CHECKPOINT,

@@ -21,8 +21,8 @@ from typing import Any
 import boto3
 import pytest
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, handlers, schema
-from langgraph.checkpoint.dynamodb.lambdas import maintenance, tokens
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb.lambdas import handlers, maintenance, tokens
 from tests.support.harness import cfg, checkpoint_of, new_thread
 from tests.support.lambda_context import AMPLE, TINY
 
@@ -117,7 +117,7 @@ def test_tokens_are_signed_and_a_signed_copy_runs_to_the_end(store: dict[str, st
 
 def test_a_forged_token_is_rejected(store: dict[str, str]) -> None:
     """A token computed as the library computes one (the digest is public): no signature, refused."""
-    from langgraph.checkpoint.dynamodb._maintenance import steps
+    from langgraph.checkpoint.dynamodb._operations import steps
 
     writer = _writer(store)
     source, target = new_thread(), new_thread()

@@ -28,7 +28,7 @@ def store(moto_endpoint: str) -> dict[str, str]:
 
 
 def _size(item: dict) -> int:  # type: ignore[type-arg]
-    from langgraph.checkpoint.dynamodb._items import item_size
+    from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 
     return item_size(item)
 

@@ -739,7 +739,7 @@ class HandlerGuard:
     # -- recording
 
     def _attribute(self, client: Any) -> tuple[str, ...]:
-        from langgraph.checkpoint.dynamodb import handlers
+        from langgraph.checkpoint.dynamodb.lambdas import handlers
 
         here = self._threads.get(threading.get_ident())
         created = self._created.get(client)
@@ -755,7 +755,7 @@ class HandlerGuard:
 
     @staticmethod
     def _store() -> Store:
-        from langgraph.checkpoint.dynamodb import handlers
+        from langgraph.checkpoint.dynamodb.lambdas import handlers
 
         saver: Any = handlers.cached_saver()
         if saver is None:

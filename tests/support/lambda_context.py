@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langgraph.checkpoint.dynamodb import handlers
+from langgraph.checkpoint.dynamodb.lambdas import handlers
 
 
 class FakeContext:

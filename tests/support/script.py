@@ -3,7 +3,7 @@
 As h11 and httpcore test their protocol logic, the unit tier feeds an
 operation the responses it would get and checks the requests it makes. A
 :class:`Script` takes the place of a saver's driver (``_drivers``,
-see ``_drivers.py``), so tests call the saver's public methods and still see
+see ``_engine/drivers.py``), so tests call the saver's public methods and still see
 every request, in the order the operation issued it (a ``Gather`` is
 answered call by call, in order: deterministic, unlike a thread pool).
 
@@ -28,9 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
-from langgraph.checkpoint.dynamodb._aws import translate_errors
-from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Call, Gather, Sleep
+from langgraph.checkpoint.dynamodb._engine.aws import translate_errors
+from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, SyncDriver
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Sleep
 
 Response = dict[str, Any] | BaseException | Callable[[Call], Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph.checkpoint.dynamodb.callers import CallerError, caller_of, is_http_event, thread_key
+from langgraph.checkpoint.dynamodb.lambdas.callers import CallerError, caller_of, is_http_event, thread_key
 
 POOL_ROLE = "arn:aws:sts::123456789012:assumed-role/Cognito_PoolAuth_Role/CognitoIdentityCredentials"
 

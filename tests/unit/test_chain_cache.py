@@ -14,8 +14,8 @@ import pytest
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._chains import ChainCache
-from langgraph.checkpoint.dynamodb._ops import Call
+from langgraph.checkpoint.dynamodb._engine.ops import Call
+from langgraph.checkpoint.dynamodb._parts.chains import ChainCache
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import Script, call, scripted_saver
 

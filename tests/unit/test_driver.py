@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb._aws import translate_errors
-from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import (
+from langgraph.checkpoint.dynamodb._engine.aws import translate_errors
+from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, Clients, SyncDriver
+from langgraph.checkpoint.dynamodb._engine.ops import (
     OFFLOAD_MIN_BYTES,
     Call,
     Emit,
@@ -611,7 +611,7 @@ def _runs_between_ticks(tasks: int, passes: int) -> list[list[int]]:
     A ticker task (a plain ``sleep(0)``) marks every iteration; each phase
     marks its task's number. The lists are what ran between two ticks.
     """
-    from langgraph.checkpoint.dynamodb._fairness import pass_turn
+    from langgraph.checkpoint.dynamodb._engine.fairness import pass_turn
 
     marks: list[Any] = []
 
@@ -654,7 +654,7 @@ def test_tasks_that_pass_the_turn_go_on_one_per_loop_iteration_in_order() -> Non
 
 
 def test_a_cancelled_task_waiting_for_its_turn_does_not_hold_up_the_others() -> None:
-    from langgraph.checkpoint.dynamodb._fairness import pass_turn
+    from langgraph.checkpoint.dynamodb._engine.fairness import pass_turn
 
     async def main() -> list[str]:
         done: list[str] = []
@@ -678,7 +678,7 @@ def test_the_turnstile_of_a_finished_loop_is_not_kept() -> None:
     import gc
     import weakref
 
-    from langgraph.checkpoint.dynamodb._fairness import pass_turn, turnstiles
+    from langgraph.checkpoint.dynamodb._engine.fairness import pass_turn, turnstiles
 
     loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
 
@@ -719,7 +719,7 @@ def test_the_in_flight_slots_of_a_finished_loop_are_not_kept() -> None:
 
 
 def test_an_in_flight_slot_handed_to_a_cancelled_waiter_goes_to_the_next() -> None:
-    from langgraph.checkpoint.dynamodb._fairness import Slots
+    from langgraph.checkpoint.dynamodb._engine.fairness import Slots
 
     async def main() -> list[str]:
         slots = Slots(1)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
-from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+from langgraph.checkpoint.dynamodb.lambdas.handlers import StoreConfig
 
 CANONICAL = {
     "LANGGRAPH_DYNAMODB_TABLE": "ckpt",
@@ -211,7 +211,7 @@ def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch)
 
 def test_local_prints_the_canonical_names(monkeypatch: pytest.MonkeyPatch) -> None:
     from langgraph.checkpoint.dynamodb import config
-    from langgraph.checkpoint.dynamodb.local import LocalAWS
+    from langgraph.checkpoint.dynamodb.tools.local import LocalAWS
 
     aws = LocalAWS()
     # env() needs only the URL, no server

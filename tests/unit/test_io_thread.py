@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb._io_thread import IOThread
+from langgraph.checkpoint.dynamodb._engine.io_thread import IOThread
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("WHO", default="nobody")

@@ -1,4 +1,4 @@
-"""The latest-checkpoint Query reads what the latest checkpoint needs (``_read.latest_limit``)."""
+"""The latest-checkpoint Query reads what the latest checkpoint needs (``read.latest_limit``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.dynamodb import _read, schema
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._operations import read
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import Script, call, scripted_saver
 
@@ -49,7 +50,7 @@ def test_a_saver_that_knows_nothing_reads_the_default_page_then_what_was_needed(
     script.when("query", {"Items": [item]}, {"Items": [item]})
     assert call(reader, "get_tuple", CFG) is not None
     assert call(reader, "get_tuple", CFG) is not None
-    assert _limits(script) == [_read.LATEST_PAGE, 1]
+    assert _limits(script) == [read.LATEST_PAGE, 1]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -82,7 +83,7 @@ def test_a_page_that_falls_short_reads_on_and_answers_the_same(mode: str) -> Non
     last = {ATTR.PK: w[ATTR.PK], ATTR.SK: w[ATTR.SK]}
     script.when("query", {"Items": [w], "LastEvaluatedKey": last}, {"Items": [item]})
     tup = call(saver, "get_tuple", CFG)
-    assert _limits(script) == [1, _read.LATEST_PAGE_MORE]
+    assert _limits(script) == [1, read.LATEST_PAGE_MORE]
     assert [pw[0] for pw in tup.pending_writes] == ["task-9"]
     # Learned: the next read takes both in one page.
     script.reset()
@@ -105,6 +106,6 @@ def test_a_latest_that_references_held_values_reads_the_full_page(mode: str) -> 
     script.reset()
     script.when("query", {"Items": list(reversed(items))})
     tup = call(saver, "get_tuple", CFG)
-    assert _limits(script) == [_read.LATEST_PAGE]
+    assert _limits(script) == [read.LATEST_PAGE]
     assert script.methods() == ["dynamodb.query"]  # the holder came on the same page
     assert tup.checkpoint["channel_values"]["big"] == big

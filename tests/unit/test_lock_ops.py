@@ -23,7 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, schema
-from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb
 from langgraph.checkpoint.dynamodb.lock import (
     ANY_CHECKPOINT,
     STATUS_DONE,

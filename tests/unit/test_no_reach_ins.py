@@ -10,7 +10,7 @@ search through the package.
 Read from the source (AST), so the check covers code that never runs in
 the unit tier. Allowed: ``self.``/``cls.`` (an object's own members) anywhere,
 and anything inside the saver's own modules (``base.py``, ``saver.py``,
-``aio.py``, and ``_methods.py``, which builds the savers' methods).
+``aio.py``, and ``_engine/methods.py``, which builds the savers' methods).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PKG_DIR = ROOT / "src" / "langgraph" / "checkpoint" / "dynamodb"
 PKG = "langgraph.checkpoint.dynamodb"
 SAVER_MODULES = ("base.py", "saver.py", "aio.py")
-SAVER_OWN = {PKG_DIR / name for name in (*SAVER_MODULES, "_methods.py")}
+SAVER_OWN = {PKG_DIR / name for name in (*SAVER_MODULES, "_engine/methods.py")}
 TREES = ("src", "lambdas", "tests", "benchmarks", "demo", "infra")
 
 
@@ -118,15 +118,15 @@ def test_the_check_finds_each_kind_of_reach_in(tmp_path: Path) -> None:
     """The checker flags a saver member, a module's private name, and a private import."""
     sample = tmp_path / "sample.py"
     sample.write_text(
-        "from langgraph.checkpoint.dynamodb import _read\n"
-        "from langgraph.checkpoint.dynamodb._read import _MISS\n"
+        "from langgraph.checkpoint.dynamodb._operations import read\n"
+        "from langgraph.checkpoint.dynamodb._operations.read import _MISS\n"
         "def f(saver):\n"
         "    saver._clients, self._clients\n"
-        "    return _read._MISS\n"
+        "    return read._MISS\n"
     )
     found = {hit.split(": ", 1)[1] for hit in reach_ins(sample, saver_private_members())}
     assert found == {
-        "from langgraph.checkpoint.dynamodb._read import _MISS",
+        "from langgraph.checkpoint.dynamodb._operations.read import _MISS",
         "._clients (a saver's private member)",
-        "_read._MISS",
+        "read._MISS",
     }, found

@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._ops import Call
+from langgraph.checkpoint.dynamodb._engine.ops import Call
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import Script, call, scripted_saver

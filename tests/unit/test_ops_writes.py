@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.dynamodb import clock, schema
-from langgraph.checkpoint.dynamodb._binding import write_place
+from langgraph.checkpoint.dynamodb._parts.binding import write_place
 from langgraph.checkpoint.dynamodb.errors import PayloadTooLargeError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from tests.support.script import call, scripted_saver

@@ -12,7 +12,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_readme_key_ring_snippet_builds_a_sealing_saver(monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph.checkpoint.dynamodb import _binding
+    from langgraph.checkpoint.dynamodb._parts import binding
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     text = README.read_text()
@@ -25,6 +25,6 @@ def test_the_readme_key_ring_snippet_builds_a_sealing_saver(monkeypatch: pytest.
     assert saver.payloads.seals and ns["ring"].key_ids == ("2026-12", "2026-06")
     typed = saver.dump_payload({"x": 1}, where="r", bind=("t", ("p",)))
     assert typed[0].endswith("+bound1:aesgcm.2026-12")
-    assert _binding.is_sealed(typed[0]) and saver.load_payload(typed, where="r", bind=("t", ("p",))) == {
+    assert binding.is_sealed(typed[0]) and saver.load_payload(typed, where="r", bind=("t", ("p",))) == {
         "x": 1
     }

@@ -4,7 +4,7 @@ Three promises, each checked over a grid of lengths and alphabets: every
 key fits its AWS limit whatever the ids (up to ``MAX_ID_BYTES``); a key that
 fit whole before digests existed is byte for byte what it was (stores
 written by earlier versions read as before); and a digested item's whole ids
-come back from ``_items.parse_sk`` only if they make the item's own key.
+come back from ``shapes.parse_sk`` only if they make the item's own key.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
-from langgraph.checkpoint.dynamodb import DynamoDBSaver, _items, schema
+from langgraph.checkpoint.dynamodb import DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -104,17 +105,17 @@ def test_namespace_prefixes_are_one_per_namespace() -> None:
 
 def _item(sk: str, **ids: str) -> dict[str, object]:
     item: dict[str, object] = {ATTR.PK: {"S": "t"}, ATTR.SK: {"S": sk}}
-    return _items.keep_whole_ids(item, **ids)  # type: ignore[arg-type]
+    return shapes.keep_whole_ids(item, **ids)  # type: ignore[arg-type]
 
 
 def test_parse_sk_gives_the_whole_ids_of_a_digested_item() -> None:
     ns, cid, task = "n" * 1_200, UUID, "t" * 900
     item = _item(schema.writes_sk(ns, cid, task, 5), ns=ns, id=cid, task=task)
-    assert _items.parse_sk(item) == (ns, schema.WRITES_ITEM, cid, task)  # type: ignore[arg-type]
+    assert shapes.parse_sk(item) == (ns, schema.WRITES_ITEM, cid, task)  # type: ignore[arg-type]
     blob = _item(schema.blob_sk(ns, "ch" * 600, "9"), ns=ns, ch="ch" * 600, ver="9")
-    assert _items.parse_sk(blob) == (ns, schema.BLOB_ITEM, "ch" * 600, "9")  # type: ignore[arg-type]
+    assert shapes.parse_sk(blob) == (ns, schema.BLOB_ITEM, "ch" * 600, "9")  # type: ignore[arg-type]
     tomb = _item(schema.tombstone_sk(ns), ns=ns)
-    assert _items.parse_sk(tomb) == (ns, schema.TOMBSTONE_ITEM, "", None)  # type: ignore[arg-type]
+    assert shapes.parse_sk(tomb) == (ns, schema.TOMBSTONE_ITEM, "", None)  # type: ignore[arg-type]
     plain = _item(schema.checkpoint_sk("short", cid), ns="short", id=cid)
     assert ATTR.KEY not in plain and ATTR.FORMAT not in plain  # an item that fits stays as it was
 
@@ -134,7 +135,7 @@ def test_a_forged_id_map_is_refused(forge: object) -> None:
     item = _item(schema.writes_sk(ns, UUID, task), ns=ns, id=UUID, task=task)
     forge(item[ATTR.KEY]["M"])  # type: ignore[index, operator]
     with pytest.raises(CorruptPayloadError):
-        _items.parse_sk(item)  # type: ignore[arg-type]
+        shapes.parse_sk(item)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("tenant", ["", "acme", "t" * 120])

@@ -18,7 +18,7 @@ import pytest
 from botocore.loaders import JSONFileLoader
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver
-from langgraph.checkpoint.dynamodb._aws import share_models
+from langgraph.checkpoint.dynamodb._engine.aws import share_models
 
 OPTIONS: dict[str, Any] = {
     "table_name": "t",

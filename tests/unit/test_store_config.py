@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph.checkpoint.dynamodb.handlers import StoreConfig
+from langgraph.checkpoint.dynamodb.lambdas.handlers import StoreConfig
 
 T = "LANGGRAPH_DYNAMODB_TABLE"
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from langgraph.checkpoint.dynamodb._valuecache import ValueCache
+from langgraph.checkpoint.dynamodb._parts.valuecache import ValueCache
 
 
 def test_entries_need_a_tag() -> None:

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb import _items, _requests, schema
-from langgraph.checkpoint.dynamodb._methods import async_method, blocking, sync_method
-from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._engine.methods import async_method, blocking, sync_method
+from langgraph.checkpoint.dynamodb._engine.ops import Op
+from langgraph.checkpoint.dynamodb._operations import requests
+from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
@@ -36,8 +38,8 @@ def _savers() -> tuple[type, type]:
     ns: dict[str, Any] = {
         "BaseDynamoDBSaver": BaseDynamoDBSaver,
         "Op": Op,
-        "_requests": _requests,
-        "_items": _items,
+        "requests": requests,
+        "shapes": shapes,
         "ATTR": ATTR,
     }
     exec(op_src, ns)  # step 1, as the document writes it
@@ -47,7 +49,7 @@ def _savers() -> tuple[type, type]:
         "sync_method": sync_method,
         "async_method": async_method,
         "blocking": blocking,
-        "_read": read_module,
+        "read": read_module,
     }
     sync_ns: dict[str, Any] = {}
     exec(sync_line, env, sync_ns)  # step 2, one line per saver

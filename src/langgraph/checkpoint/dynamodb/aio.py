@@ -24,21 +24,29 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _history, _read, _write
-from langgraph.checkpoint.dynamodb._aws import (
+from langgraph.checkpoint.dynamodb._engine.aws import (
     client_region,
     fail_fast_on_local_endpoint,
     region_required,
     share_models,
     translate_errors,
 )
-from langgraph.checkpoint.dynamodb._drivers import AsyncDriver
-from langgraph.checkpoint.dynamodb._fairness import DEFAULT_MAX_IN_FLIGHT, split_request_phases
-from langgraph.checkpoint.dynamodb._io_thread import ClientsView, IOState, IOThread
-from langgraph.checkpoint.dynamodb._maintenance import copying, deleting, pruning, steps, sweeps
-from langgraph.checkpoint.dynamodb._methods import SettingsSignature, async_method, blocking
-from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb._tracing import traced
+from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver
+from langgraph.checkpoint.dynamodb._engine.fairness import DEFAULT_MAX_IN_FLIGHT, split_request_phases
+from langgraph.checkpoint.dynamodb._engine.io_thread import ClientsView, IOState, IOThread
+from langgraph.checkpoint.dynamodb._engine.methods import SettingsSignature, async_method, blocking
+from langgraph.checkpoint.dynamodb._engine.ops import Op
+from langgraph.checkpoint.dynamodb._engine.tracing import traced
+from langgraph.checkpoint.dynamodb._operations import (
+    copying,
+    deleting,
+    history,
+    pruning,
+    read,
+    steps,
+    sweeps,
+    write,
+)
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 
@@ -151,7 +159,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
-        #: Runs this saver's operations (``_drivers.AsyncDriver``); its copies share it.
+        #: Runs this saver's operations (``drivers.AsyncDriver``); its copies share it.
         self.driver = AsyncDriver(
             self,
             max_concurrency=self._max_concurrency,
@@ -336,7 +344,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         With its pending writes and its parent's config, as
         ``BaseCheckpointSaver.aget_tuple`` asks; see ``DynamoDBSaver.get_tuple``.
         """
-        return await self._run(_read.get_tuple(self, config))
+        return await self._run(read.get_tuple(self, config))
 
     async def alist(
         self,
@@ -351,7 +359,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         ``config`` ``None`` lists every thread's (see ``BaseCheckpointSaver.alist``).
         """
         async for t in self._iter(
-            _read.list_checkpoints(self, config, filter=filter, before=before, limit=limit)
+            read.list_checkpoints(self, config, filter=filter, before=before, limit=limit)
         ):
             yield t
 
@@ -366,7 +374,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
         Returns the config naming the stored checkpoint (see ``BaseCheckpointSaver.aput``).
         """
-        return await self._run(_write.put(self, config, checkpoint, metadata, new_versions))
+        return await self._run(write.put(self, config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -379,7 +387,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
 
         The writes belong to the checkpoint ``config`` names (see ``BaseCheckpointSaver.aput_writes``).
         """
-        await self._run(_write.put_writes(self, config, writes, task_id, task_path))
+        await self._run(write.put_writes(self, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str, *, force: bool = False) -> None:
         """Delete every item and S3 object of a thread (see ``DynamoDBSaver.delete_thread``)."""
@@ -488,7 +496,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Delta-channel history in a constant number of round trips (see ``DynamoDBSaver``'s)."""
-        return await self._run(_history.delta_history(self, config, channels))
+        return await self._run(history.delta_history(self, config, channels))
 
     acopy_thread = async_method(copying.copy_thread)
     amigrate_tenant_thread = async_method(copying.migrate_tenant_thread)

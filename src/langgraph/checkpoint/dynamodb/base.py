@@ -4,9 +4,9 @@ What lives here: settings and their checks, ids and keys (partition keys,
 S3 keys, tenant views), the serializer and codec, the caches a saver keeps
 (value placements, lineage roots, head TTLs, delta depth hints), ``setup``
 and ``get_next_version``. The operations themselves are plain sans-I/O
-functions in modules by concern (``_write``, ``_read``, ``_history``,
-``_heads``, the ``_maintenance`` package); ``DynamoDBSaver`` and
-``AsyncDynamoDBSaver`` run them with their driver (``_drivers``).
+functions in modules by concern (``write``, ``read``, ``history``,
+``heads``, the ``_maintenance`` package); ``DynamoDBSaver`` and
+``AsyncDynamoDBSaver`` run them with their driver (``drivers``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._aws import client_config, error_code
-from langgraph.checkpoint.dynamodb._binding import Bind
-from langgraph.checkpoint.dynamodb._caches import Location, Placement, SaverCaches
-from langgraph.checkpoint.dynamodb._keys import ThreadKeys
-from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb, s3
-from langgraph.checkpoint.dynamodb._payloads import Payloads
-from langgraph.checkpoint.dynamodb._valuecache import DEFAULT_VALUE_CACHE_BYTES
+from langgraph.checkpoint.dynamodb._engine.aws import client_config, error_code
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._parts.binding import Bind
+from langgraph.checkpoint.dynamodb._parts.caches import Location, Placement, SaverCaches
+from langgraph.checkpoint.dynamodb._parts.keys import ThreadKeys
+from langgraph.checkpoint.dynamodb._parts.payloads import Payloads
+from langgraph.checkpoint.dynamodb._parts.valuecache import DEFAULT_VALUE_CACHE_BYTES
 from langgraph.checkpoint.dynamodb.codec import (
     DEFAULT_COMPRESSION,
     DEFAULT_MAX_PAYLOAD_OBJECTS,
@@ -182,7 +182,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             raise ValueError(f"max_payload_objects must be a whole number >= 1, got {max_payload_objects!r}")
         self.table_name = table_name
         self.bucket_name = bucket_name
-        #: Read encrypted payloads written without binding (see ``_binding``); writes always bind.
+        #: Read encrypted payloads written without binding (see ``binding``); writes always bind.
         self.allow_unbound_ciphertext = allow_unbound_ciphertext is True
         self.inline_threshold = inline_threshold
         self.s3_threshold = s3_threshold
@@ -191,7 +191,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         #: bound on what one crafted item or object can make a reader allocate.
         self.max_payload_size = max_payload_size
         #: Most objects one payload may decode to, counted before decoding
-        #: (``_objects``): what bounds the memory decoding builds from those bytes.
+        #: (``objects``): what bounds the memory decoding builds from those bytes.
         self.max_payload_objects = max_payload_objects
         #: The keys this saver gives its threads (partition keys, S3 keys, their checks).
         self.keys = ThreadKeys(
@@ -203,7 +203,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         self.track_threads = bool(ttl) if track_threads is None else track_threads
         #: Reads count as activity too (off by default: reads stay read-only).
         self.touch_on_read = touch_on_read
-        #: What this saver remembers between calls (hints only: see ``_caches``).
+        #: What this saver remembers between calls (hints only: see ``caches``).
         self.caches = SaverCaches(value_cache_bytes=value_cache_bytes)
         # Where and how the savers open their clients (they differ only in
         # the client library): botocore settings shared by both.
@@ -484,7 +484,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         """A copy of this saver whose checkpoint and pending-writes writes go through ``guard``.
 
         ``put`` and ``put_writes`` each land with one DynamoDB write;
-        ``guard(call)`` is the operation (see ``_ops``) that sends it in the
+        ``guard(call)`` is the operation (see ``ops``) that sends it in the
         copy, e.g. as a ``TransactWriteItems`` that also checks a lease
         (``lock.ThreadLease.bind``). Guarding a guarded copy replaces its
         guard. The copy shares this saver's clients, driver (thread pool)

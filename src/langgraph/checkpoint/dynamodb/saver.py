@@ -16,8 +16,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from langgraph.checkpoint.dynamodb import _history, _read, _write
-from langgraph.checkpoint.dynamodb._aws import (
+from langgraph.checkpoint.dynamodb._engine.aws import (
     client_config,
     client_region,
     fail_fast_on_local_endpoint,
@@ -25,11 +24,20 @@ from langgraph.checkpoint.dynamodb._aws import (
     share_models,
     translate_errors,
 )
-from langgraph.checkpoint.dynamodb._drivers import SyncDriver
-from langgraph.checkpoint.dynamodb._maintenance import copying, deleting, pruning, steps, sweeps
-from langgraph.checkpoint.dynamodb._methods import SettingsSignature, sync_method
-from langgraph.checkpoint.dynamodb._ops import Op
-from langgraph.checkpoint.dynamodb._tracing import traced
+from langgraph.checkpoint.dynamodb._engine.drivers import SyncDriver
+from langgraph.checkpoint.dynamodb._engine.methods import SettingsSignature, sync_method
+from langgraph.checkpoint.dynamodb._engine.ops import Op
+from langgraph.checkpoint.dynamodb._engine.tracing import traced
+from langgraph.checkpoint.dynamodb._operations import (
+    copying,
+    deleting,
+    history,
+    pruning,
+    read,
+    steps,
+    sweeps,
+    write,
+)
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver, SaverSettings
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 
@@ -157,7 +165,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
                 fail_fast_on_local_endpoint(s3_client)
                 self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
-        #: Runs this saver's operations (``_drivers.SyncDriver``); its copies share it.
+        #: Runs this saver's operations (``drivers.SyncDriver``); its copies share it.
         self.driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
 
     @classmethod
@@ -230,7 +238,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch a checkpoint (latest of the namespace without ``checkpoint_id``)."""
-        return self._run(_read.get_tuple(self, config))
+        return self._run(read.get_tuple(self, config))
 
     def list(
         self,
@@ -241,7 +249,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """List checkpoints newest first (see ``BaseCheckpointSaver.list``)."""
-        return self._iter(_read.list_checkpoints(self, config, filter=filter, before=before, limit=limit))
+        return self._iter(read.list_checkpoints(self, config, filter=filter, before=before, limit=limit))
 
     def put(
         self,
@@ -251,7 +259,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: one PutItem, plus payloads for large new values."""
-        return self._run(_write.put(self, config, checkpoint, metadata, new_versions))
+        return self._run(write.put(self, config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -261,7 +269,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes: one request for the whole call (a transaction past 64 writes)."""
-        self._run(_write.put_writes(self, config, writes, task_id, task_path))
+        self._run(write.put_writes(self, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str, *, force: bool = False) -> None:
         """Delete every item and S3 object of a thread, in all namespaces.
@@ -278,7 +286,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Delta-channel history in a constant number of round trips (see the core)."""
-        return self._run(_history.delta_history(self, config, channels))
+        return self._run(history.delta_history(self, config, channels))
 
     copy_thread = sync_method(copying.copy_thread)
     migrate_tenant_thread = sync_method(copying.migrate_tenant_thread)

@@ -82,7 +82,7 @@ __all__ = [
 #:
 #: - 1: values inline (``{"B": ...}``) or referenced by version in a blob
 #:   item or S3 object (``{"M": {"v": version, "l": "blob" | "s3"}}``; an S3
-#:   one also carries its write tag, ``"n"``, see ``_valuecache``).
+#:   one also carries its write tag, ``"n"``, see ``valuecache``).
 #: - 2: a reference may also point to the checkpoint item that introduced
 #:   the version and holds it inline (``{"M": {"v", "l": "c", "c": checkpoint id}}``,
 #:   and, from 0.1.0, the tag ``"n"`` of the write that holds it; older readers ignore it).

@@ -96,7 +96,7 @@ KMS_READ_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:Encrypt", "kms:Ge
 KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt",)
 #: What each maintenance function's code path issues, read from its handler
 #: down to the saver (``lambdas/<name>.py`` of this package -> ``_maintenance.sweeps`` ->
-#: ``_maintenance.deleting``/``pruning``/``keep``/``_read``), as IAM actions on the table. Cursor actions
+#: ``_maintenance.deleting``/``pruning``/``keep``/``read``), as IAM actions on the table. Cursor actions
 #: (``GetItem``/``PutItem`` on the lifecycle state item, ``_read_cursor`` and
 #: ``_claim_cursor``) are granted apart, confined to that item's partition.
 #:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._inspection import ddb_client
 from langgraph.checkpoint.dynamodb.cli._render import jsonable
 from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes
 from langgraph.checkpoint.dynamodb.cli._tasks import (
@@ -16,6 +15,7 @@ from langgraph.checkpoint.dynamodb.cli._tasks import (
     produced_by,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import ddb_client
 
 
 def describe_checkpoint(

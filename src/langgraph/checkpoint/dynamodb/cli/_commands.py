@@ -303,7 +303,7 @@ def cmd_threads(ctx: Ctx) -> int:
 
 def _note_unfinished_import(ctx: Ctx, thread_id: str) -> None:
     """On stderr: the thread carries an import marker (an import is running or was killed)."""
-    from langgraph.checkpoint.dynamodb.transfer import import_marker
+    from langgraph.checkpoint.dynamodb.tools.transfer import import_marker
 
     marker = import_marker(ctx.saver, thread_id)
     if marker is not None:

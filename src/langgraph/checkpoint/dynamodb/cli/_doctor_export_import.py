@@ -80,7 +80,7 @@ def allow_type_option(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_doctor(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.doctor import diagnose
+    from langgraph.checkpoint.dynamodb.tools.doctor import diagnose
 
     report = diagnose(ctx.saver)
     if ctx.json:
@@ -100,7 +100,7 @@ def portable_saver(saver: Any, saver_args: Any = None) -> Any:
     """
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    from langgraph.checkpoint.dynamodb.transfer import PortableSerializer
+    from langgraph.checkpoint.dynamodb.tools.transfer import PortableSerializer
 
     serde: Any = PortableSerializer(allowed_types=getattr(saver_args, "allow_type", None) or ())
     if isinstance(saver.serde, EncryptedSerializer):
@@ -110,7 +110,7 @@ def portable_saver(saver: Any, saver_args: Any = None) -> Any:
 
 
 def cmd_export(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.transfer import ExportError, export_thread
+    from langgraph.checkpoint.dynamodb.tools.transfer import ExportError, export_thread
 
     args = ctx.args
     saver = portable_saver(ctx.saver, ctx.args)
@@ -139,7 +139,7 @@ def cmd_export(ctx: Ctx) -> int:
 
 def _export_to_file(saver: Any, thread_id: str, path: str) -> dict[str, Any]:
     """Write next to ``path`` first, then rename: a failed export never leaves a file that looks whole."""
-    from langgraph.checkpoint.dynamodb.transfer import export_thread
+    from langgraph.checkpoint.dynamodb.tools.transfer import export_thread
 
     tmp = f"{path}.{os.getpid()}.partial"
     try:
@@ -159,7 +159,7 @@ def _export_to_file(saver: Any, thread_id: str, path: str) -> dict[str, Any]:
 
 
 def cmd_import(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.transfer import (
+    from langgraph.checkpoint.dynamodb.tools.transfer import (
         ExportError,
         ExportFileError,
         TargetExistsError,

@@ -67,7 +67,7 @@ def _wait_for_stop() -> None:
 
 
 def cmd_local(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.local import LocalAWS
+    from langgraph.checkpoint.dynamodb.tools.local import LocalAWS
 
     args = ctx.args
     _refuse_moot_options(args)

@@ -119,7 +119,7 @@ _AWS_OPTIONS = ("bucket", "prefix", "region", "missing")
 def _checkpoint_aws(rest: str, serde: Any, ctx: Ctx) -> Iterator[Any]:
     from urllib.parse import parse_qs
 
-    from langgraph.checkpoint.dynamodb.migrate import CheckpointAwsSource
+    from langgraph.checkpoint.dynamodb.tools.migrate import CheckpointAwsSource
 
     table, _, query = rest.partition("?")
     try:
@@ -167,7 +167,7 @@ def _source(url: str, serde: Any, ctx: Ctx) -> contextlib.AbstractContextManager
     if url == "memory":
         raise CLIError(
             "--from memory: an InMemorySaver lives in its process; call "
-            "langgraph.checkpoint.dynamodb.migrate.migrate_threads from that process instead",
+            "langgraph.checkpoint.dynamodb.tools.migrate.migrate_threads from that process instead",
             EXIT_USAGE,
             "bad_source",
         )
@@ -179,12 +179,12 @@ def _source(url: str, serde: Any, ctx: Ctx) -> contextlib.AbstractContextManager
 
 
 def cmd_migrate(ctx: Ctx) -> int:
-    from langgraph.checkpoint.dynamodb.migrate import (
+    from langgraph.checkpoint.dynamodb.tools.migrate import (
         CheckpointAwsSourceError,
         MigrationError,
         migrate_threads,
     )
-    from langgraph.checkpoint.dynamodb.transfer import PortableSerializer
+    from langgraph.checkpoint.dynamodb.tools.transfer import PortableSerializer
 
     args = ctx.args
     target = portable_saver(ctx.saver, args)

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
-from langgraph.checkpoint.dynamodb._inspection import ddb_client
 from langgraph.checkpoint.dynamodb.cli import _doctor_export_import as doctor_export_import
 from langgraph.checkpoint.dynamodb.cli import _migrate, _ui
 from langgraph.checkpoint.dynamodb.cli._base import (
@@ -49,6 +48,7 @@ from langgraph.checkpoint.dynamodb.cli._commands import (
 )
 from langgraph.checkpoint.dynamodb.cli._local_command import cmd_local
 from langgraph.checkpoint.dynamodb.cli._render import paint, wants_color
+from langgraph.checkpoint.dynamodb.tools._inspection import ddb_client
 
 # =================================================================== parser
 

@@ -6,11 +6,18 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._inspection import s3_in_scope, s3_objects, s3_root, scan, thread_items
-from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._parts import shapes
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb.cli._tasks import subgraph_path
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import (
+    s3_in_scope,
+    s3_objects,
+    s3_root,
+    scan,
+    thread_items,
+)
 
 
 def item_kind(sk: str) -> str:
@@ -128,7 +135,7 @@ class _ItemTally:
         if kind == "checkpoint":
             self.checkpoints += 1
             self.threads.add(it[ATTR.PK]["S"])
-            ns = _items.parse_sk(it)[0]
+            ns = shapes.parse_sk(it)[0]
             self.paths.add(subgraph_path(ns))
             if ns:
                 self.runs.add((it[ATTR.PK]["S"], ns))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._inspection import s3_objects, thread_items
-from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._parts import shapes
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import s3_objects, thread_items
 
 
 def _value_sizes(
@@ -47,11 +48,11 @@ def checkpoint_sizes(
     sizes: dict[tuple[str, str], int] = {}
     holders: dict[tuple[str, str], Any] = {}
     for it in items:
-        ns, kind, cid, _ = _items.parse_sk(it)
+        ns, kind, cid, _ = shapes.parse_sk(it)
         if kind == schema.CHECKPOINT_ITEM:
             holders[(ns, cid)] = it
     for it in items:
-        ns, kind, cid, _ = _items.parse_sk(it)
+        ns, kind, cid, _ = shapes.parse_sk(it)
         if kind not in (schema.CHECKPOINT_ITEM, schema.WRITES_ITEM):
             continue
         total = item_size(it)
@@ -61,7 +62,7 @@ def checkpoint_sizes(
             if "M" in av and "s3" in av["M"]:
                 refs.append(av["M"]["s3"]["S"])
         for name, av in it.items():
-            if _items.is_write_attr(name):
+            if shapes.is_write_attr(name):
                 payload = av.get("L", [{}, {}])[1]
                 if "M" in payload and "s3" in payload["M"]:
                     refs.append(payload["M"]["s3"]["S"])

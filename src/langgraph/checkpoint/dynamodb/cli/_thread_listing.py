@@ -6,14 +6,15 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._inspection import ddb_client, scan, thread_items
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_USAGE, CLIError, client_code
 from langgraph.checkpoint.dynamodb.cli._page_tokens import bad_token_error, decode_token, encode_token
 from langgraph.checkpoint.dynamodb.cli._render import shell_quote
 from langgraph.checkpoint.dynamodb.cli._tasks import checkpoint_time, iso_time, subgraph_path, uuid6_ms
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import ddb_client, scan, thread_items
 
 
 def thread_checkpoint_count(saver: Any, thread_id: str) -> int:
@@ -268,7 +269,7 @@ def _threads_from_index(
     # Merge the shards newest first; each shard's cursor moves past what we show.
     # Read leniently: a head's time is whatever its thread's writer put
     # there, and one forged value must not break everyone's listing.
-    fetched.sort(key=lambda p: _items.whole_number(p[1].get(ATTR.UPDATED_AT)) or 0, reverse=True)
+    fetched.sort(key=lambda p: shapes.whole_number(p[1].get(ATTR.UPDATED_AT)) or 0, reverse=True)
     page = fetched[:limit]
     shown = {shard: 0 for shard in shards}
     for shard, it in page:
@@ -286,8 +287,8 @@ def _threads_from_index(
         thread_id = saver.thread_id_of(it[ATTR.PK]["S"])
         if thread_id is None:  # another tenant's head
             continue
-        ua = _items.whole_number(it.get(ATTR.UPDATED_AT)) or 0
-        ttl = _items.whole_number(it.get(schema.TTL_ATTRIBUTE))
+        ua = shapes.whole_number(it.get(ATTR.UPDATED_AT)) or 0
+        ttl = shapes.whole_number(it.get(schema.TTL_ATTRIBUTE))
         threads.append(
             {
                 "thread_id": thread_id,
@@ -323,7 +324,7 @@ def _threads_from_scan(
         if saver.thread_id_of(pk) is None:  # another tenant's thread, or the lifecycle state
             continue
         try:
-            ns, kind, cid, _ = _items.parse_sk(it)
+            ns, kind, cid, _ = shapes.parse_sk(it)
         except CorruptPayloadError:
             continue  # not an item this library writes in a thread: not a checkpoint to count
         if kind != schema.CHECKPOINT_ITEM:

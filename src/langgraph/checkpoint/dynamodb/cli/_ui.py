@@ -38,9 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._inspection import ddb_client
-from langgraph.checkpoint.dynamodb._maintenance.keep import keep_set
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._operations.keep import keep_set
+from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.cli import _ui_pages as pages
 from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_NOT_FOUND,
@@ -71,6 +71,7 @@ from langgraph.checkpoint.dynamodb.cli._ui_reads import (
     value_location,
 )
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import ddb_client
 
 __all__ = ["ENV_UI_TOKEN", "InspectorServer", "cmd_ui", "register", "serve", "wait_until_interrupted"]
 
@@ -153,7 +154,7 @@ def prune_marks(saver: Any, thread_id: str, checkpoint_ns: str, keep_last: int) 
     while True:
         resp = ddb_client(saver).query(**kwargs)
         for it in resp.get("Items", []):
-            ns, kind, cid, _ = _items.parse_sk(it)
+            ns, kind, cid, _ = shapes.parse_sk(it)
             if kind == schema.CHECKPOINT_ITEM:
                 seen[(ns, cid)] = it
                 order.append(cid)

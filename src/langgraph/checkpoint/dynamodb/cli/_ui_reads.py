@@ -10,13 +10,14 @@ from __future__ import annotations
 import threading
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import _items, schema
-from langgraph.checkpoint.dynamodb._inspection import ddb_client, s3_client
-from langgraph.checkpoint.dynamodb._items import item_size
+from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._parts import shapes
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, CLIError, client_code
 from langgraph.checkpoint.dynamodb.cli._tasks import next_tasks
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.schema import ATTR
+from langgraph.checkpoint.dynamodb.tools._inspection import ddb_client, s3_client
 
 #: Namespaces listed for one thread (one Query each).
 MAX_NAMESPACES: Final = 200
@@ -104,7 +105,7 @@ def thread_namespaces(saver: Any, thread_id: str, cap: int = MAX_NAMESPACES) -> 
         if not items:
             break
         sk = items[0][ATTR.SK]["S"]
-        ns = _items.parse_sk(items[0])[0]
+        ns = shapes.parse_sk(items[0])[0]
         escaped = sk.split(schema.SEP, 1)[0]
         if ns not in found:
             found.append(ns)
@@ -215,7 +216,7 @@ def newer_before(saver: Any, thread_id: str, checkpoint_ns: str, newest: str, li
     while True:
         resp = ddb_client(saver).query(**kwargs)
         for it in resp.get("Items", []):
-            _, kind, cid, _ = _items.parse_sk(it)
+            _, kind, cid, _ = shapes.parse_sk(it)
             if kind == schema.CHECKPOINT_ITEM:
                 ids.append(cid)
                 if len(ids) > limit:

@@ -1,4 +1,13 @@
-"""The maintenance Lambda handlers the CDK construct deploys, shipped in the package.
+"""On AWS Lambda: the handlers the CDK construct deploys, and what an agent's handler uses.
+
+What an agent's own handler uses:
+
+* ``handlers``: configuration from the construct's environment, a cached saver, logs;
+* ``callers``: who is calling, and which of the store's threads are theirs;
+* ``runs``: graph runs that drain before the deadline and continue in the next invocation;
+* ``durable``: human-in-the-loop runs on Lambda durable functions.
+
+The maintenance handlers, shipped in the package.
 
 Handler strings (what ``CheckpointStore`` sets):
 

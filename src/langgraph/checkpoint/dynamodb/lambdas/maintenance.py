@@ -14,7 +14,7 @@ token | null, "report": {counts of this step}, "errors": [...]}``. ``continue``:
 the same event plus ``"continuation": <token>``; each invocation works until
 its time budget (the remaining time minus ``handlers.SAFETY_SECONDS``, or
 ``TIME_BUDGET_SECONDS`` if shorter) and replaying a step is safe (see
-``langgraph.checkpoint.dynamodb._maintenance.steps``). ``rejected``: the event or the
+``langgraph.checkpoint.dynamodb._operations.steps``). ``rejected``: the event or the
 token was refused, with ``"error": {"type", "message"}``; nothing was
 changed. AWS failures (throttling that outlasts the retries...) raise, so
 that the function's ``Errors`` alarm sees them. A thread or run a prune or
@@ -44,10 +44,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langgraph.checkpoint.dynamodb._maintenance.steps import DEFAULT_BATCH_SIZE, StepResult
+from langgraph.checkpoint.dynamodb._operations.steps import DEFAULT_BATCH_SIZE, StepResult
 from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError
-from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
 from langgraph.checkpoint.dynamodb.lambdas import tokens
+from langgraph.checkpoint.dynamodb.lambdas.handlers import deadline_from_context, get_saver, log_event
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = [

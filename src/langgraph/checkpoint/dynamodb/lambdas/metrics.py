@@ -4,7 +4,7 @@ One module for both sides, so that the names cannot drift apart: the handlers
 print them (``handlers.log_event`` adds an EMF directive to the JSON line each
 job already logs) and the CDK construct's dashboard graphs them.
 
-An EMF document is a JSON log line with an ``_aws`` member; CloudWatch Logs
+An EMF document is a JSON log line with an ``aws`` member; CloudWatch Logs
 turns the numbers it names into metrics, with no ``PutMetricData`` call and no
 permission beyond writing the function's own log group. The line this module
 builds, for a pruner run:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from langgraph.checkpoint.dynamodb.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import deadline_from_context, get_saver, log_event
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.checkpoint.dynamodb.handlers import get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import get_saver, log_event
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

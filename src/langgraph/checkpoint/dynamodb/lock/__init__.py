@@ -33,7 +33,7 @@ The package is cut by concern, as Powertools cuts its idempotency utility:
 * ``_records``: what lock items and request records hold (attribute names
   in ``schema.ATTR``) and the values callers get back;
 * ``_operations``: every DynamoDB request, as sans-I/O operations (the
-  savers' style, see ``_ops``) run by the shared drivers (``_drivers``);
+  savers' style, see ``ops``) run by the shared drivers (``drivers``);
 * ``_lease``: the lease objects (heartbeat) and lease-bound savers;
 * ``_run``: ``run_once``, one operation that both ``run_once`` and
   ``arun_once`` run, and the staleness checks.

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Op
+from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, Clients, SyncDriver
+from langgraph.checkpoint.dynamodb._engine.ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.lock import _operations as ops
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError
@@ -46,7 +46,7 @@ __all__ = [
 
 
 def sync_driver(client: Any) -> SyncDriver:
-    """The shared sync driver (``_drivers``) on one boto3 DynamoDB client.
+    """The shared sync driver (``drivers``) on one boto3 DynamoDB client.
 
     Short-lived, so it keeps no thread pool between ``Gather`` requests.
     """
@@ -54,7 +54,7 @@ def sync_driver(client: Any) -> SyncDriver:
 
 
 def async_driver(client: Any) -> AsyncDriver:
-    """The shared async driver (``_drivers``) on one aiobotocore DynamoDB client."""
+    """The shared async driver (``drivers``) on one aiobotocore DynamoDB client."""
     return AsyncDriver(Clients(dynamodb=client))
 
 

@@ -1,8 +1,8 @@
 """Operations: the lock's and the request records' DynamoDB requests, sans-I/O.
 
 Rule: every request the lock package sends is built here, as an operation
-(a generator yielding ``_ops`` requests, see ``_ops``), and run by the shared
-drivers (``_drivers``) of the lease or of ``run_once``: acquire, renew and
+(a generator yielding ``ops`` requests, see ``ops``), and run by the shared
+drivers (``drivers``) of the lease or of ``run_once``: acquire, renew and
 release the lock item (kept, with its fencing count: see :func:`release`); a
 write fenced by the lease; read, begin and finish a request record. Item shapes come from ``_records``; the objects that hold a
 lease (heartbeat, binding a saver) are in ``_lease``.
@@ -19,8 +19,8 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._aws import error_code
-from langgraph.checkpoint.dynamodb._ops import Call, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._engine.aws import error_code
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError, LeaseUnavailableError
 from langgraph.checkpoint.dynamodb.lock._records import (
     STATUS_DONE,

@@ -15,7 +15,7 @@ from typing import Any, Final, Generic, TypeGuard, TypeVar
 
 from langgraph.checkpoint.dynamodb import clock as _clock
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._binding import result_place
+from langgraph.checkpoint.dynamodb._parts.binding import result_place
 from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError
 from langgraph.checkpoint.dynamodb.lock._errors import ResultNotStoredError
 from langgraph.checkpoint.dynamodb.schema import ATTR

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
-from langgraph.checkpoint.dynamodb._drivers import AsyncDriver, Clients, SyncDriver
-from langgraph.checkpoint.dynamodb._ops import Call, Op, Service
+from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, Clients, SyncDriver
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Service
 from langgraph.checkpoint.dynamodb.lock import _operations as ops
 from langgraph.checkpoint.dynamodb.lock._errors import StaleCheckpointError
 from langgraph.checkpoint.dynamodb.lock._lease import (

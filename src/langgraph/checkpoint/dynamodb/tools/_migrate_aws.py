@@ -1,0 +1,527 @@
+"""Read the tables of ``langgraph-checkpoint-aws``'s ``DynamoDBSaver`` with boto3, for ``migrate``.
+
+The reference AWS saver's package need not be installed (its boto3 pins
+conflict with aiobotocore's): its items and S3 objects are read here
+directly, keys and payloads, through the same LangGraph serializer it wrote
+them with. Its layout (``langgraph-checkpoint-aws`` 1.x), one table with
+string keys ``PK``/``SK``:
+
+* a checkpoint: ``PK = "CHECKPOINT_{thread}"``, ``SK = "{ns}#{checkpoint id}"``,
+  attributes ``id``, ``ns``, ``type``, ``ref_loc`` (``DYNAMODB`` or ``S3``),
+  ``ref_key``, optional ``parent_checkpoint_id`` and ``compression``
+  (``gzip``). Its payload, ``{"checkpoint", "metadata"}`` as one typed value,
+  is a chunk item ``{PK: ref_key, SK: "CHUNK", payload: B}`` or the S3
+  object ``{key_prefix}/{ref_key}`` (payloads over 350 KB);
+* a write: ``PK = "WRITES_{thread}#{ns}#{checkpoint id}"``,
+  ``SK = "{task id}#{idx}"``, attributes ``task_id``, ``channel``, ``idx``,
+  optional ``task_path`` and ``compression``, and ``type``/``ref_loc``/
+  ``ref_key`` for its value, stored as a checkpoint's payload is.
+
+What :class:`CheckpointAwsSource` translates, so that the threads behave on
+a ``DynamoDBSaver`` as LangGraph expects:
+
+* **channel versions**: that saver keeps LangGraph's default integer
+  versions, which repeat across the branches of a fork (version 5 of a
+  channel on one branch is another value than version 5 on the other).
+  Copied as they are, a resumed thread mixes them with this package's string
+  versions (``TypeError: '>' not supported between 'str' and 'int'``); made
+  strings naively, one branch's values would overwrite the other's. Each is
+  renumbered as ``"{n:032}.0.{d:016}"``: the same ``n`` (order is kept), and
+  ``d`` a digest of the checkpoint where that value of the channel first
+  appears on the branch, so values stay distinct and a re-run gives the
+  same versions (the migration stays resumable);
+* **pending writes**: sorted by LangGraph's ``writes_sort_key`` (task path,
+  task id, index; that saver returns them by its sort key, as strings, so
+  index 10 came before 2), and their task paths, kept only in the write
+  items, are given to ``migrate`` (:meth:`~CheckpointAwsSource.stored_write_keys`);
+* **payloads**: gzip undone (bounded by ``max_payload_size``), S3 pointers
+  resolved under the ``key_prefix`` that saver was configured with (it is
+  not recorded in the items: a missing object says so). A payload that is
+  not one of LangGraph's portable types (``pickle`` above all) is refused:
+  nothing is unpickled, ever.
+
+As that saver reads, a checkpoint or write whose payload is missing (a put
+that died between its two writes) does not exist: it is left out and
+counted in :attr:`CheckpointAwsSource.orphans`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+import zlib
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from botocore.exceptions import ClientError
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.dynamodb._engine.aws import error_code
+from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE
+from langgraph.checkpoint.dynamodb.tools._export_file import ExportError
+from langgraph.checkpoint.dynamodb.tools._portable import PORTABLE_TYPES
+
+__all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "renumber_versions"]
+
+_CHECKPOINT_PK: Final = "CHECKPOINT_"
+_WRITES_PK: Final = "WRITES_"
+_CHUNK_SK: Final = "CHUNK"
+#: Keys per BatchGetItem (AWS allows 100; chunks reach 350 KB and a response 16 MB).
+_BATCH: Final = 40
+#: BatchGetItem rounds before unprocessed keys are an error.
+_RETRIES: Final = 10
+
+#: (task id, channel, task path, idx) of one write, as ``migrate`` takes them.
+WriteKey = tuple[str, str, str, int]
+#: A checkpoint's write keys (named here: inside the class, ``list`` is the saver's method).
+WriteKeys = list[WriteKey]
+
+
+class CheckpointAwsSourceError(ExportError):
+    """The reference saver's table cannot be read as such (the message says what to pass or fix)."""
+
+
+def _names(*attrs: str) -> tuple[str, dict[str, str]]:
+    """A projection of ``attrs``, every name through a placeholder (``type`` is a reserved word)."""
+    names = {f"#a{i}": a for i, a in enumerate(attrs)}
+    return ", ".join(names), names
+
+
+class CheckpointAwsSource(BaseCheckpointSaver[str]):
+    """A read-only ``BaseCheckpointSaver`` over a ``langgraph-checkpoint-aws`` table and bucket.
+
+    ``list`` and ``get_tuple`` return what that saver's would, translated
+    (see the module): renumbered channel versions, writes in
+    ``writes_sort_key`` order. ``put``/``put_writes`` are refused. Pass it to
+    :func:`~langgraph.checkpoint.dynamodb.tools.migrate.migrate_threads`.
+
+    Args:
+        table_name: the reference saver's table.
+        bucket_name: its ``s3_offload_config["bucket_name"]``; needed if any
+            payload was offloaded (over 350 KB).
+        key_prefix: its ``s3_offload_config["key_prefix"]``, if it had one
+            (not recorded in the table).
+        serde: the serializer it wrote with; default LangGraph's
+            ``JsonPlusSerializer`` (that saver's default). The CLI passes
+            ``PortableSerializer`` to carry values byte for byte.
+        dynamodb_client / s3_client: boto3 clients; default new ones
+            (``region_name``, ``endpoint_url``, or the environment's).
+        max_payload_size: largest payload read, once decompressed.
+        skip_missing_objects: an S3 pointer whose object is missing is an
+            orphan, left out (as that saver reads it) instead of an error;
+            by default it is an error, since a wrong ``key_prefix`` looks
+            the same. A missing chunk item is always an orphan.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        from langgraph.checkpoint.dynamodb.tools.migrate import CheckpointAwsSource, migrate_threads
+
+        source = CheckpointAwsSource("old-checkpoints", bucket_name="old-payloads", key_prefix="app")
+        summary = migrate_threads(source, DynamoDBSaver(table_name="checkpoints", bucket_name="payloads"))
+        ```
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        bucket_name: str | None = None,
+        key_prefix: str | None = None,
+        serde: Any = None,
+        dynamodb_client: Any = None,
+        s3_client: Any = None,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
+        skip_missing_objects: bool = False,
+    ) -> None:
+        super().__init__(serde=serde if serde is not None else JsonPlusSerializer())
+        if not isinstance(table_name, str) or not table_name:
+            raise ValueError("table_name must be a non-empty string")
+        self.table_name = table_name
+        self.bucket_name = bucket_name or None
+        self.key_prefix = (key_prefix or "").strip("/") or None
+        self.max_payload_size = max_payload_size
+        self.skip_missing_objects = skip_missing_objects
+        if dynamodb_client is None or (s3_client is None and self.bucket_name):
+            import boto3
+
+            kw = {"region_name": region_name, "endpoint_url": endpoint_url}
+            dynamodb_client = dynamodb_client or boto3.client("dynamodb", **kw)
+            if self.bucket_name:
+                s3_client = s3_client or boto3.client("s3", **kw)
+        self.dynamodb = dynamodb_client
+        self.s3 = s3_client
+        #: Checkpoints and writes left out because their payload is missing, by thread.
+        self.orphans: dict[str, int] = {}
+        self._keys: dict[tuple[str, str, str], WriteKeys] = {}
+
+    # ------------------------------------------------------------ reading items
+
+    def _pages(self, call: str, **kw: Any) -> Iterator[dict[str, Any]]:
+        fn = getattr(self.dynamodb, call)
+        while True:
+            resp = fn(TableName=self.table_name, **kw)
+            yield from resp.get("Items", [])
+            if not resp.get("LastEvaluatedKey"):
+                return
+            kw["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def _query(self, pk: str, *attrs: str) -> list[dict[str, Any]]:
+        projection, names = _names(*attrs)
+        try:
+            return list(
+                self._pages(
+                    "query",
+                    KeyConditionExpression="#pk = :pk",
+                    ProjectionExpression=projection,
+                    ExpressionAttributeNames={**names, "#pk": "PK"},
+                    ExpressionAttributeValues={":pk": {"S": pk}},
+                    ConsistentRead=True,
+                )
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                raise CheckpointAwsSourceError(f"source table {self.table_name!r} does not exist") from None
+            raise
+
+    def list_thread_ids(self) -> list[str]:
+        """Every thread with a checkpoint item, sorted (one Scan of the table's keys)."""
+        seen: set[str] = set()
+        try:
+            for it in self._pages(
+                "scan",
+                ProjectionExpression="#pk",
+                FilterExpression="begins_with(#pk, :p)",
+                ExpressionAttributeNames={"#pk": "PK"},
+                ExpressionAttributeValues={":p": {"S": _CHECKPOINT_PK}},
+            ):
+                seen.add(it["PK"]["S"][len(_CHECKPOINT_PK) :])
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                raise CheckpointAwsSourceError(f"source table {self.table_name!r} does not exist") from None
+            raise
+        return sorted(seen)
+
+    def _chunks(self, keys: list[str]) -> dict[str, bytes]:
+        """The chunk items' payloads by key (a missing one is absent)."""
+        out: dict[str, bytes] = {}
+        for start in range(0, len(keys), _BATCH):
+            pending: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": [
+                        {"PK": {"S": k}, "SK": {"S": _CHUNK_SK}}
+                        for k in dict.fromkeys(keys[start : start + _BATCH])
+                    ],
+                    "ProjectionExpression": "#k, #p",
+                    "ExpressionAttributeNames": {"#k": "PK", "#p": "payload"},
+                    "ConsistentRead": True,
+                }
+            }
+            for attempt in range(_RETRIES):
+                resp = self.dynamodb.batch_get_item(RequestItems=pending)
+                for it in resp.get("Responses", {}).get(self.table_name, []):
+                    out[it["PK"]["S"]] = bytes(it["payload"]["B"])
+                pending = resp.get("UnprocessedKeys") or {}
+                if not pending:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 2.0))  # throttled, or over 16 MB: the rest again
+            else:
+                raise CheckpointAwsSourceError(
+                    f"table {self.table_name!r}: BatchGetItem left keys unprocessed {_RETRIES} times (throttled)"
+                )
+        return out
+
+    def _s3_body(self, key: str) -> bytes | None:
+        if self.bucket_name is None or self.s3 is None:
+            raise CheckpointAwsSourceError(
+                f"an item of table {self.table_name!r} points to S3 ({key!r}): pass the source saver's "
+                "bucket (bucket_name=..., or ?bucket=... after --from checkpoint-aws:TABLE)"
+            )
+        full = f"{self.key_prefix}/{key}" if self.key_prefix else key
+        try:
+            obj = self.s3.get_object(Bucket=self.bucket_name, Key=full)
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404"):
+                if self.skip_missing_objects:
+                    return None
+                raise CheckpointAwsSourceError(self._missing(key, full)) from None
+            if error_code(exc) == "NoSuchBucket":
+                raise CheckpointAwsSourceError(f"source bucket {self.bucket_name!r} does not exist") from None
+            raise
+        body = obj["Body"]
+        try:
+            data = body.read(self.max_payload_size + 1)
+        finally:
+            body.close()
+        if len(data) > self.max_payload_size:
+            raise CheckpointAwsSourceError(
+                f"S3 object {full!r} is over max_payload_size ({self.max_payload_size:,} bytes)"
+            )
+        return bytes(data)
+
+    def _missing(self, key: str, full: str) -> str:
+        """Why an S3 pointer finds nothing: most likely the key prefix, which the table does not record."""
+        hint = ""
+        with contextlib.suppress(ClientError):
+            listed = self.s3.list_objects_v2(Bucket=self.bucket_name, MaxKeys=1000).get("Contents", [])
+            found = sorted({o["Key"][: -len(key) - 1] for o in listed if o["Key"].endswith("/" + key)})
+            if found:
+                hint = f" (the bucket has it under the prefix {found[0]!r})"
+        return (
+            f"S3 object {full!r} not found in bucket {self.bucket_name!r}{hint}: the source saver's "
+            "key_prefix is not recorded in its table; pass the one its s3_offload_config had (key_prefix=..., "
+            "or &prefix=... after --from checkpoint-aws:TABLE?bucket=...). If objects are really gone (a "
+            "put that died half way), skip_missing_objects=True (&missing=skip) leaves those out, as the "
+            "reference saver does"
+        )
+
+    def _payloads(self, items: list[dict[str, Any]]) -> list[bytes | None]:
+        """Each item's stored payload, ``None`` where it is missing (an orphan)."""
+        chunks = self._chunks([it["ref_key"]["S"] for it in items if it["ref_loc"]["S"] == "DYNAMODB"])
+        out: list[bytes | None] = []
+        for it in items:
+            loc, key = it["ref_loc"]["S"], it["ref_key"]["S"]
+            if loc == "DYNAMODB":
+                out.append(chunks.get(key))
+            elif loc == "S3":
+                out.append(self._s3_body(key))
+            else:
+                raise CheckpointAwsSourceError(f"item {it['PK']['S']!r}: unknown ref_loc {loc!r}")
+        return out
+
+    def _decode(self, it: dict[str, Any], data: bytes, where: str) -> Any:
+        type_ = it["type"]["S"]
+        # LangGraph's types, or one under its EncryptedSerializer ("msgpack+aes": pass serde=...).
+        if type_.split("+", 1)[0] not in PORTABLE_TYPES:
+            raise CheckpointAwsSourceError(
+                f"{where} in table {self.table_name!r} is stored as {type_!r}"
+                + (" (pickle: loading it could run code, so it is never read)" if "pickle" in type_ else "")
+                + f"; only {', '.join(sorted(PORTABLE_TYPES))} can be migrated"
+            )
+        compression = it.get("compression", {}).get("S")
+        if compression == "gzip":
+            inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            try:
+                raw = inflate.decompress(data, self.max_payload_size + 1)
+            except zlib.error as exc:
+                raise CheckpointAwsSourceError(f"{where}: bad gzip payload ({exc})") from None
+            if len(raw) > self.max_payload_size or inflate.unconsumed_tail:
+                raise CheckpointAwsSourceError(
+                    f"{where}: over max_payload_size ({self.max_payload_size:,} bytes) once decompressed"
+                )
+            data = raw
+        elif compression:
+            raise CheckpointAwsSourceError(f"{where}: unknown compression {compression!r}")
+        try:
+            return self.serde.loads_typed((type_, data))
+        except Exception as exc:
+            raise CheckpointAwsSourceError(
+                f"{where}: cannot decode its {type_!r} payload with {type(self.serde).__name__} "
+                f"({type(exc).__name__}: {exc}); pass the serializer the source saver wrote it with (serde=...)"
+            ) from exc
+
+    # ------------------------------------------------------------ a thread
+
+    def _writes(self, thread_id: str, ns: str, cid: str) -> list[tuple[WriteKey, Any]]:
+        items = self._query(
+            f"{_WRITES_PK}{thread_id}#{ns}#{cid}",
+            "PK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
+        )  # fmt: skip
+        rows = []
+        for it, data in zip(items, self._payloads(items), strict=True):
+            key = (
+                it["task_id"]["S"],
+                it["channel"]["S"],
+                it.get("task_path", {}).get("S", ""),
+                int(it["idx"]["N"]),
+            )
+            if data is None:
+                self.orphans[thread_id] = self.orphans.get(thread_id, 0) + 1
+                continue
+            where = f"write {key[1]!r} of task {key[0]!r} on checkpoint {cid!r}"
+            rows.append((key, self._decode(it, data, where)))
+        rows.sort(key=lambda r: writes_sort_key(r[0][2], r[0][0], r[0][3]))
+        return rows
+
+    def _thread(self, thread_id: str) -> list[CheckpointTuple]:
+        """Every readable checkpoint of a thread, translated, newest id first per namespace."""
+        items = self._query(
+            f"{_CHECKPOINT_PK}{thread_id}", "PK", "id", "ns", "type", "ref_loc", "ref_key", "compression",
+            "parent_checkpoint_id",
+        )  # fmt: skip
+        self.orphans[thread_id] = 0
+        read: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], str | None]] = {}
+        for it, data in zip(items, self._payloads(items), strict=True):
+            ns, cid = it["ns"]["S"], it["id"]["S"]
+            if data is None:
+                self.orphans[thread_id] += 1
+                continue
+            value = self._decode(it, data, f"checkpoint {cid!r} (namespace {ns!r}) of thread {thread_id!r}")
+            if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
+                raise CheckpointAwsSourceError(
+                    f"checkpoint {cid!r} of thread {thread_id!r} is not a checkpoint"
+                )
+            pid = it.get("parent_checkpoint_id", {}).get("S")
+            read[(ns, cid)] = (dict(value["checkpoint"]), dict(value.get("metadata") or {}), pid)
+        versions = renumber_versions({k: (v[0], v[2]) for k, v in read.items()})
+        out = []
+        for (ns, cid), (checkpoint, metadata, pid) in sorted(read.items(), reverse=True):
+            writes = self._writes(thread_id, ns, cid)
+            self._keys[(thread_id, ns, cid)] = [k for k, _ in writes]
+            conf = {"thread_id": thread_id, "checkpoint_ns": ns}
+            out.append(
+                CheckpointTuple(
+                    config={"configurable": {**conf, "checkpoint_id": cid}},
+                    checkpoint={**checkpoint, **versions[(ns, cid)]},  # type: ignore[typeddict-item]
+                    metadata=metadata,  # type: ignore[arg-type]
+                    parent_config={"configurable": {**conf, "checkpoint_id": pid}} if pid else None,
+                    pending_writes=[(k[0], k[1], v) for k, v in writes],
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------ the saver API
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """A thread's checkpoints (``config`` names it; ``None``: every thread), newest first."""
+        conf = (config or {}).get("configurable", {})
+        threads = [conf["thread_id"]] if conf.get("thread_id") is not None else self.list_thread_ids()
+        ns = conf.get("checkpoint_ns")
+        before_id = (before or {}).get("configurable", {}).get("checkpoint_id")
+        n = 0
+        for thread_id in threads:
+            for t in self._thread(str(thread_id)):
+                tconf = t.config["configurable"]
+                if ns is not None and tconf["checkpoint_ns"] != ns:
+                    continue
+                if before_id is not None and tconf["checkpoint_id"] >= before_id:
+                    continue
+                if filter and not all(t.metadata.get(k) == v for k, v in filter.items()):
+                    continue
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                yield t
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """A namespace's given checkpoint, or its latest (highest id), as the reference saver picks it."""
+        conf = config["configurable"]
+        ns, cid = conf.get("checkpoint_ns", ""), conf.get("checkpoint_id")
+        for t in self.list({"configurable": {"thread_id": conf["thread_id"], "checkpoint_ns": ns}}):
+            if cid is None or t.config["configurable"]["checkpoint_id"] == cid:
+                return t
+        return None
+
+    def stored_write_keys(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> WriteKeys:
+        """``(task_id, channel, task_path, idx)`` of a checkpoint's writes, in ``pending_writes`` order.
+
+        As the last ``list`` of the thread read them (``get_tuple`` drops the
+        task path); a checkpoint not read yet is read now.
+        """
+        key = (thread_id, checkpoint_ns, checkpoint_id)
+        if key not in self._keys:
+            self._keys[key] = [k for k, _ in self._writes(*key)]
+        return list(self._keys[key])
+
+    def put(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+        raise NotImplementedError("CheckpointAwsSource is read-only: it is a migration source")
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError("CheckpointAwsSource is read-only: it is a migration source")
+
+
+# ============================================================ versions
+
+
+def _version(n: int, ns: str, origin: str, channel: str) -> str:
+    digest = hashlib.sha256(f"{ns}\0{origin}\0{channel}\0{n}".encode()).digest()
+    return f"{n:032}.0.{int.from_bytes(digest[:8], 'big') % 10**16:016}"
+
+
+def renumber_versions(
+    checkpoints: Mapping[tuple[str, str], tuple[Mapping[str, Any], str | None]],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """``channel_versions`` and ``versions_seen`` of each checkpoint with integer versions made strings.
+
+    ``checkpoints`` maps ``(namespace, checkpoint id)`` to ``(checkpoint,
+    parent id)``. Along a branch a channel's version never decreases; the
+    value of version ``n`` is the one of the oldest checkpoint on the branch
+    holding a version >= ``n`` (its origin), so a version renumbers to ``n``
+    plus a digest of that origin: the branches of a fork get distinct
+    versions where their values differ, the same where they share them, and
+    order within a checkpoint is kept. String versions are kept as they are.
+    """
+    parent_of = {
+        k: (k[0], pid) if pid and (k[0], pid) in checkpoints else None for k, (_, pid) in checkpoints.items()
+    }
+    # (ns, cid) -> channel -> the oldest checkpoint on the branch with this checkpoint's version.
+    first: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+    for key in _parents_first(parent_of):
+        cp, parent = checkpoints[key][0], parent_of[key]
+        mine = cp.get("channel_versions") or {}
+        theirs = (checkpoints[parent][0].get("channel_versions") or {}) if parent else {}
+        first[key] = {
+            ch: first.get(parent, {}).get(ch, key) if parent and ch in theirs and theirs[ch] == v else key
+            for ch, v in mine.items()
+        }
+
+    def origin(key: tuple[str, str], ch: str, n: int) -> str:
+        at: tuple[str, str] | None = key
+        found = key
+        for _ in range(len(checkpoints)):  # bounded: parent links from a table could loop
+            v = (checkpoints[at][0].get("channel_versions") or {}).get(ch) if at is not None else None
+            if at is None or not isinstance(v, int) or v < n:
+                break
+            found = first[at].get(ch, at)
+            at = parent_of[found]
+        if found is key and not isinstance((checkpoints[key][0].get("channel_versions") or {}).get(ch), int):
+            for _ in range(len(checkpoints)):  # no version >= n here: the branch's root
+                up = parent_of[found]
+                if up is None:
+                    break
+                found = up
+        return found[1]
+
+    def new(key: tuple[str, str], ch: str, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int | str):
+            raise CheckpointAwsSourceError(f"checkpoint {key[1]!r}: channel {ch!r} has version {v!r}")
+        return _version(v, key[0], origin(key, ch, v), ch) if isinstance(v, int) else v
+
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, (cp, _) in checkpoints.items():
+        out[key] = {
+            "channel_versions": {ch: new(key, ch, v) for ch, v in (cp.get("channel_versions") or {}).items()},
+            "versions_seen": {
+                node: {ch: new(key, ch, v) for ch, v in seen.items()}
+                for node, seen in (cp.get("versions_seen") or {}).items()
+            },
+        }
+    return out
+
+
+def _parents_first(parent_of: Mapping[tuple[str, str], tuple[str, str] | None]) -> list[tuple[str, str]]:
+    """Every key, each after its parent (a cycle, impossible from LangGraph, is broken anywhere)."""
+    done: set[tuple[str, str]] = set()
+    out: list[tuple[str, str]] = []
+    for start in sorted(parent_of):
+        chain = []
+        at: tuple[str, str] | None = start
+        while at is not None and at not in done and at not in chain:
+            chain.append(at)
+            at = parent_of[at]
+        for key in reversed(chain):
+            done.add(key)
+            out.append(key)
+    return out

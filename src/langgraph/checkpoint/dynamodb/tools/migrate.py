@@ -1,0 +1,604 @@
+"""Move threads from any LangGraph checkpointer (SQLite, Postgres, in-memory...) into a ``DynamoDBSaver``.
+
+The source is read through ``BaseCheckpointSaver``'s public API only
+(``list`` and ``get_tuple``); the target is written through its public
+``put`` and ``put_writes``, the way :mod:`~langgraph.checkpoint.dynamodb.tools.transfer`
+imports a file (its writer and import marker are reused): checkpoint ids,
+parent ids, metadata, channel values and versions, every namespace
+(subgraphs) and the pending writes of every checkpoint, in the source's
+order, so that ``get_state``, ``get_state_history``, time travel and a
+``Command(resume=...)`` behave on the target as they did on the source.
+
+``CheckpointTuple.pending_writes`` carries ``(task_id, channel, value)``,
+not the task path nor the write's index. Where the source keeps them
+(``InMemorySaver``, ``SqliteSaver``, ``PostgresSaver``, a
+:class:`CheckpointAwsSource`) they are read from its storage, keys only, so the writes land under the same keys and in the same order;
+elsewhere a write gets an empty task path, and its index is rebuilt from
+its position in the task (which is how LangGraph wrote it).
+
+Tables of ``langgraph-checkpoint-aws``'s ``DynamoDBSaver`` are read by
+:class:`CheckpointAwsSource` (boto3 only, that package is not needed), which
+translates what LangGraph's savers do differently: integer channel versions
+renumbered per branch, writes in ``writes_sort_key`` order, gzip and S3
+payloads (see ``_migrate_aws``).
+
+Resumable and idempotent: a thread is compared with the target before
+anything is written. Already complete, it is skipped; partly written (a
+migration killed or failed half way, which leaves the target's import
+marker on it), only what is missing is written; holding anything the
+source does not have, it is refused and nothing is written. Every thread
+written is verified afterwards: both sides' ``list`` and the latest
+``get_tuple`` of every namespace must agree.
+
+Example:
+    ```python
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langgraph.checkpoint.dynamodb import DynamoDBSaver
+    from langgraph.checkpoint.dynamodb.tools.migrate import migrate_threads
+
+    source = SqliteSaver(sqlite3.connect("checkpoints.sqlite", check_same_thread=False))
+    target = DynamoDBSaver(table_name="checkpoints", bucket_name="payloads")
+    summary = migrate_threads(source, target)
+    print(summary["migrated"], summary["skipped"], summary["verified"])
+    ```
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph.checkpoint.dynamodb.tools._export_file import (
+    ExportError,
+    ImportPlan,
+    TargetExistsError,
+    put_writes_order,
+)
+from langgraph.checkpoint.dynamodb.tools._migrate_aws import CheckpointAwsSource, CheckpointAwsSourceError
+from langgraph.checkpoint.dynamodb.tools._replay import (
+    WriteProgress,
+    check_target,
+    import_marker,
+    mark_import,
+    parents_first,
+    plain_serde,
+    unmark_import,
+    write_records,
+)
+
+__all__ = [
+    "CheckpointAwsSource",
+    "CheckpointAwsSourceError",
+    "MigrationConflictError",
+    "MigrationError",
+    "migrate_thread",
+    "migrate_threads",
+]
+
+#: A thread's key in both stores: (namespace, checkpoint id).
+_Key = tuple[str, str]
+#: One write as stored: (task id, channel, value, task path, index).
+_Row = tuple[str, str, Any, str, int]
+
+
+class MigrationError(ExportError):
+    """A thread could not be migrated; the message says what the target holds now."""
+
+
+class MigrationConflictError(MigrationError, TargetExistsError):
+    """The target thread holds checkpoints or writes the source thread does not: nothing was written."""
+
+
+@dataclasses.dataclass
+class _Diff:
+    """What the target lacks of the source thread, in write order."""
+
+    checkpoints: list[CheckpointTuple] = dataclasses.field(default_factory=list)
+    #: (namespace, checkpoint id, task id) -> that task's rows, for tasks the target lacks.
+    writes: dict[tuple[str, str, str], list[_Row]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.checkpoints and not self.writes
+
+
+def _cfg(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _key(t: CheckpointTuple) -> _Key:
+    conf = t.config["configurable"]
+    return conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
+
+
+def _parent_id(t: CheckpointTuple) -> str | None:
+    return (t.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+
+
+def _same(a: Any, b: Any, serde: Any) -> bool:
+    """Equal values; else equal as serialized (exceptions, say, compare by identity)."""
+    with contextlib.suppress(Exception):
+        if bool(a == b):
+            return True
+    try:
+        return bool(serde.dumps_typed(a) == serde.dumps_typed(b))
+    except Exception:
+        return False
+
+
+# ============================================================ the source's writes
+
+
+def _stored_write_keys(
+    source: Any, thread_id: str, ns: str, cid: str
+) -> list[tuple[str, str, str, int]] | None:
+    """``(task_id, channel, task_path, idx)`` of a checkpoint's writes where the source stores them.
+
+    Keys only, never a value: the values come from ``get_tuple``. ``None``
+    for a saver whose storage is not known here.
+    """
+    if isinstance(source, CheckpointAwsSource):
+        rows = source.stored_write_keys(thread_id, ns, cid)
+    elif isinstance(source, InMemorySaver):
+        stored = source.writes.get((thread_id, ns, cid), {})
+        rows = [(k[0], v[1], v[3], k[1]) for k, v in stored.items()]
+    elif type(source).__module__.startswith("langgraph.checkpoint.sqlite") and hasattr(source, "cursor"):
+        path = "task_path" if getattr(source, "_has_task_path", False) else "''"
+        with source.cursor(transaction=False) as cur:
+            cur.execute(
+                f"SELECT task_id, channel, {path}, idx FROM writes "  # a column name, never user input
+                "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (thread_id, ns, cid),
+            )
+            rows = [(str(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in cur.fetchall()]
+    elif type(source).__module__.startswith("langgraph.checkpoint.postgres") and hasattr(source, "conn"):
+        rows = _postgres_write_keys(source, thread_id, ns, cid)
+    else:
+        return None
+    rows.sort(key=lambda r: writes_sort_key(r[2], r[0], r[3]))
+    return rows
+
+
+def _postgres_write_keys(source: Any, thread_id: str, ns: str, cid: str) -> list[tuple[str, str, str, int]]:
+    """A ``PostgresSaver``'s ``checkpoint_writes`` keys (its public ``conn``: a connection or a pool)."""
+    sql = (
+        "SELECT task_id, channel, task_path, idx FROM checkpoint_writes "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    )
+    conn = source.conn
+    with contextlib.ExitStack() as stack:
+        if getattr(source, "lock", None) is not None:  # the saver's own guard of its connection
+            stack.enter_context(source.lock)
+        if hasattr(conn, "connection") and not hasattr(conn, "cursor"):  # a ConnectionPool
+            conn = stack.enter_context(conn.connection())
+        cur = stack.enter_context(conn.cursor())
+        cur.execute(sql, (thread_id, ns, cid))
+        fetched = cur.fetchall()
+    out = []
+    for r in fetched:
+        task_id, channel, path, idx = (
+            (r["task_id"], r["channel"], r["task_path"], r["idx"]) if isinstance(r, dict) else r
+        )
+        out.append((str(task_id), str(channel), str(path or ""), int(idx)))
+    return out
+
+
+def _rows(source: Any, thread_id: str, t: CheckpointTuple) -> list[_Row]:
+    """The checkpoint's pending writes with task path and index, in the source's order."""
+    pending = list(t.pending_writes or [])
+    ns, cid = _key(t)
+    keys = _stored_write_keys(source, thread_id, ns, cid) if pending else None
+    if (
+        keys is not None
+        and len(keys) == len(pending)
+        and all(k[0] == w[0] and k[1] == w[1] for k, w in zip(keys, pending, strict=True))
+    ):
+        return [(w[0], w[1], w[2], k[2], k[3]) for k, w in zip(keys, pending, strict=True)]
+    # Not known: a task's regular writes were one put_writes call, in this order.
+    position: dict[str, int] = {}
+    out: list[_Row] = []
+    for task_id, channel, value in pending:
+        idx = WRITES_IDX_MAP.get(channel)
+        if idx is None:
+            idx = position.get(task_id, 0)
+            position[task_id] = idx + 1
+        out.append((task_id, channel, value, "", idx))
+    return out
+
+
+def _by_task(rows: Iterable[_Row]) -> dict[str, list[_Row]]:
+    out: dict[str, list[_Row]] = {}
+    for r in rows:
+        out.setdefault(r[0], []).append(r)
+    return out
+
+
+# ============================================================ comparing
+
+
+def _conflict(thread_id: str, target: Any, what: str) -> MigrationConflictError:
+    return MigrationConflictError(
+        f"target thread {thread_id!r} in table {target.table_name!r} already has different checkpoints "
+        f"({what}); migrate it under another id (target_thread_id) or delete it first; "
+        "nothing was written"
+    )
+
+
+def _compare_checkpoint(s: CheckpointTuple, t: CheckpointTuple, serde: Any) -> str | None:
+    """What differs between two tuples of one checkpoint, their writes aside; ``None``: nothing."""
+    if _parent_id(s) != _parent_id(t):
+        return f"parent {_parent_id(t)!r}, the source's is {_parent_id(s)!r}"
+    if not _same(s.metadata, t.metadata, serde):
+        return "metadata"
+    sc, tc = s.checkpoint, t.checkpoint
+    for field in ("id", "ts", "channel_versions", "versions_seen"):
+        if not _same(sc.get(field), tc.get(field), serde):
+            return field
+    sv, tv = sc.get("channel_values") or {}, tc.get("channel_values") or {}
+    if set(sv) != set(tv):
+        return f"channels {sorted(set(sv) ^ set(tv))}"
+    for ch, value in sv.items():
+        if not _same(value, tv[ch], serde):
+            return f"channel {ch!r}"
+    return None
+
+
+def _same_writes(a: Sequence[Any], b: Sequence[Any], serde: Any) -> bool:
+    return len(a) == len(b) and all(
+        x[0] == y[0] and x[1] == y[1] and _same(x[2], y[2], serde) for x, y in zip(a, b, strict=True)
+    )
+
+
+def _subsequence(part: Sequence[Any], whole: Sequence[Any], serde: Any) -> bool:
+    """``part``'s writes all in ``whole``, in the same order."""
+    rest = iter(whole)
+    return all(any(_same_writes([x], [y], serde) for y in rest) for x in part)
+
+
+def _diff(
+    source: Any,
+    thread_id: str,
+    src: list[CheckpointTuple],
+    dst: list[CheckpointTuple],
+    target: Any,
+    name: str,
+) -> _Diff:
+    """What the target lacks; raise if it holds anything the source does not."""
+    serde = plain_serde(target)
+    theirs = {_key(t): t for t in dst}
+    extra = set(theirs) - {_key(t) for t in src}
+    if extra:
+        ns, cid = min(extra)
+        raise _conflict(name, target, f"checkpoint {cid!r} in namespace {ns!r} is not in the source")
+    out = _Diff()
+    for s in parents_first(src):
+        ns, cid = _key(s)
+        t = theirs.get((ns, cid))
+        if t is not None:
+            what = _compare_checkpoint(s, t, serde)
+            if what is not None:
+                raise _conflict(name, target, f"checkpoint {cid!r} in namespace {ns!r}: {what} differs")
+        else:
+            out.checkpoints.append(s)
+        have = _by_task(t.pending_writes or []) if t is not None else {}  # type: ignore[arg-type]
+        want = _by_task(_rows(source, thread_id, s))
+        for task_id, rows in want.items():
+            got = have.pop(task_id, [])
+            whole = [r[:3] for r in rows]
+            if _same_writes(whole, got, serde):
+                continue
+            if not _subsequence(got, whole, serde):
+                raise _conflict(name, target, f"the writes of task {task_id!r} on checkpoint {cid!r} differ")
+            # Missing, or some of them (a task writes in several calls: an interrupt, then its
+            # resume and its result): the whole task again; put_writes keeps what is stored.
+            out.writes[(ns, cid, task_id)] = rows
+        if have:
+            raise _conflict(
+                name, target, f"checkpoint {cid!r} has writes of tasks {sorted(have)} the source lacks"
+            )
+    return out
+
+
+def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
+    """Both sides' ``list`` and every namespace's latest ``get_tuple`` agree."""
+    src = list(source.list(_cfg(thread_id)))
+    dst = list(target.list(_cfg(name)))
+    try:
+        left = _diff(source, thread_id, src, dst, target, name)
+    except MigrationConflictError as exc:
+        raise MigrationError(f"verification of thread {name!r} failed: {exc}") from None
+    if not left.empty:
+        raise MigrationError(
+            f"verification of thread {name!r} failed: {len(left.checkpoints)} checkpoint(s) and "
+            f"{len(left.writes)} task write record(s) do not read back; run the migration again"
+        )
+    serde = plain_serde(target)
+    for ns in sorted({_key(t)[0] for t in src}):
+        a = source.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        b = target.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ns}})
+        if a is None or b is None or _key(a) != _key(b) or _compare_checkpoint(a, b, serde):
+            raise MigrationError(
+                f"verification of thread {name!r} failed: namespace {ns!r}'s latest checkpoint"
+            )
+        if not _same_writes(list(a.pending_writes or []), list(b.pending_writes or []), serde):
+            raise MigrationError(
+                f"verification of thread {name!r} failed: pending writes of namespace {ns!r}'s latest checkpoint"
+            )
+
+
+# ============================================================ writing
+
+
+def _records(thread_id: str, diff: _Diff) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The diff as transfer's writer takes it: each checkpoint, then its missing tasks' writes."""
+    tasks: dict[_Key, list[tuple[str, list[_Row]]]] = {}
+    for (ns, cid, task_id), rows in diff.writes.items():
+        tasks.setdefault((ns, cid), []).append((task_id, rows))
+    for t in diff.checkpoints:
+        ns, cid = _key(t)
+        yield (
+            "checkpoint",
+            {
+                "ns": ns,
+                "id": cid,
+                "parent": _parent_id(t),
+                "checkpoint": dict(t.checkpoint),
+                "metadata": t.metadata,
+                "same_as_parent": [],
+            },
+        )
+        yield from _write_records(thread_id, ns, cid, tasks.pop((ns, cid), []))
+    for (ns, cid), left in tasks.items():  # writes of checkpoints the target already has
+        yield from _write_records(thread_id, ns, cid, left)
+
+
+def _write_records(
+    thread_id: str, ns: str, cid: str, tasks: list[tuple[str, list[_Row]]]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    for task_id, rows in tasks:
+        calls = put_writes_order([(r[4], r[1], r[2]) for r in rows])
+        if calls is None:
+            raise MigrationError(
+                f"thread {thread_id!r}: the writes of task {task_id!r} on checkpoint {cid!r} (namespace "
+                f"{ns!r}) cannot be stored by put_writes: channels {[r[1] for r in rows]}, indexes "
+                f"{[r[4] for r in rows]}"
+            )
+        yield (
+            "writes",
+            {
+                "ns": ns,
+                "id": cid,
+                "task_id": task_id,
+                "task_path": rows[0][3],
+                "run_id": None,
+                "writes": calls,
+            },
+        )
+
+
+def _start(target: Any, name: str, thread_id: str, resuming: bool) -> None:
+    """Put the target's import marker (the thread is partial until verified); keep our own."""
+    if resuming:
+        return
+    mark_import(target, name, thread_id)
+
+
+def _summary(thread_id: str, name: str, src: list[CheckpointTuple], **kw: Any) -> dict[str, Any]:
+    return {
+        "thread_id": thread_id,
+        "target_thread_id": name,
+        "checkpoints": len(src),
+        "writes": sum(len({w[0] for w in t.pending_writes or []}) for t in src),
+        "namespaces": len({_key(t)[0] for t in src}),
+        **kw,
+    }
+
+
+def migrate_thread(
+    source: BaseCheckpointSaver[Any],
+    target: Any,
+    thread_id: str,
+    *,
+    target_thread_id: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Copy one thread, every namespace, from any LangGraph saver into a ``DynamoDBSaver``.
+
+    The target thread is compared with the source first. Complete already:
+    nothing is written (``status`` ``"skipped"``). Empty: it is written
+    whole (``"migrated"``). Partly written by an earlier migration that was
+    killed or failed (it carries the import marker): the rest is written
+    (``"resumed"``). Holding anything else: refused, nothing written. A
+    thread written is then verified (both sides' ``list`` and latest
+    ``get_tuple`` per namespace) and its marker removed. Nothing should
+    write to either thread meanwhile.
+
+    Args:
+        source: any sync ``BaseCheckpointSaver`` (``InMemorySaver``,
+            ``SqliteSaver``, ``PostgresSaver``, another ``DynamoDBSaver``...).
+        target: a sync ``DynamoDBSaver``; its serializer (and encryption),
+            tenant, thresholds and TTL apply to what is written.
+        thread_id: the source thread.
+        target_thread_id: the thread to write; default ``thread_id``.
+        dry_run: compare and report, write nothing (``status``
+            ``"would_migrate"`` / ``"would_resume"`` / ``"skipped"``).
+
+    Returns:
+        ``thread_id``, ``target_thread_id``, ``status``, ``checkpoints``,
+        ``writes`` (the source's task write records), ``namespaces``,
+        ``written_checkpoints``, ``written_writes``, ``verified``.
+
+    Raises:
+        MigrationConflictError: the target thread has other checkpoints or
+            writes, carries another import's marker, or was deleted (its
+            tombstones would hide the same checkpoints); nothing was written.
+        MigrationError: the source thread has no checkpoints, a write
+            failed (the target thread is partial and marked: run again to
+            complete it), or the verification failed.
+
+    Example:
+        ```python
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        from langgraph.checkpoint.dynamodb.tools.migrate import migrate_thread
+
+        memory = InMemorySaver()  # ... a graph ran on it with thread_id "t-1"
+        saver = DynamoDBSaver(table_name="checkpoints", bucket_name="payloads")
+        result = migrate_thread(memory, saver, "t-1")
+        assert result["verified"]
+        ```
+    """
+    if not isinstance(thread_id, str) or not thread_id:
+        raise ValueError("thread_id must be a non-empty string")
+    name = thread_id if target_thread_id is None else target_thread_id
+    if not isinstance(name, str) or not name:
+        raise ValueError("target_thread_id must be a non-empty string or None")
+    src = list(source.list(_cfg(thread_id)))
+    if not src:
+        raise MigrationError(f"source thread {thread_id!r} has no checkpoints")
+    marker = import_marker(target, name)
+    if marker is not None and marker.get("source_thread_id") != thread_id:
+        raise MigrationConflictError(
+            f"target thread {name!r} in table {target.table_name!r} carries the marker of an import of "
+            f"thread {marker.get('source_thread_id')!r} that is running or did not finish; nothing was written"
+        )
+    dst = list(target.list(_cfg(name)))
+    if not dst and marker is None:
+        try:
+            check_target(target, name)  # a deleted thread's tombstones would hide the same checkpoints
+        except TargetExistsError as exc:
+            raise MigrationConflictError(str(exc)) from None
+    diff = _diff(source, thread_id, src, dst, target, name)
+    resuming = marker is not None
+    if diff.empty and not resuming:
+        return _summary(
+            thread_id, name, src, status="skipped", written_checkpoints=0, written_writes=0, verified=True
+        )
+    if dry_run:
+        status = "would_resume" if resuming or dst else "would_migrate"
+        return _summary(
+            thread_id,
+            name,
+            src,
+            status=status,
+            written_checkpoints=len(diff.checkpoints),
+            written_writes=len(diff.writes),
+            verified=False,
+        )
+    _start(target, name, thread_id, resuming)
+    progress = WriteProgress()
+    try:
+        write_records(target, name, _records(thread_id, diff), ImportPlan(source_thread=thread_id), progress)
+    except Exception as exc:
+        raise MigrationError(
+            f"migration of thread {thread_id!r} into {name!r} stopped after {progress.written} write(s) "
+            f"({type(exc).__name__}: {exc}); the target thread is partial and marked so: run the migration "
+            "again to complete it"
+        ) from exc
+    _verify(source, thread_id, target, name)
+    unmark_import(target, name)
+    return _summary(
+        thread_id,
+        name,
+        src,
+        status="resumed" if resuming or dst else "migrated",
+        written_checkpoints=len(diff.checkpoints),
+        written_writes=len(diff.writes),
+        verified=True,
+    )
+
+
+def _thread_ids(source: BaseCheckpointSaver[Any]) -> list[str]:
+    """Every thread id of the source, in the order its ``list(None)`` first shows it."""
+    if isinstance(source, CheckpointAwsSource):
+        return source.list_thread_ids()  # its keys, not every checkpoint decoded
+    seen: dict[str, None] = {}
+    for t in source.list(None):
+        seen.setdefault(str(t.config["configurable"]["thread_id"]), None)
+    return list(seen)
+
+
+def migrate_threads(
+    source: BaseCheckpointSaver[Any],
+    target: Any,
+    thread_ids: Iterable[str] | None = None,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Migrate many threads (default: all of the source's) with :func:`migrate_thread`, same ids.
+
+    A thread the target refuses (``MigrationConflictError``) is reported in
+    ``refused`` and the others go on; any other error stops the run (what
+    was written stays, marked: run again to resume). Run again after a
+    kill: complete threads are skipped, the partial one is completed.
+
+    Args:
+        source: any sync ``BaseCheckpointSaver``, or a :class:`CheckpointAwsSource`.
+        target: a sync ``DynamoDBSaver``.
+        thread_ids: the threads to migrate; ``None``: every thread
+            ``source.list(None)`` shows (a ``CheckpointAwsSource``: its
+            ``list_thread_ids()``).
+        dry_run: compare and report, write nothing.
+        progress: called after each thread as ``progress(done, total, result)``.
+
+    Returns:
+        ``threads``, ``migrated``, ``resumed``, ``skipped``, ``refused``
+        (``[{"thread_id", "error"}]``), ``checkpoints`` and ``writes``
+        (written, or to write in a dry run), ``verified`` (threads whose
+        both sides were found equal), ``orphans`` (items of a
+        :class:`CheckpointAwsSource` left out: their payload never landed),
+        ``dry_run``, ``results`` (each
+        thread's :func:`migrate_thread` result).
+
+    Example:
+        ```python
+        summary = migrate_threads(source, saver, dry_run=True)
+        print(f"{summary['threads']} threads, {summary['checkpoints']} checkpoints to write")
+        summary = migrate_threads(source, saver)
+        assert not summary["refused"] and summary["verified"] == summary["threads"]
+        ```
+    """
+    ids = _thread_ids(source) if thread_ids is None else list(dict.fromkeys(thread_ids))
+    results: list[dict[str, Any]] = []
+    refused: list[dict[str, str]] = []
+    for n, tid in enumerate(ids, 1):
+        try:
+            result = migrate_thread(source, target, tid, dry_run=dry_run)
+        except MigrationConflictError as exc:
+            refused.append({"thread_id": tid, "error": str(exc)})
+            result = {"thread_id": tid, "status": "refused", "error": str(exc)}
+        results.append(result)
+        if progress is not None:
+            progress(n, len(ids), result)
+    done = [r for r in results if r["status"] != "refused"]
+
+    def count(*statuses: str) -> int:
+        return sum(r["status"] in statuses for r in done)
+
+    return {
+        "threads": len(ids),
+        "migrated": count("migrated", "would_migrate"),
+        "resumed": count("resumed", "would_resume"),
+        "skipped": count("skipped"),
+        "refused": refused,
+        "checkpoints": sum(r["written_checkpoints"] for r in done),
+        "writes": sum(r["written_writes"] for r in done),
+        "verified": sum(bool(r["verified"]) for r in done),
+        # Items of a langgraph-checkpoint-aws table without their payload, left out as it reads them.
+        "orphans": sum(source.orphans.get(t, 0) for t in ids)
+        if isinstance(source, CheckpointAwsSource)
+        else 0,
+        "dry_run": dry_run,
+        "results": results,
+    }

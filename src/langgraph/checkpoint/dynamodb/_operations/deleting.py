@@ -29,7 +29,6 @@ from langgraph.checkpoint.dynamodb._parts.shapes import (
     Item,
     ThreadItems,
 )
-from langgraph.checkpoint.dynamodb._parts.valuecache import HELD, held_prefix
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.errors import (
     CorruptPayloadError,
@@ -98,17 +97,12 @@ def delete_thread(s: BaseDynamoDBSaver, thread_id: str, *, force: bool = False) 
 
 def _forget_thread(s: BaseDynamoDBSaver, thread_id: str) -> None:
     """Drop what this saver remembers of a thread it deletes."""
-    pk = s.keys.pk(thread_id)
-    # A thread id can be reused: forget where its old versions lived.
-    for key in [k for k in list(s.caches.placements) if k[0] == thread_id]:
-        s.caches.placements.pop(key, None)
-    # Never served again (a recreated thread's references carry new tags,
-    # its checkpoints new ids): only memory to give back.
-    for prefix in s.keys.s3_thread_prefixes(thread_id):
-        s.caches.value_cache.forget_prefix(s.bucket_name or "", prefix)
-    s.caches.value_cache.forget_prefix(HELD, held_prefix(pk))
-    s.caches.chain_cache.forget_partition(pk)
-    s.caches.head_until.pop(thread_id, None)  # a new conversation writes a head again
+    s.caches.forget_thread(
+        thread_id,
+        s.keys.pk(thread_id),
+        bucket=s.bucket_name or "",
+        s3_prefixes=s.keys.s3_thread_prefixes(thread_id),
+    )
 
 
 def _sort_for_delete(

@@ -11,13 +11,13 @@ decode what it returns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import cast
 
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
-from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op
 from langgraph.checkpoint.dynamodb._operations import requests
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb._parts.shapes import (
@@ -178,17 +178,9 @@ def _fetch_wave(s: BaseDynamoDBSaver, refs: list[Ref], out: dict[Ref, bytes]) ->
     for r in item_refs:
         by_key.setdefault((r.pk, r.key), []).append(r)
     keys = [{ATTR.PK: {"S": pk}, ATTR.SK: {"S": sk}} for pk, sk in by_key]
-    chunks = [keys[i : i + requests.BATCH_GET_MAX] for i in range(0, len(keys), requests.BATCH_GET_MAX)]
-    calls += [
-        ddb(
-            "batch_get_item",
-            RequestItems={s.table_name: {"Keys": chunk, "ConsistentRead": True}},
-        )
-        for chunk in chunks
-    ]
+    calls += requests.batch_get_calls(s.table_name, keys)
     responses = yield Gather(calls, return_exceptions=True)
     missing: list[Ref] = []
-    unprocessed: list[dict[str, Any]] = []
     for ref, resp in zip(s3_refs, responses[: len(s3_refs)], strict=True):
         if isinstance(resp, BaseException):
             if isinstance(resp, ClientError) and error_code(resp) in ("NoSuchKey", "404"):
@@ -196,41 +188,18 @@ def _fetch_wave(s: BaseDynamoDBSaver, refs: list[Ref], out: dict[Ref, bytes]) ->
                 continue
             raise resp
         out[ref] = resp["Body"]
-
-    def take(resp: dict[str, Any]) -> None:
-        for it in resp.get("Responses", {}).get(s.table_name, []):
-            shapes.check_format(it)
-            for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
-                if r.kind == "blob":
-                    out[r] = shapes.blob_bytes(it)
-                else:
-                    packed = shapes.held_value(it, r.channel)
-                    if packed is not None:
-                        out[r] = packed
-        unprocessed.extend(resp.get("UnprocessedKeys", {}).get(s.table_name, {}).get("Keys", []))
-
     for resp in responses[len(s3_refs) :]:
         if isinstance(resp, BaseException):
             raise resp
-        take(resp)
-    attempt = 0
-    while unprocessed:
-        attempt += 1
-        if attempt > 12:
-            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
-        yield Sleep(requests.backoff(attempt))
-        batch, unprocessed = (
-            unprocessed[: requests.BATCH_GET_MAX],
-            unprocessed[requests.BATCH_GET_MAX :],
-        )
-        take(
-            (
-                yield ddb(
-                    "batch_get_item",
-                    RequestItems={s.table_name: {"Keys": batch, "ConsistentRead": True}},
-                )
-            )
-        )
+    for it in (yield from requests.batch_get_rest(s.table_name, responses[len(s3_refs) :])):
+        shapes.check_format(it)
+        for r in by_key.get((it[ATTR.PK]["S"], it[ATTR.SK]["S"]), []):
+            if r.kind == "blob":
+                out[r] = shapes.blob_bytes(it)
+            else:
+                packed = shapes.held_value(it, r.channel)
+                if packed is not None:
+                    out[r] = packed
     missing.extend(r for r in item_refs if r not in out)
     return missing
 

@@ -63,7 +63,7 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
         return
     now = int(clock.now())
     need = now + (s.ttl or 0)
-    cached = s.caches.head_until.get(thread_id)
+    cached = s.caches.head_until(thread_id)
     if cached is not None and cached >= need:
         return
     until = need + _refresh_window(s)
@@ -97,8 +97,6 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
         conditions.append("(attribute_not_exists(#dr) OR NOT contains(#dr, :root))")
     if conditions:
         kwargs["ConditionExpression"] = " AND ".join(conditions)
-    if len(s.caches.head_until) > 10_000:
-        s.caches.head_until.clear()
     try:
         resp = yield ddb(
             "update_item",
@@ -112,9 +110,9 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
     except ClientError as exc:
         if error_code(exc) != "ConditionalCheckFailedException":
             raise
-        s.caches.head_until[thread_id] = need
+        s.caches.note_head(thread_id, need)
         return
-    s.caches.head_until[thread_id] = until
+    s.caches.note_head(thread_id, until)
     old = shapes.int_attr(resp.get("Attributes", {}), ATTR.TTL)
     if old is not None and old < now:
         # The thread had expired and nobody reaped it yet. Readers already

@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, Sleep, compute, ddb
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, compute, ddb
 from langgraph.checkpoint.dynamodb._operations import fetch, read, requests
 from langgraph.checkpoint.dynamodb._parts import chains, shapes
 from langgraph.checkpoint.dynamodb._parts.binding import metadata_place, value_place
@@ -91,7 +91,7 @@ class _ChainQuery:
                 depth = _delta_depth(s, min(self.cached.values(), key=lambda r: r.checkpoint_id), channels)
             else:
                 cid = self.cid
-                hint = s.caches.depth_hints.get((self.thread_id, self.ns, cid)) if cid is not None else None
+                hint = s.caches.depth_hint(self.thread_id, self.ns, cid) if cid is not None else None
                 depth = _depth_from_counters(hint, channels) if hint is not None else None
             kwargs["Limit"] = (
                 FIRST_PAGE_ITEMS if depth is None else max(FIRST_PAGE_ITEMS, (depth + 4) * 5 + 16)
@@ -417,28 +417,17 @@ def _target_and_head_call(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str) -> C
         {ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.checkpoint_sk(ns, cid)}},
         {ATTR.PK: {"S": pk}, ATTR.SK: {"S": schema.HEAD_SK}},
     ]
-    return ddb("batch_get_item", RequestItems={s.table_name: {"Keys": keys, "ConsistentRead": True}})
+    return requests.batch_get_calls(s.table_name, keys)[0]
 
 
 def _batch_items(s: BaseDynamoDBSaver, resp: dict[str, Any]) -> Op[dict[str, Item]]:
     """Items of a BatchGetItem by sort key, asking again for unprocessed keys (with backoff)."""
     out: dict[str, Item] = {}
-    attempt = 0
-    while True:
-        for it in resp.get("Responses", {}).get(s.table_name, []):
-            if it[ATTR.SK]["S"] != schema.HEAD_SK:
-                shapes.check_format(it)
-            out[it[ATTR.SK]["S"]] = it
-        unprocessed = resp.get("UnprocessedKeys", {}).get(s.table_name, {}).get("Keys", [])
-        if not unprocessed:
-            return out
-        attempt += 1
-        if attempt > 12:
-            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
-        yield Sleep(requests.backoff(attempt))
-        resp = yield ddb(
-            "batch_get_item", RequestItems={s.table_name: {"Keys": unprocessed, "ConsistentRead": True}}
-        )
+    for it in (yield from requests.batch_get_rest(s.table_name, [resp])):
+        if it[ATTR.SK]["S"] != schema.HEAD_SK:
+            shapes.check_format(it)
+        out[it[ATTR.SK]["S"]] = it
+    return out
 
 
 def _delta_depth(s: BaseDynamoDBSaver, record: CheckpointRecord, channels: Sequence[str]) -> int | None:

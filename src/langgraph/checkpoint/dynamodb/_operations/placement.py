@@ -67,7 +67,7 @@ def lineage_root_for(
             enclosing = sorted((k for k in cmap if isinstance(k, str) and k != ns), key=len, reverse=True)
             for pns in enclosing:
                 pcid = cmap[pns]
-                if isinstance(pcid, str) and (inherited := s.caches.roots.get((thread_id, pns, pcid))):
+                if isinstance(pcid, str) and (inherited := s.caches.root(thread_id, pns, pcid)):
                     root = inherited
                     break
             else:
@@ -76,10 +76,10 @@ def lineage_root_for(
                 # last worked on there (the run read or wrote its parent). A
                 # new lineage here would outlive a delete of the thread.
                 for pns in enclosing:
-                    if inherited := s.caches.last_roots.get((thread_id, pns)):
+                    if inherited := s.caches.last_root(thread_id, pns):
                         root = inherited
                         break
-    elif (known := s.caches.roots.get((thread_id, ns, parent_id))) is not None:
+    elif (known := s.caches.root(thread_id, ns, parent_id)) is not None:
         root = known
     else:
         resp = yield ddb(

@@ -28,7 +28,6 @@ from langgraph.checkpoint.dynamodb._operations.fetch import collect_refs, fetch,
 from langgraph.checkpoint.dynamodb._operations.placement import new_tag
 from langgraph.checkpoint.dynamodb._parts import chains, shapes
 from langgraph.checkpoint.dynamodb._parts.binding import body_place, metadata_place, value_place, write_place
-from langgraph.checkpoint.dynamodb._parts.caches import LATEST_HINTS_MAX
 from langgraph.checkpoint.dynamodb._parts.chains import LatestPageHint
 from langgraph.checkpoint.dynamodb._parts.shapes import (
     AttributeValue,
@@ -142,7 +141,9 @@ def _get_latest(
     if record is not None:
         tasks = {w[ATTR.SK]["S"] for w in record.writes}
         above = max(0, scan.position - len(record.writes) - 1)
-        _set_hint(s, pk, ns, LatestPageHint(record.checkpoint_id, tasks, above, _holds_refs(record.item)))
+        s.caches.note_latest(
+            pk, ns, LatestPageHint(record.checkpoint_id, tasks, above, shapes.holds_refs(record.item))
+        )
     return record, scan.nearby
 
 
@@ -199,39 +200,11 @@ def latest_limit(s: BaseDynamoDBSaver, pk: str, ns: str) -> int:
     process added writes or checkpoints since, the page falls short and the
     read takes one more page (one more round trip), never a wrong answer.
     """
-    hint = s.caches.latest_pages.get((pk, ns))
+    hint = s.caches.latest_page(pk, ns)
     if hint is None:
         return LATEST_PAGE
     need = min(LATEST_PAGE_MORE, hint.above + len(hint.tasks) + 1)
     return max(need, LATEST_PAGE) if hint.held else need
-
-
-def _set_hint(s: BaseDynamoDBSaver, pk: str, ns: str, hint: LatestPageHint) -> None:
-    hints = s.caches.latest_pages
-    if len(hints) > LATEST_HINTS_MAX:
-        hints.clear()  # a sizing hint: a miss costs the default page
-    hints[(pk, ns)] = hint
-
-
-def _holds_refs(item: Item) -> bool:
-    """Whether a checkpoint item references values held by older checkpoint items."""
-    return any(
-        isinstance(av, dict) and av.get("M", {}).get("l", {}).get("S") == "c"
-        for av in item.get(ATTR.VALUES, {}).get("M", {}).values()
-    )
-
-
-def note_put(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, item: Item) -> None:
-    """After this saver's ``put``: the new checkpoint is the latest, with no writes yet."""
-    old = s.caches.latest_pages.get((pk, ns))
-    _set_hint(s, pk, ns, LatestPageHint(cid, set(), old.above if old else 0, _holds_refs(item)))
-
-
-def note_writes(s: BaseDynamoDBSaver, pk: str, ns: str, cid: str, sk: str) -> None:
-    """After this saver's ``put_writes``: the writes item ``sk`` is on that checkpoint."""
-    hint = s.caches.latest_pages.get((pk, ns))
-    if hint is not None and hint.checkpoint_id == cid:
-        hint.tasks.add(sk)
 
 
 def seed_version(
@@ -338,7 +311,7 @@ def _held_here(
     fetch the holder.
     """
     cid = record.checkpoint_id
-    known = s.caches.placements.get(key)
+    known = s.caches.placement(key)
     tag = known[2] if known is not None and known[0] == "c" and known[1] == cid and known[2] else new_tag()
     s.caches.value_cache.put(
         held_key(record.item[ATTR.PK]["S"], record.item[ATTR.SK]["S"], channel, tag), packed
@@ -397,9 +370,7 @@ def _to_tuple(
         metadata = decode_metadata(s, record, fetched)
     counters = metadata.get("counters_since_delta_snapshot")
     if counters:
-        if len(s.caches.depth_hints) > 1024:
-            s.caches.depth_hints.clear()
-        s.caches.depth_hints[(record.thread_id, record.checkpoint_ns, cid)] = dict(counters)
+        s.caches.note_depth(record.thread_id, record.checkpoint_ns, cid, counters)
     pending = decode_writes(s, record, fetched)
     parent = shapes.str_attr(item, ATTR.PARENT_ID, f"checkpoint {cid!r}")
     conf = {

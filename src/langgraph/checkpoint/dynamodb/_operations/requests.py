@@ -1,8 +1,8 @@
 """Request helpers: the request patterns several operations share.
 
 Rule: this module holds sans-I/O building blocks (see ``ops``) that issue
-requests but know nothing of checkpoints: paged queries, batch writes that
-retry unprocessed items with backoff, deletes in an order that keeps every
+requests but know nothing of checkpoints: paged queries, batch reads and
+batch writes that retry unprocessed keys and items with backoff, deletes in an order that keeps every
 readable checkpoint unchanged under interruption, S3 deletes. They take the
 table or bucket name, never a saver.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._engine.ops import Gather, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb._parts.shapes import Item
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -65,6 +65,55 @@ def checkpoint_query(table_name: str, pk: str, ns: str, checkpoint_id: str) -> d
         },
         ConsistentRead=True,
     )
+
+
+def batch_get_calls(table_name: str, keys: Sequence[Item]) -> list[Call]:
+    """Strongly consistent BatchGetItem calls for ``keys``, 100 keys each (DynamoDB's limit).
+
+    The keys must be distinct: BatchGetItem refuses a request naming one twice.
+    """
+    return [
+        ddb(
+            "batch_get_item",
+            RequestItems={table_name: {"Keys": list(keys[i : i + BATCH_GET_MAX]), "ConsistentRead": True}},
+        )
+        for i in range(0, len(keys), BATCH_GET_MAX)
+    ]
+
+
+def batch_get_rest(table_name: str, responses: Iterable[dict[str, Any]]) -> Op[list[Item]]:
+    """The items of BatchGetItem ``responses``, asking again for their unprocessed keys with backoff.
+
+    Split from :func:`batch_get` so that a caller can send the first calls
+    together with others in one ``Gather`` (one round trip), then finish here.
+
+    Raises:
+        RuntimeError: keys stayed unprocessed after 12 attempts (a throttled table).
+    """
+    items: list[Item] = []
+    unprocessed: list[Item] = []
+    for resp in responses:
+        items.extend(resp.get("Responses", {}).get(table_name, []))
+        unprocessed.extend(resp.get("UnprocessedKeys", {}).get(table_name, {}).get("Keys", []))
+    attempt = 0
+    while unprocessed:
+        attempt += 1
+        if attempt > 12:
+            raise RuntimeError("BatchGetItem keys stayed unprocessed (table throttled?)")
+        yield Sleep(backoff(attempt))
+        batch, unprocessed = unprocessed[:BATCH_GET_MAX], unprocessed[BATCH_GET_MAX:]
+        resp = yield batch_get_calls(table_name, batch)[0]
+        items.extend(resp.get("Responses", {}).get(table_name, []))
+        unprocessed.extend(resp.get("UnprocessedKeys", {}).get(table_name, {}).get("Keys", []))
+    return items
+
+
+def batch_get(table_name: str, keys: Sequence[Item]) -> Op[list[Item]]:
+    """Every item of ``keys`` that exists (strongly consistent): chunks at once, unprocessed keys again."""
+    if not keys:
+        return []
+    responses = yield Gather(batch_get_calls(table_name, keys))
+    return (yield from batch_get_rest(table_name, responses))
 
 
 def batch_write(table_name: str, requests: list[dict[str, Any]], *, in_order: bool = False) -> Op[None]:

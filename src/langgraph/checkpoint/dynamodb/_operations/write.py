@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, compute, ddb, size_hint
-from langgraph.checkpoint.dynamodb._operations import heads, placement, read, requests
+from langgraph.checkpoint.dynamodb._operations import heads, placement, requests
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb._parts.binding import body_place, metadata_place, value_place, write_place
 from langgraph.checkpoint.dynamodb._parts.shapes import (
@@ -169,9 +169,7 @@ def _known_values(
     reused: dict[str, AttributeValue] = {}
     fresh: list[str] = []
     for channel, version in versions.items():
-        known = (
-            None if channel in new_versions else s.caches.placements.get((thread_id, ns, channel, version))
-        )
+        known = None if channel in new_versions else s.caches.placement((thread_id, ns, channel, version))
         ref = None if known is None else _reuse(known, version, cid)
         if ref is None:
             # A new version, or an unchanged one this process has neither
@@ -266,12 +264,12 @@ def put(
     # sees a pointer to something not yet written.
     yield from placement.write_externals(s, staging.uploads, staging.blob_items)
     yield from write_item(s, ddb("put_item", TableName=s.table_name, Item=item))
-    read.note_put(s, pk, ns, cid, item)  # sizes the next latest read
+    s.caches.note_put(pk, ns, cid, holds_refs=shapes.holds_refs(item))  # sizes the next latest read
     staging.landed()
     if not parent_id and not ns:
         # A new conversation: the head this process last wrote may have
         # been retired by a delete elsewhere; write it again now.
-        s.caches.head_until.pop(thread_id, None)
+        s.caches.forget_head(thread_id)
     yield from heads.on_activity(s, thread_id, root=root)
     return {
         "configurable": {
@@ -372,11 +370,9 @@ def put_writes(
     # special), one transaction for more: all of a call's writes land, or none.
     yield from _land_writes(s, (thread_id, ns, cid, task_id), items, by_idx, overwrite=overwrite)
     for item in items.values():
-        read.note_writes(s, pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
+        s.caches.note_writes(pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
     # A root this saver does not know counts as unknown history (orphan).
-    yield from heads.on_activity(
-        s, thread_id, root=s.caches.roots.get((thread_id, ns, cid), schema.ORPHAN_ROOT)
-    )
+    yield from heads.on_activity(s, thread_id, root=s.caches.root(thread_id, ns, cid) or schema.ORPHAN_ROOT)
 
 
 def _choose_writes(writes: Sequence[tuple[str, Any]]) -> tuple[dict[int, tuple[str, Any]], bool]:

@@ -297,6 +297,14 @@ def expired_stamp(item: Item) -> bool:
     return exp is not None and exp < int(clock.now())
 
 
+def holds_refs(item: Item) -> bool:
+    """Whether a checkpoint item references values held by older checkpoint items (``l`` = ``c``)."""
+    return any(
+        isinstance(av, dict) and av.get("M", {}).get("l", {}).get("S") == "c"
+        for av in item.get(ATTR.VALUES, {}).get("M", {}).values()
+    )
+
+
 def check_format(item: Item) -> None:
     fmt = int_attr(item, ATTR.FORMAT)
     if fmt is None:

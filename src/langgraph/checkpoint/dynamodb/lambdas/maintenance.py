@@ -42,7 +42,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from langgraph.checkpoint.dynamodb._operations.steps import DEFAULT_BATCH_SIZE, StepResult
 from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError
@@ -64,72 +64,20 @@ __all__ = [
 
 #: Largest id list one event may name (a Lambda event is at most 256 KB async).
 MAX_IDS = 1000
-#: Longest id (UTF-8 bytes): a partition key holds 2,048 bytes, tenant prefix included.
-MAX_ID_BYTES = 2048
-#: Longest continuation token the function hands out is far below this.
-MAX_TOKEN_CHARS = 16 * 1024
+#: Longest id an event may name (UTF-8 bytes): a partition key holds 2,048 bytes,
+#: tenant prefix included. Tighter than ``schema.MAX_ID_BYTES``, which bounds ids
+#: the savers accept from a graph (they may be hashed into the key).
+MAX_EVENT_ID_BYTES = 2048
+#: Longest continuation an event may carry: a step's token
+#: (``steps.MAX_TOKEN_CHARS``) plus the signature this function adds to it.
+MAX_EVENT_TOKEN_CHARS = 16 * 1024
 
 
 class EventError(ValueError):
     """The event is not a valid maintenance request (the message says why)."""
 
 
-@dataclass(frozen=True)
-class _Common:
-    tenant_prefix: str | None
-    continuation: str | None
-
-
-@dataclass(frozen=True)
-class CopyThread(_Common):
-    """``{"action": "copy_thread", "source_thread_id", "target_thread_id"}``."""
-
-    source_thread_id: str
-    target_thread_id: str
-
-
-@dataclass(frozen=True)
-class Prune(_Common):
-    """``{"action": "prune", "thread_ids": [...], "keep_last"?: int, "strategy"?: ...}``."""
-
-    thread_ids: tuple[str, ...]
-    keep_last: int | None
-    strategy: Literal["keep_latest", "delete"]
-
-
-@dataclass(frozen=True)
-class DeleteThread(_Common):
-    """``{"action": "delete_thread", "thread_id"}``."""
-
-    thread_id: str
-
-
-@dataclass(frozen=True)
-class DeleteForRuns(_Common):
-    """``{"action": "delete_for_runs", "run_ids": [...]}``."""
-
-    run_ids: tuple[str, ...]
-
-
-MaintenanceRequest = CopyThread | Prune | DeleteThread | DeleteForRuns
-
-#: Action -> (required fields, optional fields) besides ``action``, ``tenant_prefix``, ``continuation``.
-ACTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "copy_thread": (("source_thread_id", "target_thread_id"), ()),
-    "prune": (("thread_ids",), ("keep_last", "strategy")),
-    "delete_thread": (("thread_id",), ()),
-    "delete_for_runs": (("run_ids",), ()),
-}
-_COMMON = ("action", "tenant_prefix", "continuation")
-_CLASSES: Mapping[str, type] = {
-    "copy_thread": CopyThread,
-    "prune": Prune,
-    "delete_thread": DeleteThread,
-    "delete_for_runs": DeleteForRuns,
-}
-
-
-def _checked(name: str, value: str, limit: int = MAX_ID_BYTES) -> str:
+def _checked(name: str, value: str, limit: int = MAX_EVENT_ID_BYTES) -> str:
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
@@ -152,7 +100,7 @@ def _optional_text(event: Mapping[str, Any], name: str) -> str | None:
         return None
     if not isinstance(value, str) or not value:
         raise EventError(f"{name} must be a non-empty string or null, got {value!r:.200}")
-    return _checked(name, value, MAX_TOKEN_CHARS if name == "continuation" else MAX_ID_BYTES)
+    return _checked(name, value, MAX_EVENT_TOKEN_CHARS if name == "continuation" else MAX_EVENT_ID_BYTES)
 
 
 def _ids(event: Mapping[str, Any], name: str) -> tuple[str, ...]:
@@ -164,6 +112,139 @@ def _ids(event: Mapping[str, Any], name: str) -> tuple[str, ...]:
             raise EventError(f"every entry of {name} must be a non-empty string, got {v!r:.200}")
         _checked(f"an entry of {name}", v)
     return tuple(value)
+
+
+# Each action is one row: a request class naming its action and fields, parsing
+# and checking them (``parse``) and running one step (``step``). ``ACTIONS`` and
+# ``parse_event`` are derived from the rows, so a new action is one class here.
+
+
+@dataclass(frozen=True)
+class _Request:
+    tenant_prefix: str | None
+    continuation: str | None
+
+    #: The event's ``action``.
+    action: ClassVar[str]
+    #: Fields the event must carry, and may carry, besides ``action``, ``tenant_prefix``, ``continuation``.
+    required: ClassVar[tuple[str, ...]]
+    optional: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def parse(cls, event: Mapping[str, Any], common: dict[str, str | None]) -> _Request:
+        raise NotImplementedError
+
+    def step(self, saver: DynamoDBSaver, token: str | None, deadline: float | None) -> StepResult:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class CopyThread(_Request):
+    """``{"action": "copy_thread", "source_thread_id", "target_thread_id"}``."""
+
+    source_thread_id: str
+    target_thread_id: str
+
+    action: ClassVar[str] = "copy_thread"
+    required: ClassVar[tuple[str, ...]] = ("source_thread_id", "target_thread_id")
+
+    @classmethod
+    def parse(cls, event: Mapping[str, Any], common: dict[str, str | None]) -> CopyThread:
+        return cls(
+            **common,
+            source_thread_id=_text(event, "source_thread_id"),
+            target_thread_id=_text(event, "target_thread_id"),
+        )
+
+    def step(self, saver: DynamoDBSaver, token: str | None, deadline: float | None) -> StepResult:
+        return saver.copy_thread_step(
+            self.source_thread_id,
+            self.target_thread_id,
+            continuation=token,
+            deadline=deadline,
+            batch_size=_batch_size(),
+        )
+
+
+@dataclass(frozen=True)
+class Prune(_Request):
+    """``{"action": "prune", "thread_ids": [...], "keep_last"?: int, "strategy"?: ...}``."""
+
+    thread_ids: tuple[str, ...]
+    keep_last: int | None
+    strategy: Literal["keep_latest", "delete"]
+
+    action: ClassVar[str] = "prune"
+    required: ClassVar[tuple[str, ...]] = ("thread_ids",)
+    optional: ClassVar[tuple[str, ...]] = ("keep_last", "strategy")
+
+    @classmethod
+    def parse(cls, event: Mapping[str, Any], common: dict[str, str | None]) -> Prune:
+        strategy = event.get("strategy", "keep_latest")
+        if strategy not in ("keep_latest", "delete"):
+            raise EventError(f"strategy must be 'keep_latest' or 'delete', got {strategy!r}")
+        keep_last = event.get("keep_last")
+        if keep_last is not None:
+            if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
+                raise EventError(f"keep_last must be an integer >= 1, got {keep_last!r}")
+            if strategy != "keep_latest":
+                raise EventError("keep_last applies to strategy 'keep_latest' only")
+        return cls(**common, thread_ids=_ids(event, "thread_ids"), keep_last=keep_last, strategy=strategy)
+
+    def step(self, saver: DynamoDBSaver, token: str | None, deadline: float | None) -> StepResult:
+        return saver.prune_step(
+            list(self.thread_ids),
+            strategy=self.strategy,
+            keep_last=self.keep_last,
+            continuation=token,
+            deadline=deadline,
+        )
+
+
+@dataclass(frozen=True)
+class DeleteThread(_Request):
+    """``{"action": "delete_thread", "thread_id"}``."""
+
+    thread_id: str
+
+    action: ClassVar[str] = "delete_thread"
+    required: ClassVar[tuple[str, ...]] = ("thread_id",)
+
+    @classmethod
+    def parse(cls, event: Mapping[str, Any], common: dict[str, str | None]) -> DeleteThread:
+        return cls(**common, thread_id=_text(event, "thread_id"))
+
+    def step(self, saver: DynamoDBSaver, token: str | None, deadline: float | None) -> StepResult:
+        # A counted whole-thread delete: one unit, already safe to redo.
+        return saver.prune_step([self.thread_id], strategy="delete", continuation=token, deadline=deadline)
+
+
+@dataclass(frozen=True)
+class DeleteForRuns(_Request):
+    """``{"action": "delete_for_runs", "run_ids": [...]}``."""
+
+    run_ids: tuple[str, ...]
+
+    action: ClassVar[str] = "delete_for_runs"
+    required: ClassVar[tuple[str, ...]] = ("run_ids",)
+
+    @classmethod
+    def parse(cls, event: Mapping[str, Any], common: dict[str, str | None]) -> DeleteForRuns:
+        return cls(**common, run_ids=_ids(event, "run_ids"))
+
+    def step(self, saver: DynamoDBSaver, token: str | None, deadline: float | None) -> StepResult:
+        return saver.delete_for_runs_step(list(self.run_ids), continuation=token, deadline=deadline)
+
+
+MaintenanceRequest = CopyThread | Prune | DeleteThread | DeleteForRuns
+_ROWS: Mapping[str, type[_Request]] = {
+    cls.action: cls for cls in (CopyThread, Prune, DeleteThread, DeleteForRuns)
+}
+#: Action -> (required fields, optional fields) besides ``action``, ``tenant_prefix``, ``continuation``.
+ACTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    action: (cls.required, cls.optional) for action, cls in _ROWS.items()
+}
+_COMMON = ("action", "tenant_prefix", "continuation")
 
 
 def parse_event(event: object) -> MaintenanceRequest:
@@ -180,13 +261,13 @@ def parse_event(event: object) -> MaintenanceRequest:
     if not isinstance(event, Mapping):
         raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
     action = event.get("action")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise EventError(f"unknown action {action!r}; one of {sorted(ACTIONS)}")
-    required, optional = ACTIONS[action]
-    missing = [f for f in required if f not in event]
+    if not isinstance(action, str) or action not in _ROWS:
+        raise EventError(f"unknown action {action!r}; one of {sorted(_ROWS)}")
+    row = _ROWS[action]
+    missing = [f for f in row.required if f not in event]
     if missing:
         raise EventError(f"{action} needs {', '.join(missing)}")
-    unknown = sorted(str(k) for k in event if k not in (*_COMMON, *required, *optional))
+    unknown = sorted(str(k) for k in event if k not in (*_COMMON, *row.required, *row.optional))
     if unknown:
         # A typo ("keep-last") must not silently run with a default.
         raise EventError(f"unknown field(s) for {action}: {', '.join(unknown)}")
@@ -194,26 +275,7 @@ def parse_event(event: object) -> MaintenanceRequest:
         "tenant_prefix": _optional_text(event, "tenant_prefix"),
         "continuation": _optional_text(event, "continuation"),
     }
-    if action == "copy_thread":
-        return CopyThread(
-            **common,
-            source_thread_id=_text(event, "source_thread_id"),
-            target_thread_id=_text(event, "target_thread_id"),
-        )
-    if action == "delete_thread":
-        return DeleteThread(**common, thread_id=_text(event, "thread_id"))
-    if action == "delete_for_runs":
-        return DeleteForRuns(**common, run_ids=_ids(event, "run_ids"))
-    strategy = event.get("strategy", "keep_latest")
-    if strategy not in ("keep_latest", "delete"):
-        raise EventError(f"strategy must be 'keep_latest' or 'delete', got {strategy!r}")
-    keep_last = event.get("keep_last")
-    if keep_last is not None:
-        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
-            raise EventError(f"keep_last must be an integer >= 1, got {keep_last!r}")
-        if strategy != "keep_latest":
-            raise EventError("keep_last applies to strategy 'keep_latest' only")
-    return Prune(**common, thread_ids=_ids(event, "thread_ids"), keep_last=keep_last, strategy=strategy)
+    return cast(MaintenanceRequest, row.parse(event, common))
 
 
 def _saver_for(tenant_prefix: str | None) -> DynamoDBSaver:
@@ -243,8 +305,7 @@ def _params(request: MaintenanceRequest) -> tuple[str, dict[str, Any]]:
     fields = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(request).items()}
     fields.pop("continuation")
     fields.pop("tenant_prefix")
-    action = next(a for a, cls in _CLASSES.items() if isinstance(request, cls))
-    return action, fields
+    return request.action, fields
 
 
 def run(request: MaintenanceRequest, *, deadline: float | None) -> StepResult:
@@ -261,7 +322,7 @@ def run(request: MaintenanceRequest, *, deadline: float | None) -> StepResult:
     token = request.continuation
     if secret is not None and token is not None:
         token = tokens.verify(secret, action, tenant, params, token)
-    step = _step(saver, request, token, deadline)
+    step = request.step(saver, token, deadline)
     if step.continuation is not None:
         secret = secret if secret is not None else tokens.key()
         if secret is not None:
@@ -269,31 +330,6 @@ def run(request: MaintenanceRequest, *, deadline: float | None) -> StepResult:
                 step, continuation=tokens.sign(secret, action, tenant, params, step.continuation)
             )
     return step
-
-
-def _step(
-    saver: DynamoDBSaver, request: MaintenanceRequest, token: str | None, deadline: float | None
-) -> StepResult:
-    if isinstance(request, CopyThread):
-        return saver.copy_thread_step(
-            request.source_thread_id,
-            request.target_thread_id,
-            continuation=token,
-            deadline=deadline,
-            batch_size=_batch_size(),
-        )
-    if isinstance(request, Prune):
-        return saver.prune_step(
-            list(request.thread_ids),
-            strategy=request.strategy,
-            keep_last=request.keep_last,
-            continuation=token,
-            deadline=deadline,
-        )
-    if isinstance(request, DeleteThread):
-        # A counted whole-thread delete: one unit, already safe to redo.
-        return saver.prune_step([request.thread_id], strategy="delete", continuation=token, deadline=deadline)
-    return saver.delete_for_runs_step(list(request.run_ids), continuation=token, deadline=deadline)
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:

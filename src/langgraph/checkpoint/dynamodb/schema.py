@@ -39,7 +39,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
@@ -55,11 +56,14 @@ __all__ = [
     "MAX_PK_BYTES",
     "MAX_S3_KEY_BYTES",
     "RUN_INDEX_NAME",
+    "S3_FIELD_ROOM",
+    "S3_SHAPES",
     "THREADS_INDEX_NAME",
     "TOMBSTONE_ITEM",
     "TTL_ATTRIBUTE",
     "WRITES_ITEM",
     "WRITES_PER_ITEM",
+    "S3Shape",
     "digest",
     "escape",
     "fit",
@@ -67,7 +71,9 @@ __all__ = [
     "parse_s3_thread_segment",
     "partition_key",
     "run_key",
+    "s3_kind",
     "s3_object_key",
+    "s3_shape_segments",
     "s3_thread_prefix",
     "s3_thread_prefixes",
     "table_definition",
@@ -548,6 +554,86 @@ def s3_object_key(root: str, segments: Sequence[tuple[str, str, int]], reserve: 
     if len(whole.encode()) + reserve <= MAX_S3_KEY_BYTES:
         return whole
     return root + "/".join(fit(part, value, room) if room else part for part, value, room in segments)
+
+
+@dataclass(frozen=True)
+class S3Shape:
+    """One kind of S3 object: the segments of its key after ``<thread>/_<namespace>/``.
+
+    A segment is a literal (``"c"``), or a ``{field}`` filled with that id,
+    percent-encoded (so no segment holds a ``/`` and keys parse back by
+    position) and digested to its room when the whole key would not fit.
+    ``tail`` is a literal glued to the last field (the ``.`` before a
+    pending write's random suffix).
+    """
+
+    kind: str
+    segments: tuple[str, ...]
+    tail: str = ""
+
+
+#: Every S3 object this store writes, under ``<s3_key_prefix>[<tenant>|]<thread>/_<ns>/``.
+#: ``_parts.keys`` builds keys from these rows (and proves a stored pointer is
+#: its item's own), ``s3_kind`` parses a key back to its row: the layout is
+#: written here once.
+S3_SHAPES: Final = (
+    S3Shape("checkpoint body", ("c", "{checkpoint_id}", "body")),
+    S3Shape("checkpoint metadata", ("c", "{checkpoint_id}", "metadata")),
+    # The key continues with a random suffix of S3_SUFFIX_CHARS (see _parts.keys).
+    S3Shape("write", ("c", "{checkpoint_id}", "w", "{task_id}", "{idx}"), tail="."),
+    S3Shape("value", ("v", "{channel}", "{version}")),
+)
+#: The room of each field of ``S3_SHAPES`` (quoted bytes; see :func:`s3_object_key`).
+S3_FIELD_ROOM: Final[Mapping[str, int]] = {
+    "checkpoint_id": S3_ID_ROOM,
+    "task_id": S3_ID_ROOM,
+    "version": S3_ID_ROOM,
+    "channel": S3_CHANNEL_ROOM,
+    "idx": 0,  # a small integer, always whole
+}
+S3_SHAPE: Final[Mapping[str, S3Shape]] = {shape.kind: shape for shape in S3_SHAPES}
+
+
+def s3_shape_segments(kind: str, **ids: str) -> list[tuple[str, str, int]]:
+    """The ``(encoded, value, room)`` segments of an object of ``kind`` after its namespace.
+
+    Example:
+        >>> s3_shape_segments("value", channel="messages", version="7")
+        [('v', '', 0), ('messages', 'messages', 100), ('7', '7', 64)]
+    """
+    shape = S3_SHAPE[kind]
+    out: list[tuple[str, str, int]] = []
+    for i, seg in enumerate(shape.segments):
+        tail = shape.tail if i == len(shape.segments) - 1 else ""
+        if seg.startswith("{"):
+            name = seg[1:-1]
+            value = ids[name]
+            room = S3_FIELD_ROOM[name]
+            out.append((quote(value, safe="") + tail, value if room else "", room))
+        else:
+            out.append((seg + tail, "", 0))
+    return out
+
+
+def s3_kind(key: str, prefix: str = "") -> str:
+    """The kind of an S3 object (a row of :data:`S3_SHAPES`) from its key, ``"other"`` if none.
+
+    Thread and namespace are percent-encoded (no ``/`` inside), so the
+    segments after ``<prefix><thread>/_<ns>/`` are positional. A tenant's
+    keys parse the same way (its ``|`` is inside the thread segment).
+
+    Example:
+        >>> s3_kind("checkpoints/t/_/c/cid/w/task/3.abc", "checkpoints/")
+        'write'
+    """
+    parts = (key[len(prefix) :] if key.startswith(prefix) else key).split("/")
+    rest = parts[2:] if len(parts) > 2 and parts[1].startswith("_") else []
+    for shape in S3_SHAPES:
+        if len(rest) != len(shape.segments):
+            continue
+        if all(seg.startswith("{") or seg == got for seg, got in zip(shape.segments, rest, strict=True)):
+            return shape.kind
+    return "other"
 
 
 def s3_thread_prefixes(key_prefix: str, thread_id: str, tenant_prefix: str = "") -> tuple[str, ...]:

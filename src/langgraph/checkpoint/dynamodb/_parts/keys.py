@@ -94,33 +94,23 @@ class ThreadKeys:
         ]
         return schema.s3_object_key(self.s3_root(), segments, reserve)
 
+    def shaped_s3_key(self, kind: str, thread_id: str, ns: str, *, reserve: int = 0, **ids: str) -> str:
+        """The key of a thread's object of ``kind`` (a row of ``schema.S3_SHAPES``)."""
+        return self.s3_key(thread_id, ns, *schema.s3_shape_segments(kind, **ids), reserve=reserve)
+
     def checkpoint_s3_key(self, thread_id: str, ns: str, cid: str, leaf: str) -> str:
         """The key of a checkpoint's ``body`` or ``metadata`` object."""
-        cid_segment = (schema.s3_segment(cid), cid, schema.S3_ID_ROOM)
-        return self.s3_key(thread_id, ns, ("c", "", 0), cid_segment, (leaf, "", 0))
+        return self.shaped_s3_key(f"checkpoint {leaf}", thread_id, ns, checkpoint_id=cid)
 
     def write_s3_prefix(self, thread_id: str, ns: str, cid: str, task_id: str, idx: str) -> str:
         """A pending write's key up to its random suffix (``S3_SUFFIX_CHARS`` more)."""
-        return self.s3_key(
-            thread_id,
-            ns,
-            ("c", "", 0),
-            (schema.s3_segment(cid), cid, schema.S3_ID_ROOM),
-            ("w", "", 0),
-            (schema.s3_segment(task_id), task_id, schema.S3_ID_ROOM),
-            (f"{idx}.", "", 0),
-            reserve=S3_SUFFIX_CHARS,
+        return self.shaped_s3_key(
+            "write", thread_id, ns, reserve=S3_SUFFIX_CHARS, checkpoint_id=cid, task_id=task_id, idx=idx
         )
 
     def value_s3_key(self, thread_id: str, ns: str, channel: str, version: str) -> str:
         """The S3 key a channel version has when it is stored (or re-homed) in S3."""
-        return self.s3_key(
-            thread_id,
-            ns,
-            ("v", "", 0),
-            (quote(channel, safe=""), channel, schema.S3_CHANNEL_ROOM),
-            (quote(version, safe=""), version, schema.S3_ID_ROOM),
-        )
+        return self.shaped_s3_key("value", thread_id, ns, channel=channel, version=version)
 
     def own_s3_key(self, thread_id: str, item: Item, attr: str) -> tuple[str, bool] | None:
         """The S3 key a pointer in ``item[attr]`` must have, derived from the item's identity.

@@ -98,7 +98,7 @@ from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-export
     shell_quote,
     short,
 )
-from langgraph.checkpoint.dynamodb.cli._stats import collect_stats, item_kind, s3_kind  # noqa: F401 (re-exported)
+from langgraph.checkpoint.dynamodb.cli._stats import collect_stats, item_kind  # noqa: F401 (re-exported)
 from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes  # noqa: F401 (re-exported)
 from langgraph.checkpoint.dynamodb.cli._tasks import (  # noqa: F401 (re-exported)
     changed_channels,

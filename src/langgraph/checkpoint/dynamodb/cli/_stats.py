@@ -41,23 +41,6 @@ def item_kind(sk: str) -> str:
     return "meta"
 
 
-def s3_kind(key: str, prefix: str = "") -> str:
-    """Kind of an S3 object from its key: ``<prefix><thread>/_<ns>/{v|c}/...``.
-
-    Thread and namespace are percent-encoded (no ``/`` inside), so the
-    segments after the prefix are positional.
-    """
-    parts = (key[len(prefix) :] if key.startswith(prefix) else key).split("/")
-    rest = parts[2:] if len(parts) > 2 and parts[1].startswith("_") else []
-    if rest[:1] == ["v"]:
-        return "value"
-    if rest[:1] == ["c"] and len(rest) == 3 and rest[2] in ("body", "metadata"):
-        return "checkpoint " + rest[2]
-    if rest[:1] == ["c"] and len(rest) >= 4 and rest[2] == "w":
-        return "write"
-    return "other"
-
-
 def collect_stats(
     saver: Any, thread_id: str | None = None, *, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -164,7 +147,7 @@ def _object_tally(
     for obj in (o for prefix in s3_prefixes for o in s3_objects(saver, prefix)):
         if tenant_scope and not s3_in_scope(saver, obj["Key"]):
             continue  # another tenant's (an untenanted root lists every tenant's objects)
-        kind = s3_kind(obj["Key"], saver.s3_key_prefix)
+        kind = schema.s3_kind(obj["Key"], saver.s3_key_prefix)
         e = s3["by_kind"].setdefault(kind, {"objects": 0, "bytes": 0})
         e["objects"] += 1
         e["bytes"] += int(obj["Size"])

@@ -2,8 +2,9 @@
 
 The reference AWS saver's package need not be installed (its boto3 pins
 conflict with aiobotocore's): its items and S3 objects are read here
-directly, keys and payloads, through the same LangGraph serializer it wrote
-them with. Its layout (``langgraph-checkpoint-aws`` 1.x), one table with
+directly, keys and payloads, through a strict serializer that reads what
+LangGraph's serializer wrote (``StateTypesSerializer`` by default; a given one
+made strict as the savers do): the table is data its tenants wrote. Its layout (``langgraph-checkpoint-aws`` 1.x), one table with
 string keys ``PK``/``SK``:
 
 * a checkpoint: ``PK = "CHECKPOINT_{thread}"``, ``SK = "{ns}#{checkpoint id}"``,
@@ -57,12 +58,12 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._export_file import ExportError
 from langgraph.checkpoint.dynamodb._portable import PORTABLE_TYPES
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE
+from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "renumber_versions"]
 
@@ -104,9 +105,22 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             payload was offloaded (over 350 KB).
         key_prefix: its ``s3_offload_config["key_prefix"]``, if it had one
             (not recorded in the table).
-        serde: the serializer it wrote with; default LangGraph's
-            ``JsonPlusSerializer`` (that saver's default). The CLI passes
-            ``PortableSerializer`` to carry values byte for byte.
+        serde: the serializer to read its payloads with; default the
+            savers' strict default (``serde.default_serde()``:
+            ``StateTypesSerializer``), which reads what that saver's
+            ``JsonPlusSerializer`` wrote and never calls what a stored value
+            names. A permissive serializer given here is made strict the way
+            the savers do it (``serde.strict_serde``): LangGraph's permissive
+            ``JsonPlusSerializer`` (also inside an ``EncryptedSerializer``)
+            becomes ``StateTypesSerializer``, one that cannot be made strict
+            (``pickle_fallback``, a permissive subclass) raises
+            ``UnsafeSerializerError``. The CLI passes ``PortableSerializer`` to
+            carry values byte for byte.
+        allow_unsafe_serde: **dangerous**: keep a permissive ``serde`` as
+            given, so whoever could write to the old table or bucket can run
+            code on the migrating machine. Only for a store nobody else ever
+            wrote to; :func:`~langgraph.checkpoint.dynamodb.migrate.migrate_threads`
+            honours it as its own ``allow_unsafe_source_serde``.
         dynamodb_client / s3_client: boto3 clients; default new ones
             (``region_name``, ``endpoint_url``, or the environment's).
         max_payload_size: largest payload read, once decompressed.
@@ -138,8 +152,12 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         endpoint_url: str | None = None,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
         skip_missing_objects: bool = False,
+        allow_unsafe_serde: bool = False,
     ) -> None:
-        super().__init__(serde=serde if serde is not None else JsonPlusSerializer())
+        #: The explicit, named opt-in to a permissive serializer (the savers' name for it).
+        self.allow_unsafe_serde = allow_unsafe_serde is True
+        # A hostile old table must not choose what the migrating machine calls: strict unless opted out.
+        super().__init__(serde=strict_serde(serde, allow_unsafe=self.allow_unsafe_serde))
         if not isinstance(table_name, str) or not table_name:
             raise ValueError("table_name must be a non-empty string")
         self.table_name = table_name

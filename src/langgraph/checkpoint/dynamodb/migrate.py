@@ -30,6 +30,10 @@ source does not have, it is refused and nothing is written. Every thread
 written is verified afterwards: both sides' ``list`` and the latest
 ``get_tuple`` of every namespace must agree.
 
+The source is read as hostile data: inside :func:`strict_source`, whatever
+serializer it was built with (LangGraph's savers default to a permissive
+one), unless ``allow_unsafe_source_serde=True`` says otherwise by name.
+
 Example:
     ```python
     import sqlite3
@@ -38,8 +42,10 @@ Example:
 
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
     from langgraph.checkpoint.dynamodb.migrate import migrate_threads
+    from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
 
-    source = SqliteSaver(sqlite3.connect("checkpoints.sqlite", check_same_thread=False))
+    conn = sqlite3.connect("checkpoints.sqlite", check_same_thread=False)
+    source = SqliteSaver(conn, serde=StateTypesSerializer())  # strict (migrate makes any serde so)
     target = DynamoDBSaver(table_name="checkpoints", bucket_name="payloads")
     summary = migrate_threads(source, target)
     print(summary["migrated"], summary["skipped"], summary["verified"])
@@ -51,7 +57,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple, writes_sort_key
@@ -74,6 +80,7 @@ from langgraph.checkpoint.dynamodb._replay import (
     unmark_import,
     write_records,
 )
+from langgraph.checkpoint.dynamodb.serde import UnsafeSerializerError, strict_serde
 
 __all__ = [
     "CheckpointAwsSource",
@@ -82,6 +89,7 @@ __all__ = [
     "MigrationError",
     "migrate_thread",
     "migrate_threads",
+    "strict_source",
 ]
 
 #: A thread's key in both stores: (namespace, checkpoint id).
@@ -133,6 +141,81 @@ def _same(a: Any, b: Any, serde: Any) -> bool:
         return bool(serde.dumps_typed(a) == serde.dumps_typed(b))
     except Exception:
         return False
+
+
+# ============================================================ decoding the source strictly
+
+#: The attributes through which LangGraph's savers decode what they read: ``serde`` for
+#: checkpoints, blobs and writes; ``jsonplus_serde``, which ``SqliteSaver`` builds as a
+#: permissive ``JsonPlusSerializer`` whatever ``serde`` is (unused for decoding in the
+#: installed release, but a later one could read metadata with it).
+_SERDE_ATTRS: Final = ("serde", "jsonplus_serde")
+
+
+@contextlib.contextmanager
+def strict_source(source: Any, *, allow_unsafe_source_serde: bool = False) -> Iterator[Any]:
+    """Decode ``source`` with a strict serializer for the duration; restore its own after.
+
+    ``SqliteSaver``, ``PostgresSaver`` and ``InMemorySaver`` default to
+    LangGraph's permissive ``JsonPlusSerializer`` (unless
+    ``LANGGRAPH_STRICT_MSGPACK`` is set), which imports and calls whatever
+    ``(module, name)`` a stored value names: whoever could write to the old
+    store could run code on the migrating machine, which usually holds the
+    credentials of both stores. Inside this block each of the source's
+    serializers (``serde``, and ``jsonplus_serde`` where the saver has one)
+    is replaced by ``serde.strict_serde(...)`` of it: a permissive
+    ``JsonPlusSerializer`` (also inside an ``EncryptedSerializer``) by
+    ``StateTypesSerializer``, which reads the same bytes and revives the
+    application's data classes but calls nothing else; a strict or custom
+    serializer is kept. The attributes are set back when the block ends,
+    however it ends. The source must not be used by anything else meanwhile
+    (an application reading through it would decode strictly too).
+    :func:`migrate_thread` and :func:`migrate_threads` run inside it.
+
+    Args:
+        source: the saver to read.
+        allow_unsafe_source_serde: **dangerous**: keep a permissive
+            serializer as it is, so a stored value can run code here. Only for
+            a source nobody else ever wrote to. A
+            :class:`CheckpointAwsSource` built with ``allow_unsafe_serde=True``
+            counts as this opt-in.
+
+    Yields:
+        ``source`` itself.
+
+    Raises:
+        UnsafeSerializerError: a serializer of the source cannot be made
+            strict without changing what it does (``pickle_fallback=True``,
+            ``allowed_json_modules=True``, a permissive subclass of
+            ``JsonPlusSerializer``); nothing was read.
+    """
+    opted_in = allow_unsafe_source_serde is True or (
+        isinstance(source, CheckpointAwsSource) and source.allow_unsafe_serde
+    )
+    swaps: dict[str, tuple[Any, Any]] = {}
+    for attr in () if opted_in else _SERDE_ATTRS:
+        current = getattr(source, attr, None)
+        if current is None:
+            continue
+        try:
+            strict = strict_serde(current)
+        except UnsafeSerializerError as exc:
+            raise UnsafeSerializerError(
+                f"the migration source {type(source).__name__}'s {attr} is a {type(current).__name__} that "
+                f"cannot be made strict: {exc} For a migration, pass serde=StateTypesSerializer() (or a strict "
+                "JsonPlusSerializer(allowed_msgpack_modules=[...])) to the source saver; to decode with it "
+                "anyway, pass allow_unsafe_source_serde=True (whoever wrote to the source can then run code "
+                "here); nothing was read"
+            ) from None
+        if strict is not current:
+            swaps[attr] = (current, strict)
+    for attr, (_, strict) in swaps.items():
+        setattr(source, attr, strict)
+    try:
+        yield source
+    finally:
+        for attr, (current, _) in swaps.items():
+            setattr(source, attr, current)
 
 
 # ============================================================ the source's writes
@@ -410,6 +493,7 @@ def migrate_thread(
     *,
     target_thread_id: str | None = None,
     dry_run: bool = False,
+    allow_unsafe_source_serde: bool = False,
 ) -> dict[str, Any]:
     """Copy one thread, every namespace, from any LangGraph saver into a ``DynamoDBSaver``.
 
@@ -431,6 +515,11 @@ def migrate_thread(
         target_thread_id: the thread to write; default ``thread_id``.
         dry_run: compare and report, write nothing (``status``
             ``"would_migrate"`` / ``"would_resume"`` / ``"skipped"``).
+        allow_unsafe_source_serde: **dangerous**: decode the source with its
+            own serializer even if it is permissive (LangGraph's default
+            ``JsonPlusSerializer`` is), so a stored value can run code on
+            this machine. By default the source is read inside
+            :func:`strict_source`.
 
     Returns:
         ``thread_id``, ``target_thread_id``, ``status``, ``checkpoints``,
@@ -438,6 +527,8 @@ def migrate_thread(
         ``written_checkpoints``, ``written_writes``, ``verified``.
 
     Raises:
+        UnsafeSerializerError: the source's serializer cannot be made strict
+            (see :func:`strict_source`); nothing was read.
         MigrationConflictError: the target thread has other checkpoints or
             writes, carries another import's marker, or was deleted (its
             tombstones would hide the same checkpoints); nothing was written.
@@ -458,6 +549,14 @@ def migrate_thread(
         assert result["verified"]
         ```
     """
+    with strict_source(source, allow_unsafe_source_serde=allow_unsafe_source_serde):
+        return _migrate_thread(source, target, thread_id, target_thread_id, dry_run)
+
+
+def _migrate_thread(
+    source: Any, target: Any, thread_id: str, target_thread_id: str | None, dry_run: bool
+) -> dict[str, Any]:
+    """:func:`migrate_thread` on a source that decodes strictly already."""
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_id must be a non-empty string")
     name = thread_id if target_thread_id is None else target_thread_id
@@ -535,6 +634,7 @@ def migrate_threads(
     *,
     dry_run: bool = False,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    allow_unsafe_source_serde: bool = False,
 ) -> dict[str, Any]:
     """Migrate many threads (default: all of the source's) with :func:`migrate_thread`, same ids.
 
@@ -551,6 +651,8 @@ def migrate_threads(
             ``list_thread_ids()``).
         dry_run: compare and report, write nothing.
         progress: called after each thread as ``progress(done, total, result)``.
+        allow_unsafe_source_serde: **dangerous**: as for :func:`migrate_thread`;
+            by default the whole run reads the source inside :func:`strict_source`.
 
     Returns:
         ``threads``, ``migrated``, ``resumed``, ``skipped``, ``refused``
@@ -569,18 +671,19 @@ def migrate_threads(
         assert not summary["refused"] and summary["verified"] == summary["threads"]
         ```
     """
-    ids = _thread_ids(source) if thread_ids is None else list(dict.fromkeys(thread_ids))
-    results: list[dict[str, Any]] = []
-    refused: list[dict[str, str]] = []
-    for n, tid in enumerate(ids, 1):
-        try:
-            result = migrate_thread(source, target, tid, dry_run=dry_run)
-        except MigrationConflictError as exc:
-            refused.append({"thread_id": tid, "error": str(exc)})
-            result = {"thread_id": tid, "status": "refused", "error": str(exc)}
-        results.append(result)
-        if progress is not None:
-            progress(n, len(ids), result)
+    with strict_source(source, allow_unsafe_source_serde=allow_unsafe_source_serde):
+        ids = _thread_ids(source) if thread_ids is None else list(dict.fromkeys(thread_ids))
+        results: list[dict[str, Any]] = []
+        refused: list[dict[str, str]] = []
+        for n, tid in enumerate(ids, 1):
+            try:
+                result = _migrate_thread(source, target, tid, None, dry_run)
+            except MigrationConflictError as exc:
+                refused.append({"thread_id": tid, "error": str(exc)})
+                result = {"thread_id": tid, "status": "refused", "error": str(exc)}
+            results.append(result)
+            if progress is not None:
+                progress(n, len(ids), result)
     done = [r for r in results if r["status"] != "refused"]
 
     def count(*statuses: str) -> int:

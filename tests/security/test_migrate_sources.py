@@ -1,0 +1,254 @@
+"""``migrate`` reads a hostile old store without running what it names.
+
+The attacker could write to one item of the store being migrated (a tenant
+of the old application, or anyone with a grant on its database). The
+migrating machine holds the widest credentials: both stores. LangGraph's
+``SqliteSaver``, ``PostgresSaver`` and ``InMemorySaver`` decode with its
+permissive ``JsonPlusSerializer`` unless ``LANGGRAPH_STRICT_MSGPACK`` is set,
+and ``CheckpointAwsSource`` used to default to it: a planted ext record
+naming ``dateutil.zoneinfo.rebuild.check_call`` (``subprocess.check_call``,
+re-exported by a dependency botocore needs) ran a command for every source
+kind, each built exactly as ``docs/migrate.md`` showed. Each source here is
+built the same way (default serializer); the gadget would touch a sentinel
+file. Each test failed on the code before ``migrate.strict_source``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import ormsgpack
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.migrate import (
+    CheckpointAwsSourceError,
+    MigrationError,
+    migrate_threads,
+)
+from langgraph.checkpoint.dynamodb.serde import (
+    RevivalError,
+    StateTypesSerializer,
+    UnsafeSerializerError,
+    is_permissive,
+)
+from tests.integration.test_migrate_checkpoint_aws import Ref, cid, make_ref
+
+pytestmark = pytest.mark.usefixtures("moto_endpoint")
+
+KINDS = ["memory", "sqlite", "postgres", "checkpoint-aws"]
+
+
+def gadget(sentinel: Path) -> bytes:
+    """A pending write's value that runs ``touch sentinel`` if its reader calls what it names."""
+    record = ("dateutil.zoneinfo.rebuild", "check_call", [["touch", str(sentinel)]])
+    return ormsgpack.packb({"x": ormsgpack.Ext(1, ormsgpack.packb(record))})
+
+
+def _cfg(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+def _put_thread(saver: Any, thread: str) -> str:
+    """One checkpoint with one pending write ``("v", "benign")`` of task ``t1``; its id."""
+    cp = empty_checkpoint()
+    cp["id"] = str(uuid6())
+    cp["channel_values"] = {"v": "kept"}
+    cp["channel_versions"] = {"v": saver.get_next_version(None, None)}
+    stored = saver.put(_cfg(thread), cp, {"source": "loop", "step": 0}, cp["channel_versions"])
+    saver.put_writes(stored, [("v", "benign")], "t1")
+    return str(cp["id"])
+
+
+class Source:
+    """A source of one kind, built as its user would (default serializer), that can plant a value."""
+
+    def __init__(self, kind: str, saver: Any, plant: Callable[[str, str, bytes], None]) -> None:
+        self.kind, self.saver, self._plant = kind, saver, plant
+
+    def thread(self, thread: str, payload: bytes | None = None) -> None:
+        """A thread of one checkpoint; its pending write's stored value replaced by ``payload``."""
+        if isinstance(self.saver, Ref):
+            self.saver.checkpoint(thread, cid(1), None, {"v": 1}, {"v": "kept"})
+            self.saver.write(thread, cid(1), "t1", 0, "v", "benign")
+            checkpoint_id = cid(1)
+        else:
+            checkpoint_id = _put_thread(self.saver, thread)
+        if payload is not None:
+            self._plant(thread, checkpoint_id, payload)
+
+    @property
+    def reader(self) -> Any:
+        return self.saver.source() if isinstance(self.saver, Ref) else self.saver
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[str]:
+    from tests.integration.postgres_server import throwaway_server
+
+    with throwaway_server() as dsn:
+        yield dsn
+
+
+def _memory() -> Source:
+    saver = InMemorySaver()
+
+    def plant(thread: str, checkpoint_id: str, payload: bytes) -> None:
+        writes = saver.writes[(thread, "", checkpoint_id)]
+        for key, (task, channel, _, path) in list(writes.items()):
+            writes[key] = (task, channel, ("msgpack", payload), path)
+
+    return Source("memory", saver, plant)
+
+
+def _sqlite(folder: Path) -> Source:
+    saver = SqliteSaver(sqlite3.connect(folder / f"{uuid.uuid4().hex}.sqlite", check_same_thread=False))
+    saver.setup()
+
+    def plant(thread: str, checkpoint_id: str, payload: bytes) -> None:
+        saver.conn.execute(
+            "UPDATE writes SET type = 'msgpack', value = ? WHERE thread_id = ?", (payload, thread)
+        )
+        saver.conn.commit()
+
+    return Source("sqlite", saver, plant)
+
+
+def _postgres(request: pytest.FixtureRequest) -> Source:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    server = request.getfixturevalue("pg_server")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, never input
+    stack = PostgresSaver.from_conn_string(server.rsplit("/", 1)[0] + "/" + name)
+    saver = stack.__enter__()
+    request.addfinalizer(lambda: stack.__exit__(None, None, None))
+    saver.setup()
+
+    def plant(thread: str, checkpoint_id: str, payload: bytes) -> None:
+        with saver.conn.cursor() as cur:
+            cur.execute(
+                "UPDATE checkpoint_writes SET type = 'msgpack', blob = %s WHERE thread_id = %s",
+                (payload, thread),
+            )
+
+    return Source("postgres", saver, plant)
+
+
+def _checkpoint_aws() -> Source:
+    ref = make_ref()
+
+    def plant(thread: str, checkpoint_id: str, payload: bytes) -> None:
+        boto3.client("dynamodb").put_item(
+            TableName=ref.table,
+            Item={
+                "PK": {"S": f"CHUNK_{thread}##{checkpoint_id}#t1#0"},
+                "SK": {"S": "CHUNK"},
+                "payload": {"B": payload},
+            },
+        )
+
+    return Source("checkpoint-aws", ref, plant)
+
+
+@pytest.fixture(params=KINDS)
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
+    kind = request.param
+    if kind == "memory":
+        return _memory()
+    if kind == "sqlite":
+        return _sqlite(tmp_path)
+    if kind == "postgres":
+        return _postgres(request)
+    return _checkpoint_aws()
+
+
+@pytest.fixture
+def target(moto_endpoint: str, names: dict[str, str]) -> Iterator[DynamoDBSaver]:
+    saver = DynamoDBSaver(**names)
+    saver.setup()
+    yield saver
+    saver.close()
+
+
+def test_the_sources_decode_permissively_as_built(source: Source) -> None:
+    """The premise: LangGraph's savers, as their users build them, would call what a payload names."""
+    if source.kind == "checkpoint-aws":
+        assert not is_permissive(source.reader.serde)  # this package's reader: strict by default now
+    else:
+        assert is_permissive(source.reader.serde)
+
+
+def test_a_planted_gadget_does_not_run(source: Source, target: DynamoDBSaver, tmp_path: Path) -> None:
+    sentinel = tmp_path / "pwned"
+    source.thread("hostile", gadget(sentinel))
+    reader = source.reader
+    before = reader.serde
+    try:
+        migrate_threads(reader, target, ["hostile"])
+    except (RevivalError, MigrationError, CheckpointAwsSourceError) as exc:
+        error: Exception | None = exc
+    else:
+        error = None
+    assert not sentinel.exists(), f"{source.kind}: the planted payload ran a command"
+    assert error is not None and "Refused to revive dateutil.zoneinfo.rebuild.check_call" in str(error)
+    assert reader.serde is before  # the user's serializer is back
+    assert list(target.list(_cfg("hostile"))) == []  # refused before anything was written
+
+
+def test_checkpoint_aws_source_defaults_to_the_strict_serializer(moto_endpoint: str) -> None:
+    ref = make_ref()
+    assert isinstance(ref.source().serde, StateTypesSerializer)
+    # LangGraph's permissive one, as that saver's docs pass it: made strict, as the savers do.
+    assert isinstance(ref.source(serde=JsonPlusSerializer()).serde, StateTypesSerializer)
+    with pytest.raises(UnsafeSerializerError, match="allow_unsafe_serde"):
+        ref.source(serde=JsonPlusSerializer(pickle_fallback=True))
+    unsafe = JsonPlusSerializer(pickle_fallback=True)
+    assert ref.source(serde=unsafe, allow_unsafe_serde=True).serde is unsafe  # the named opt-in
+
+
+def test_the_source_serde_is_swapped_for_the_run_and_restored(target: DynamoDBSaver) -> None:
+    mine = JsonPlusSerializer()  # permissive
+    saver = InMemorySaver(serde=mine)
+    _put_thread(saver, "a")
+    during: list[Any] = []
+    summary = migrate_threads(saver, target, progress=lambda *_: during.append(saver.serde))
+    assert summary["verified"] == 1
+    assert isinstance(during[0], StateTypesSerializer) and not is_permissive(during[0])
+    assert saver.serde is mine  # restored
+
+
+def test_the_opt_in_keeps_the_users_serde(target: DynamoDBSaver) -> None:
+    mine = JsonPlusSerializer()
+    saver = InMemorySaver(serde=mine)
+    _put_thread(saver, "a")
+    during: list[Any] = []
+    migrate_threads(
+        saver, target, progress=lambda *_: during.append(saver.serde), allow_unsafe_source_serde=True
+    )
+    assert during == [mine] and saver.serde is mine
+
+
+def test_a_serde_that_cannot_be_made_strict_is_refused_unread(target: DynamoDBSaver, tmp_path: Path) -> None:
+    class Mine(JsonPlusSerializer):
+        """A permissive subclass: what it changes is its own, so it is not replaced."""
+
+    for serde in (Mine(), JsonPlusSerializer(pickle_fallback=True)):
+        saver = InMemorySaver(serde=serde)
+        _put_thread(saver, "a")
+        with pytest.raises(UnsafeSerializerError, match="allow_unsafe_source_serde=True"):
+            migrate_threads(saver, target)
+        assert saver.serde is serde
+    assert list(target.list(_cfg("a"))) == []

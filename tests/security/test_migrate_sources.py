@@ -15,6 +15,7 @@ file. Each test failed on the code before ``migrate.strict_source``.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -32,12 +33,12 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
 from langgraph.checkpoint.dynamodb.migrate import (
-    CheckpointAwsSourceError,
+    MalformedSourceError,
     MigrationError,
+    migrate_thread,
     migrate_threads,
 )
 from langgraph.checkpoint.dynamodb.serde import (
-    RevivalError,
     StateTypesSerializer,
     UnsafeSerializerError,
     is_permissive,
@@ -194,18 +195,20 @@ def test_the_sources_decode_permissively_as_built(source: Source) -> None:
 def test_a_planted_gadget_does_not_run(source: Source, target: DynamoDBSaver, tmp_path: Path) -> None:
     sentinel = tmp_path / "pwned"
     source.thread("hostile", gadget(sentinel))
+    source.thread("innocent")
     reader = source.reader
     before = reader.serde
-    try:
-        migrate_threads(reader, target, ["hostile"])
-    except (RevivalError, MigrationError, CheckpointAwsSourceError) as exc:
-        error: Exception | None = exc
-    else:
-        error = None
+    summary = migrate_threads(reader, target, ["hostile", "innocent"])
     assert not sentinel.exists(), f"{source.kind}: the planted payload ran a command"
-    assert error is not None and "Refused to revive dateutil.zoneinfo.rebuild.check_call" in str(error)
     assert reader.serde is before  # the user's serializer is back
-    assert list(target.list(_cfg("hostile"))) == []  # refused before anything was written
+    # The hostile thread is refused, by name, before anything is written; the next one migrates.
+    ((refused),) = summary["refused"]
+    assert refused["thread_id"] == "hostile"
+    assert "Refused to revive dateutil.zoneinfo.rebuild.check_call" in refused["error"]
+    assert "nothing was written" in refused["error"]
+    assert list(target.list(_cfg("hostile"))) == []
+    assert (summary["migrated"], summary["verified"]) == (1, 1)
+    assert target.get_tuple(_cfg("innocent")).pending_writes == [("t1", "v", "benign")]
 
 
 def test_checkpoint_aws_source_defaults_to_the_strict_serializer(moto_endpoint: str) -> None:
@@ -252,3 +255,66 @@ def test_a_serde_that_cannot_be_made_strict_is_refused_unread(target: DynamoDBSa
             migrate_threads(saver, target)
         assert saver.serde is serde
     assert list(target.list(_cfg("a"))) == []
+
+
+# ------------------------------------------------- one malformed item refuses its thread only
+
+
+def _update(ref: Ref, pk: str, sk: str, expression: str, values: dict[str, Any] | None = None) -> None:
+    kw: dict[str, Any] = {"ExpressionAttributeValues": values} if values else {}
+    boto3.client("dynamodb").update_item(
+        TableName=ref.table, Key={"PK": {"S": pk}, "SK": {"S": sk}}, UpdateExpression=expression, **kw
+    )
+
+
+HOSTILE = {
+    # thread -> (how its one item is made malformed, what the refusal must name)
+    "a-odd-idx": ("odd idx", r"PK 'WRITES_a-odd-idx##.*SK 't1#0'.*attribute 'idx' is '1\.5', not an integer"),
+    "b-bool-idx": ("bool idx", r"SK 't1#0'.*attribute 'idx' is of type BOOL, not N"),
+    "c-no-ns": ("no ns", r"PK 'CHECKPOINT_c-no-ns', SK '#1f0.*attribute 'ns' is missing"),
+    "d-bool-version": ("bool version", r"SK '#1f0.*channel_versions gives channel 'v' the version True"),
+    "e-not-a-checkpoint": ("not a checkpoint", r"SK '#1f0.*the payload of checkpoint .* is not a checkpoint"),
+}
+
+
+def _malform(ref: Ref, thread: str, how: str) -> None:
+    cp_pk, cp_sk, w_pk = f"CHECKPOINT_{thread}", f"#{cid(1)}", f"WRITES_{thread}##{cid(1)}"
+    versions: dict[str, Any] = {"v": True} if how == "bool version" else {"v": 1}
+    ref.checkpoint(thread, cid(1), None, versions, {"v": "kept"})
+    ref.write(thread, cid(1), "t1", 0, "v", "benign")
+    if how == "odd idx":
+        _update(ref, w_pk, "t1#0", "SET idx = :v", {":v": {"N": "1.5"}})
+    elif how == "bool idx":
+        _update(ref, w_pk, "t1#0", "SET idx = :v", {":v": {"BOOL": True}})
+    elif how == "no ns":
+        _update(ref, cp_pk, cp_sk, "REMOVE ns")
+    elif how == "not a checkpoint":
+        _, data = JsonPlusSerializer().dumps_typed(["not", "a", "checkpoint"])
+        boto3.client("dynamodb").put_item(
+            TableName=ref.table,
+            Item={"PK": {"S": f"CHUNK_{thread}##{cid(1)}"}, "SK": {"S": "CHUNK"}, "payload": {"B": data}},
+        )
+
+
+def test_a_malformed_item_refuses_its_thread_and_the_others_migrate(target: DynamoDBSaver) -> None:
+    ref = make_ref()
+    for thread, (how, _) in HOSTILE.items():
+        _malform(ref, thread, how)
+    ref.checkpoint("z-fine", cid(1), None, {"v": 1}, {"v": "kept"})  # listed last: sorted ids
+    summary = migrate_threads(ref.source(), target)
+    refused = {r["thread_id"]: r["error"] for r in summary["refused"]}
+    assert sorted(refused) == sorted(HOSTILE)
+    for thread, (_, pattern) in HOSTILE.items():
+        assert re.search(pattern, refused[thread]), (thread, refused[thread])
+        assert refused[thread].startswith(f"source thread {thread!r} refused: ")
+        assert list(target.list(_cfg(thread))) == []
+    assert (summary["threads"], summary["migrated"], summary["verified"]) == (6, 1, 1)
+    assert target.get_tuple(_cfg("z-fine")).checkpoint["channel_values"] == {"v": "kept"}
+
+
+def test_migrate_thread_raises_the_typed_refusal(target: DynamoDBSaver) -> None:
+    ref = make_ref()
+    _malform(ref, "a-odd-idx", "odd idx")
+    with pytest.raises(MalformedSourceError, match="attribute 'idx'") as caught:
+        migrate_thread(ref.source(), target, "a-odd-idx")
+    assert isinstance(caught.value, MigrationError) and caught.value.thread_id == "a-odd-idx"

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import time
 import zlib
 from collections.abc import Iterator, Mapping
@@ -63,9 +64,9 @@ from langgraph.checkpoint.dynamodb._aws import error_code
 from langgraph.checkpoint.dynamodb._export_file import ExportError
 from langgraph.checkpoint.dynamodb._portable import PORTABLE_TYPES
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE
-from langgraph.checkpoint.dynamodb.serde import strict_serde
+from langgraph.checkpoint.dynamodb.serde import RevivalError, strict_serde
 
-__all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "renumber_versions"]
+__all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "SourceItemError", "renumber_versions"]
 
 _CHECKPOINT_PK: Final = "CHECKPOINT_"
 _WRITES_PK: Final = "WRITES_"
@@ -83,6 +84,41 @@ WriteKeys = list[WriteKey]
 
 class CheckpointAwsSourceError(ExportError):
     """The reference saver's table cannot be read as such (the message says what to pass or fix)."""
+
+
+class SourceItemError(CheckpointAwsSourceError):
+    """One item of the table is not what that saver writes (an attribute missing, of another type...).
+
+    It refuses the item's thread only: ``migrate_threads`` reports it under
+    ``refused`` and goes on with the other threads. The message names the
+    item (its keys) and the attribute.
+    """
+
+
+def _item_name(it: Mapping[str, Any]) -> str:
+    pk, sk = (it.get(k, {}).get("S") if isinstance(it.get(k), Mapping) else None for k in ("PK", "SK"))
+    return f"item (PK {pk!r}, SK {sk!r})"
+
+
+def _attr(it: Mapping[str, Any], name: str, kind: str = "S", *, optional: bool = False) -> Any:
+    """The attribute ``name`` of type ``kind`` (``S``, ``N``, ``B``); a typed refusal if it is not one."""
+    value = it.get(name)
+    if value is None and optional:
+        return None
+    if value is None:
+        raise SourceItemError(f"{_item_name(it)}: attribute {name!r} is missing")
+    if not isinstance(value, Mapping) or kind not in value:
+        got = next(iter(value), "?") if isinstance(value, Mapping) else type(value).__name__
+        raise SourceItemError(f"{_item_name(it)}: attribute {name!r} is of type {got}, not {kind}")
+    return value[kind]
+
+
+def _index(it: Mapping[str, Any]) -> int:
+    """A write item's ``idx``: an integer, as that saver writes it (``str(int(...))``)."""
+    text = _attr(it, "idx", "N")
+    if not isinstance(text, str) or not re.fullmatch(r"-?[0-9]{1,19}", text):
+        raise SourceItemError(f"{_item_name(it)}: attribute 'idx' is {text!r}, not an integer")
+    return int(text)
 
 
 def _names(*attrs: str) -> tuple[str, dict[str, str]]:
@@ -243,7 +279,7 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             for attempt in range(_RETRIES):
                 resp = self.dynamodb.batch_get_item(RequestItems=pending)
                 for it in resp.get("Responses", {}).get(self.table_name, []):
-                    out[it["PK"]["S"]] = bytes(it["payload"]["B"])
+                    out[it["PK"]["S"]] = bytes(_attr(it, "payload", "B"))
                 pending = resp.get("UnprocessedKeys") or {}
                 if not pending:
                     break
@@ -300,20 +336,20 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
 
     def _payloads(self, items: list[dict[str, Any]]) -> list[bytes | None]:
         """Each item's stored payload, ``None`` where it is missing (an orphan)."""
-        chunks = self._chunks([it["ref_key"]["S"] for it in items if it["ref_loc"]["S"] == "DYNAMODB"])
+        chunks = self._chunks([_attr(it, "ref_key") for it in items if _attr(it, "ref_loc") == "DYNAMODB"])
         out: list[bytes | None] = []
         for it in items:
-            loc, key = it["ref_loc"]["S"], it["ref_key"]["S"]
+            loc, key = _attr(it, "ref_loc"), _attr(it, "ref_key")
             if loc == "DYNAMODB":
                 out.append(chunks.get(key))
             elif loc == "S3":
                 out.append(self._s3_body(key))
             else:
-                raise CheckpointAwsSourceError(f"item {it['PK']['S']!r}: unknown ref_loc {loc!r}")
+                raise SourceItemError(f"{_item_name(it)}: attribute 'ref_loc' is {loc!r}, not DYNAMODB or S3")
         return out
 
     def _decode(self, it: dict[str, Any], data: bytes, where: str) -> Any:
-        type_ = it["type"]["S"]
+        type_ = _attr(it, "type")
         # LangGraph's types, or one under its EncryptedSerializer ("msgpack+aes": pass serde=...).
         if type_.split("+", 1)[0] not in PORTABLE_TYPES:
             raise CheckpointAwsSourceError(
@@ -321,7 +357,7 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
                 + (" (pickle: loading it could run code, so it is never read)" if "pickle" in type_ else "")
                 + f"; only {', '.join(sorted(PORTABLE_TYPES))} can be migrated"
             )
-        compression = it.get("compression", {}).get("S")
+        compression = _attr(it, "compression", optional=True)
         if compression == "gzip":
             inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
             try:
@@ -334,9 +370,11 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
                 )
             data = raw
         elif compression:
-            raise CheckpointAwsSourceError(f"{where}: unknown compression {compression!r}")
+            raise SourceItemError(f"{where}: unknown compression {compression!r}")
         try:
             return self.serde.loads_typed((type_, data))
+        except RevivalError as exc:  # a type refused (a gadget, or a class not imported): this item only
+            raise SourceItemError(f"{where} in table {self.table_name!r}: {exc}") from None
         except Exception as exc:
             raise CheckpointAwsSourceError(
                 f"{where}: cannot decode its {type_!r} payload with {type(self.serde).__name__} "
@@ -348,15 +386,15 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
     def _writes(self, thread_id: str, ns: str, cid: str) -> list[tuple[WriteKey, Any]]:
         items = self._query(
             f"{_WRITES_PK}{thread_id}#{ns}#{cid}",
-            "PK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
+            "PK", "SK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
         )  # fmt: skip
         rows = []
         for it, data in zip(items, self._payloads(items), strict=True):
             key = (
-                it["task_id"]["S"],
-                it["channel"]["S"],
-                it.get("task_path", {}).get("S", ""),
-                int(it["idx"]["N"]),
+                _attr(it, "task_id"),
+                _attr(it, "channel"),
+                _attr(it, "task_path", optional=True) or "",
+                _index(it),
             )
             if data is None:
                 self.orphans[thread_id] = self.orphans.get(thread_id, 0) + 1
@@ -369,22 +407,19 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
     def _thread(self, thread_id: str) -> list[CheckpointTuple]:
         """Every readable checkpoint of a thread, translated, newest id first per namespace."""
         items = self._query(
-            f"{_CHECKPOINT_PK}{thread_id}", "PK", "id", "ns", "type", "ref_loc", "ref_key", "compression",
+            f"{_CHECKPOINT_PK}{thread_id}", "PK", "SK", "id", "ns", "type", "ref_loc", "ref_key", "compression",
             "parent_checkpoint_id",
         )  # fmt: skip
         self.orphans[thread_id] = 0
         read: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], str | None]] = {}
         for it, data in zip(items, self._payloads(items), strict=True):
-            ns, cid = it["ns"]["S"], it["id"]["S"]
+            ns, cid = _attr(it, "ns"), _attr(it, "id")
             if data is None:
                 self.orphans[thread_id] += 1
                 continue
             value = self._decode(it, data, f"checkpoint {cid!r} (namespace {ns!r}) of thread {thread_id!r}")
-            if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
-                raise CheckpointAwsSourceError(
-                    f"checkpoint {cid!r} of thread {thread_id!r} is not a checkpoint"
-                )
-            pid = it.get("parent_checkpoint_id", {}).get("S")
+            _check_payload(it, value, cid)
+            pid = _attr(it, "parent_checkpoint_id", optional=True)
             read[(ns, cid)] = (dict(value["checkpoint"]), dict(value.get("metadata") or {}), pid)
         versions = renumber_versions({k: (v[0], v[2]) for k, v in read.items()})
         out = []
@@ -460,6 +495,28 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         raise NotImplementedError("CheckpointAwsSource is read-only: it is a migration source")
 
 
+def _check_payload(it: Mapping[str, Any], value: Any, cid: str) -> None:
+    """A checkpoint payload as that saver writes it: ``{"checkpoint": {...}, "metadata": {...}}``."""
+    where = f"{_item_name(it)}: the payload of checkpoint {cid!r}"
+    if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
+        raise SourceItemError(f"{where} is not a checkpoint")
+    if not isinstance(value.get("metadata") or {}, Mapping):
+        raise SourceItemError(f"{where}: 'metadata' is not a map")
+    cp = value["checkpoint"]
+    for field in ("channel_versions", "versions_seen", "channel_values"):
+        if not isinstance(cp.get(field) or {}, Mapping):
+            raise SourceItemError(f"{where}: {field!r} is not a map")
+    seen = cp.get("versions_seen") or {}
+    if not all(isinstance(v, Mapping) for v in seen.values()):
+        raise SourceItemError(f"{where}: 'versions_seen' holds a value that is not a map")
+    for field, versions in [("channel_versions", cp.get("channel_versions") or {})] + [
+        (f"versions_seen[{node!r}]", v) for node, v in seen.items()
+    ]:
+        for ch, v in versions.items():
+            if isinstance(v, bool) or not isinstance(v, int | str):  # a bool is an int to Python
+                raise SourceItemError(f"{where}: {field} gives channel {ch!r} the version {v!r}")
+
+
 # ============================================================ versions
 
 
@@ -514,7 +571,9 @@ def renumber_versions(
 
     def new(key: tuple[str, str], ch: str, v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | str):
-            raise CheckpointAwsSourceError(f"checkpoint {key[1]!r}: channel {ch!r} has version {v!r}")
+            raise SourceItemError(
+                f"checkpoint {key[1]!r} (namespace {key[0]!r}): channel {ch!r} has version {v!r}"
+            )
         return _version(v, key[0], origin(key, ch, v), ch) if isinstance(v, int) else v
 
     out: dict[tuple[str, str], dict[str, Any]] = {}

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -69,7 +70,11 @@ from langgraph.checkpoint.dynamodb._export_file import (
     TargetExistsError,
     put_writes_order,
 )
-from langgraph.checkpoint.dynamodb._migrate_aws import CheckpointAwsSource, CheckpointAwsSourceError
+from langgraph.checkpoint.dynamodb._migrate_aws import (
+    CheckpointAwsSource,
+    CheckpointAwsSourceError,
+    SourceItemError,
+)
 from langgraph.checkpoint.dynamodb._replay import (
     WriteProgress,
     check_target,
@@ -80,13 +85,15 @@ from langgraph.checkpoint.dynamodb._replay import (
     unmark_import,
     write_records,
 )
-from langgraph.checkpoint.dynamodb.serde import UnsafeSerializerError, strict_serde
+from langgraph.checkpoint.dynamodb.serde import RevivalError, UnsafeSerializerError, strict_serde
 
 __all__ = [
     "CheckpointAwsSource",
     "CheckpointAwsSourceError",
+    "MalformedSourceError",
     "MigrationConflictError",
     "MigrationError",
+    "SourceItemError",
     "migrate_thread",
     "migrate_threads",
     "strict_source",
@@ -104,6 +111,58 @@ class MigrationError(ExportError):
 
 class MigrationConflictError(MigrationError, TargetExistsError):
     """The target thread holds checkpoints or writes the source thread does not: nothing was written."""
+
+
+class MalformedSourceError(MigrationError):
+    """The source thread holds an item that cannot be read as a checkpoint or write: the thread is refused.
+
+    An attribute missing or of another type, a write index that is not an
+    integer, a boolean channel version, a payload naming a type that is
+    refused (:class:`~langgraph.checkpoint.dynamodb.serde.RefusedTypeError`)...
+    Nothing is written to the target thread; :func:`migrate_threads` reports
+    it under ``refused`` and goes on with the other threads. ``reason`` names
+    the item and the attribute (a :class:`SourceItemError`'s message, for a
+    :class:`CheckpointAwsSource`).
+    """
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        self.thread_id, self.reason = thread_id, reason
+        super().__init__(f"source thread {thread_id!r} refused: {reason}; nothing was written to the target")
+
+
+#: What a source's malformed data raises while it is read: our typed refusals, a decoder's
+#: errors, and what a saver's own parsing of a bad row raises. Never a connection error.
+_SOURCE_DATA_ERRORS: Final = (SourceItemError, RevivalError, ValueError, KeyError, TypeError)
+
+
+def _from_source(thread_id: str, read: Callable[[], Any]) -> Any:
+    """``read()``, a read of the source; its data errors as this thread's :class:`MalformedSourceError`."""
+    try:
+        return read()
+    except MigrationError:
+        raise
+    except _SOURCE_DATA_ERRORS as exc:
+        typed = isinstance(exc, SourceItemError | RevivalError)
+        raise MalformedSourceError(thread_id, str(exc) if typed else f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read_source(source: Any, thread_id: str) -> list[CheckpointTuple]:
+    """The source thread's checkpoints, each checked to have the shape the migration reads."""
+
+    def read() -> list[CheckpointTuple]:
+        out = list(source.list(_cfg(thread_id)))
+        for t in out:
+            ns, cid = _key(t)
+            if not isinstance(ns, str) or not isinstance(cid, str) or not cid:
+                raise MalformedSourceError(thread_id, f"a checkpoint has namespace {ns!r} and id {cid!r}")
+            if not isinstance(t.checkpoint, dict) or not isinstance(t.metadata or {}, dict):
+                raise MalformedSourceError(thread_id, f"checkpoint {cid!r} is not a checkpoint")
+            for w in t.pending_writes or []:
+                if len(w) != 3 or not isinstance(w[0], str) or not isinstance(w[1], str):
+                    raise MalformedSourceError(thread_id, f"checkpoint {cid!r} has a pending write {w[:2]!r}")
+        return out
+
+    return _from_source(thread_id, read)  # type: ignore[no-any-return]
 
 
 @dataclasses.dataclass
@@ -279,7 +338,9 @@ def _rows(source: Any, thread_id: str, t: CheckpointTuple) -> list[_Row]:
     """The checkpoint's pending writes with task path and index, in the source's order."""
     pending = list(t.pending_writes or [])
     ns, cid = _key(t)
-    keys = _stored_write_keys(source, thread_id, ns, cid) if pending else None
+    keys = (
+        _from_source(thread_id, lambda: _stored_write_keys(source, thread_id, ns, cid)) if pending else None
+    )
     if (
         keys is not None
         and len(keys) == len(pending)
@@ -393,7 +454,17 @@ def _diff(
 
 def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
     """Both sides' ``list`` and every namespace's latest ``get_tuple`` agree."""
-    src = list(source.list(_cfg(thread_id)))
+    try:
+        _verify_both(source, thread_id, target, name)
+    except MalformedSourceError as exc:  # it read well before the writes: it changed since
+        raise MigrationError(
+            f"verification of thread {name!r} failed: the source re-read as malformed ({exc.reason}); "
+            "the target thread is partial and marked so: run the migration again once the source is fixed"
+        ) from exc
+
+
+def _verify_both(source: Any, thread_id: str, target: Any, name: str) -> None:
+    src = _read_source(source, thread_id)
     dst = list(target.list(_cfg(name)))
     try:
         left = _diff(source, thread_id, src, dst, target, name)
@@ -406,7 +477,8 @@ def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
         )
     serde = plain_serde(target)
     for ns in sorted({_key(t)[0] for t in src}):
-        a = source.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        conf = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+        a = _from_source(thread_id, functools.partial(source.get_tuple, conf))
         b = target.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ns}})
         if a is None or b is None or _key(a) != _key(b) or _compare_checkpoint(a, b, serde):
             raise MigrationError(
@@ -532,6 +604,8 @@ def migrate_thread(
         MigrationConflictError: the target thread has other checkpoints or
             writes, carries another import's marker, or was deleted (its
             tombstones would hide the same checkpoints); nothing was written.
+        MalformedSourceError: an item of the source thread cannot be read
+            (the message names it and the attribute); nothing was written.
         MigrationError: the source thread has no checkpoints, a write
             failed (the target thread is partial and marked: run again to
             complete it), or the verification failed.
@@ -562,7 +636,7 @@ def _migrate_thread(
     name = thread_id if target_thread_id is None else target_thread_id
     if not isinstance(name, str) or not name:
         raise ValueError("target_thread_id must be a non-empty string or None")
-    src = list(source.list(_cfg(thread_id)))
+    src = _read_source(source, thread_id)
     if not src:
         raise MigrationError(f"source thread {thread_id!r} has no checkpoints")
     marker = import_marker(target, name)
@@ -638,7 +712,8 @@ def migrate_threads(
 ) -> dict[str, Any]:
     """Migrate many threads (default: all of the source's) with :func:`migrate_thread`, same ids.
 
-    A thread the target refuses (``MigrationConflictError``) is reported in
+    A thread the target refuses (``MigrationConflictError``), or whose source
+    items are malformed (``MalformedSourceError``), is reported in
     ``refused`` and the others go on; any other error stops the run (what
     was written stays, marked: run again to resume). Run again after a
     kill: complete threads are skipped, the partial one is completed.
@@ -678,7 +753,7 @@ def migrate_threads(
         for n, tid in enumerate(ids, 1):
             try:
                 result = _migrate_thread(source, target, tid, None, dry_run)
-            except MigrationConflictError as exc:
+            except (MigrationConflictError, MalformedSourceError) as exc:
                 refused.append({"thread_id": tid, "error": str(exc)})
                 result = {"thread_id": tid, "status": "refused", "error": str(exc)}
             results.append(result)

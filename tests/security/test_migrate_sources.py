@@ -33,6 +33,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
 from langgraph.checkpoint.dynamodb.migrate import (
+    CheckpointAwsSource,
     MalformedSourceError,
     MigrationError,
     migrate_thread,
@@ -43,6 +44,7 @@ from langgraph.checkpoint.dynamodb.serde import (
     UnsafeSerializerError,
     is_permissive,
 )
+from langgraph.checkpoint.dynamodb.transfer import import_marker
 from tests.integration.test_migrate_checkpoint_aws import Ref, cid, make_ref
 
 pytestmark = pytest.mark.usefixtures("moto_endpoint")
@@ -318,3 +320,100 @@ def test_migrate_thread_raises_the_typed_refusal(target: DynamoDBSaver) -> None:
     with pytest.raises(MalformedSourceError, match="attribute 'idx'") as caught:
         migrate_thread(ref.source(), target, "a-odd-idx")
     assert isinstance(caught.value, MigrationError) and caught.value.thread_id == "a-odd-idx"
+
+
+# ------------------------------------------------- payload keys are derived, never taken from the item
+
+
+def _point(ref: Ref, pk: str, sk: str, loc: str, key: str) -> None:
+    _update(ref, pk, sk, "SET ref_loc = :l, ref_key = :k", {":l": {"S": loc}, ":k": {"S": key}})
+
+
+POINTERS = {
+    # how the attacker's item names the victim's payload -> (item PK, item SK, ref_loc, ref_key)
+    "checkpoint chunk": ("CHECKPOINT_attacker", f"#{cid(1)}", "DYNAMODB", f"CHUNK_victim##{cid(1)}"),
+    "checkpoint object": ("CHECKPOINT_attacker", f"#{cid(1)}", "S3", f"victim/checkpoints//{cid(1)}"),
+    "write chunk": (f"WRITES_attacker##{cid(1)}", "t1#0", "DYNAMODB", f"CHUNK_victim##{cid(1)}#t1#0"),
+}
+
+
+@pytest.mark.parametrize("pointer", sorted(POINTERS))
+def test_an_item_naming_another_threads_payload_is_refused(target: DynamoDBSaver, pointer: str) -> None:
+    """A tenant who can write only its own items points them at another tenant's payloads."""
+    ref = make_ref()
+    ref.checkpoint("victim", cid(1), None, {"v": 1}, {"v": "the victim's secret"})
+    ref.write("victim", cid(1), "t1", 0, "v", "the victim's secret write")
+    ref.s3.put_object(
+        Bucket=ref.bucket, Key=f"pre/victim/checkpoints//{cid(1)}", Body=b"x"
+    )  # as if offloaded
+    ref.checkpoint("attacker", cid(1), None, {"v": 1}, {"v": "mine"})
+    ref.write("attacker", cid(1), "t1", 0, "v", "mine")
+    pk, sk, loc, key = POINTERS[pointer]
+    _point(ref, pk, sk, loc, key)
+    summary = migrate_threads(ref.source(), target)
+    ((refused),) = summary["refused"]
+    assert refused["thread_id"] == "attacker"
+    assert (
+        f"attribute 'ref_key' is {key!r}, but that saver keeps this item's payload under" in refused["error"]
+    )
+    assert list(target.list(_cfg("attacker"))) == []
+    assert (summary["migrated"], summary["verified"]) == (1, 1)  # the victim's own thread
+    assert target.get_tuple(_cfg("victim")).checkpoint["channel_values"] == {"v": "the victim's secret"}
+
+
+def test_a_payload_of_another_checkpoint_is_refused(target: DynamoDBSaver) -> None:
+    """The item's own chunk holds a payload whose checkpoint id is not the item's."""
+    ref = make_ref()
+    ref.checkpoint("t", cid(1), None, {"v": 1}, {"v": "first"})
+    ref.checkpoint("t", cid(2), cid(1), {"v": 2}, {"v": "second"})
+    chunk = boto3.client("dynamodb").get_item(
+        TableName=ref.table, Key={"PK": {"S": f"CHUNK_t##{cid(1)}"}, "SK": {"S": "CHUNK"}}
+    )["Item"]
+    boto3.client("dynamodb").put_item(TableName=ref.table, Item={**chunk, "PK": {"S": f"CHUNK_t##{cid(2)}"}})
+    summary = migrate_threads(ref.source(), target)
+    ((refused),) = summary["refused"]
+    assert f"the payload of checkpoint {cid(2)!r} is checkpoint {cid(1)!r}" in refused["error"]
+    assert list(target.list(_cfg("t"))) == []
+
+
+@pytest.mark.parametrize(
+    ("attr", "value"), [("ns", "a#"), ("id", f"x/{cid(1)}"), ("SK", f"#{cid(9)}")], ids=["ns", "id", "SK"]
+)
+def test_an_item_whose_keys_are_ambiguous_is_refused(target: DynamoDBSaver, attr: str, value: str) -> None:
+    ref = make_ref()
+    ref.checkpoint("t", cid(1), None, {"v": 1}, {"v": "x"})
+    item = boto3.client("dynamodb").get_item(
+        TableName=ref.table, Key={"PK": {"S": "CHECKPOINT_t"}, "SK": {"S": f"#{cid(1)}"}}
+    )["Item"]
+    if attr == "SK":
+        boto3.client("dynamodb").delete_item(TableName=ref.table, Key={"PK": item["PK"], "SK": item["SK"]})
+    boto3.client("dynamodb").put_item(TableName=ref.table, Item={**item, attr: {"S": value}})
+    ((refused),) = migrate_threads(ref.source(), target)["refused"]
+    assert "PK 'CHECKPOINT_t'" in refused["error"] and (attr in refused["error"]), refused["error"]
+
+
+class _Rewritten(CheckpointAwsSource):
+    """A source whose old table changes between the migration's read and its verification."""
+
+    def __init__(self, ref: Ref, **kw: Any) -> None:
+        super().__init__(ref.table, bucket_name=ref.bucket, key_prefix="pre", **kw)
+        self.ref, self.reads = ref, 0
+
+    def _thread(self, thread_id: str) -> list[Any]:
+        self.reads += 1
+        if self.reads == 2:  # the verification's read: the source's writer rewrote the checkpoint
+            self.ref.checkpoint(thread_id, cid(1), None, {"v": 1}, {"v": "rewritten"})
+        return super()._thread(thread_id)
+
+
+def test_a_failed_verification_says_the_target_is_partial(target: DynamoDBSaver) -> None:
+    ref = make_ref()
+    ref.checkpoint("t", cid(1), None, {"v": 1}, {"v": "as read"})
+    with pytest.raises(MigrationError, match="verification of thread 't' failed") as caught:
+        migrate_thread(_Rewritten(ref), target, "t")
+    message = str(caught.value)
+    assert "nothing was written" not in message
+    assert "partial and marked so" in message and "run the migration again" in message
+    assert "differs differs" not in message and "differs; what was written stays" in message
+    assert import_marker(target, "t") is not None  # it is marked partial, as the message says
+    assert target.get_tuple(_cfg("t")).checkpoint["channel_values"] == {"v": "as read"}

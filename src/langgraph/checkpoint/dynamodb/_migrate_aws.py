@@ -37,7 +37,12 @@ a ``DynamoDBSaver`` as LangGraph expects:
   items, are given to ``migrate`` (:meth:`~CheckpointAwsSource.stored_write_keys`);
 * **payloads**: gzip undone (bounded by ``max_payload_size``), S3 pointers
   resolved under the ``key_prefix`` that saver was configured with (it is
-  not recorded in the items: a missing object says so). A payload that is
+  not recorded in the items: a missing object says so). Derived, never
+  trusted: an item's ``ref_key`` must be the key that saver derives from the
+  item's own thread, namespace and id (and task id and index), else the
+  item is refused unread; ``#`` and ``/`` in those parts (which would let
+  one thread's parts spell another thread's key) are refused; a checkpoint
+  payload must carry its item's id. A payload that is
   not one of LangGraph's portable types (``pickle`` above all) is refused:
   nothing is unpickled, ever.
 
@@ -334,19 +339,31 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             "reference saver does"
         )
 
-    def _payloads(self, items: list[dict[str, Any]]) -> list[bytes | None]:
-        """Each item's stored payload, ``None`` where it is missing (an orphan)."""
-        chunks = self._chunks([_attr(it, "ref_key") for it in items if _attr(it, "ref_loc") == "DYNAMODB"])
-        out: list[bytes | None] = []
-        for it in items:
+    def _payloads(self, items: list[dict[str, Any]], refs: list[tuple[str, str]]) -> list[bytes | None]:
+        """Each item's stored payload, ``None`` where it is missing (an orphan).
+
+        ``refs`` are each item's ``(chunk key, S3 key)`` as that saver derives
+        them from the item's own thread, namespace and id (task and index): a
+        ``ref_key`` naming anything else is refused, never fetched (it could
+        name another thread's payload).
+        """
+        for it, (chunk, s3) in zip(items, refs, strict=True):
             loc, key = _attr(it, "ref_loc"), _attr(it, "ref_key")
-            if loc == "DYNAMODB":
-                out.append(chunks.get(key))
-            elif loc == "S3":
-                out.append(self._s3_body(key))
-            else:
+            if loc not in ("DYNAMODB", "S3"):
                 raise SourceItemError(f"{_item_name(it)}: attribute 'ref_loc' is {loc!r}, not DYNAMODB or S3")
-        return out
+            want = chunk if loc == "DYNAMODB" else s3
+            if key != want:
+                raise SourceItemError(
+                    f"{_item_name(it)}: attribute 'ref_key' is {key!r}, but that saver keeps this item's "
+                    f"payload under {want!r}; refused unread (it could name another thread's payload)"
+                )
+        chunks = self._chunks(
+            [c for it, (c, _) in zip(items, refs, strict=True) if it["ref_loc"]["S"] == "DYNAMODB"]
+        )
+        return [
+            chunks.get(c) if it["ref_loc"]["S"] == "DYNAMODB" else self._s3_body(s3)
+            for it, (c, s3) in zip(items, refs, strict=True)
+        ]
 
     def _decode(self, it: dict[str, Any], data: bytes, where: str) -> Any:
         type_ = _attr(it, "type")
@@ -389,7 +406,8 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             "PK", "SK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
         )  # fmt: skip
         rows = []
-        for it, data in zip(items, self._payloads(items), strict=True):
+        refs = [_write_refs(thread_id, ns, cid, it) for it in items]
+        for it, data in zip(items, self._payloads(items, refs), strict=True):
             key = (
                 _attr(it, "task_id"),
                 _attr(it, "channel"),
@@ -412,7 +430,8 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         )  # fmt: skip
         self.orphans[thread_id] = 0
         read: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], str | None]] = {}
-        for it, data in zip(items, self._payloads(items), strict=True):
+        refs = [_checkpoint_refs(thread_id, it) for it in items]
+        for it, data in zip(items, self._payloads(items, refs), strict=True):
             ns, cid = _attr(it, "ns"), _attr(it, "id")
             if data is None:
                 self.orphans[thread_id] += 1
@@ -495,11 +514,53 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         raise NotImplementedError("CheckpointAwsSource is read-only: it is a migration source")
 
 
+def _key_part(it: Mapping[str, Any], name: str) -> str:
+    """An attribute that goes into that saver's keys: without ``#`` or ``/``, which would make them ambiguous.
+
+    With either, one thread's (namespace, id) could derive another thread's
+    chunk or S3 key (``CHUNK_a#b##c`` is thread ``a#b``'s, and thread ``a``'s
+    with namespace ``b#``). LangGraph writes neither: ids and task ids are
+    UUIDs, namespaces ``node:uuid`` joined by ``|``.
+    """
+    value = _attr(it, name)
+    if not isinstance(value, str) or "#" in value or "/" in value:
+        raise SourceItemError(
+            f"{_item_name(it)}: attribute {name!r} is {value!r}; '#' and '/' are refused there"
+        )
+    return value
+
+
+def _checkpoint_refs(thread_id: str, it: Mapping[str, Any]) -> tuple[str, str]:
+    """A checkpoint item's payload keys as that saver derives them (``_checkpoint_ref_pk``, ``_checkpoint_s3_key``)."""
+    ns, cid = _key_part(it, "ns"), _key_part(it, "id")
+    if _attr(it, "SK") != f"{ns}#{cid}":
+        raise SourceItemError(f"{_item_name(it)}: its SK is not '{ns}#{cid}', as its 'ns' and 'id' make it")
+    return f"CHUNK_{thread_id}#{ns}#{cid}", f"{thread_id}/checkpoints/{ns}/{cid}"
+
+
+def _write_refs(thread_id: str, ns: str, cid: str, it: Mapping[str, Any]) -> tuple[str, str]:
+    """A write item's payload keys as that saver derives them (``_writes_ref_pk``, ``_writes_s3_key``)."""
+    task, idx = _key_part(it, "task_id"), _index(it)
+    if _attr(it, "SK") != f"{task}#{idx}":
+        raise SourceItemError(
+            f"{_item_name(it)}: its SK is not '{task}#{idx}', as its 'task_id' and 'idx' make it"
+        )
+    return (
+        f"CHUNK_{thread_id}#{ns}#{cid}#{task}#{idx}",
+        f"{thread_id}/checkpoints/{ns}/{cid}/writes/{task}/{idx}",
+    )
+
+
 def _check_payload(it: Mapping[str, Any], value: Any, cid: str) -> None:
-    """A checkpoint payload as that saver writes it: ``{"checkpoint": {...}, "metadata": {...}}``."""
+    """A checkpoint payload as that saver writes it: ``{"checkpoint": {...}, "metadata": {...}}``, its own id."""
     where = f"{_item_name(it)}: the payload of checkpoint {cid!r}"
     if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
         raise SourceItemError(f"{where} is not a checkpoint")
+    if value["checkpoint"].get("id") != cid:
+        raise SourceItemError(
+            f"{where} is checkpoint {value['checkpoint'].get('id')!r}: a payload that is not its item's "
+            "is refused (copied from elsewhere, or the item rewritten)"
+        )
     if not isinstance(value.get("metadata") or {}, Mapping):
         raise SourceItemError(f"{where}: 'metadata' is not a map")
     cp = value["checkpoint"]

@@ -112,6 +112,9 @@ class MigrationError(ExportError):
 class MigrationConflictError(MigrationError, TargetExistsError):
     """The target thread holds checkpoints or writes the source thread does not: nothing was written."""
 
+    #: What differs (a checkpoint, a channel, a task's writes), without the rest of the message.
+    what: str = ""
+
 
 class MalformedSourceError(MigrationError):
     """The source thread holds an item that cannot be read as a checkpoint or write: the thread is refused.
@@ -370,11 +373,14 @@ def _by_task(rows: Iterable[_Row]) -> dict[str, list[_Row]]:
 
 
 def _conflict(thread_id: str, target: Any, what: str) -> MigrationConflictError:
-    return MigrationConflictError(
+    """Raised before any write: the message says nothing was written (``.what`` is the difference)."""
+    err = MigrationConflictError(
         f"target thread {thread_id!r} in table {target.table_name!r} already has different checkpoints "
         f"({what}); migrate it under another id (target_thread_id) or delete it first; "
         "nothing was written"
     )
+    err.what = what
+    return err
 
 
 def _compare_checkpoint(s: CheckpointTuple, t: CheckpointTuple, serde: Any) -> str | None:
@@ -459,21 +465,27 @@ def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
     except MalformedSourceError as exc:  # it read well before the writes: it changed since
         raise MigrationError(
             f"verification of thread {name!r} failed: the source re-read as malformed ({exc.reason}); "
-            "the target thread is partial and marked so: run the migration again once the source is fixed"
+            f"{_PARTIAL}"
         ) from exc
+    except MigrationConflictError as exc:  # what was written differs from what the source reads now
+        raise MigrationError(f"verification of thread {name!r} failed: {exc.what}; {_PARTIAL}") from None
+
+
+#: What a failed verification leaves (the import marker stays until one succeeds).
+_PARTIAL: Final = (
+    "what was written stays in the target thread, which is partial and marked so (its import marker "
+    "stays): run the migration again to complete it, or delete the target thread"
+)
 
 
 def _verify_both(source: Any, thread_id: str, target: Any, name: str) -> None:
     src = _read_source(source, thread_id)
     dst = list(target.list(_cfg(name)))
-    try:
-        left = _diff(source, thread_id, src, dst, target, name)
-    except MigrationConflictError as exc:
-        raise MigrationError(f"verification of thread {name!r} failed: {exc}") from None
+    left = _diff(source, thread_id, src, dst, target, name)
     if not left.empty:
         raise MigrationError(
             f"verification of thread {name!r} failed: {len(left.checkpoints)} checkpoint(s) and "
-            f"{len(left.writes)} task write record(s) do not read back; run the migration again"
+            f"{len(left.writes)} task write record(s) do not read back; {_PARTIAL}"
         )
     serde = plain_serde(target)
     for ns in sorted({_key(t)[0] for t in src}):
@@ -482,11 +494,12 @@ def _verify_both(source: Any, thread_id: str, target: Any, name: str) -> None:
         b = target.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ns}})
         if a is None or b is None or _key(a) != _key(b) or _compare_checkpoint(a, b, serde):
             raise MigrationError(
-                f"verification of thread {name!r} failed: namespace {ns!r}'s latest checkpoint"
+                f"verification of thread {name!r} failed: namespace {ns!r}'s latest checkpoint; {_PARTIAL}"
             )
         if not _same_writes(list(a.pending_writes or []), list(b.pending_writes or []), serde):
             raise MigrationError(
-                f"verification of thread {name!r} failed: pending writes of namespace {ns!r}'s latest checkpoint"
+                f"verification of thread {name!r} failed: pending writes of namespace {ns!r}'s latest "
+                f"checkpoint; {_PARTIAL}"
             )
 
 

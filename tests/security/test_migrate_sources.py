@@ -417,3 +417,104 @@ def test_a_failed_verification_says_the_target_is_partial(target: DynamoDBSaver)
     assert "differs differs" not in message and "differs; what was written stays" in message
     assert import_marker(target, "t") is not None  # it is marked partial, as the message says
     assert target.get_tuple(_cfg("t")).checkpoint["channel_values"] == {"v": "as read"}
+
+
+# ------------------------------------------------- a SQLite file's schema runs nothing
+
+
+def _sqlite_file(tmp_path: Path, rig: str) -> Path:
+    """A SqliteSaver file with one thread, then its schema rigged as ``rig`` says."""
+    path = tmp_path / "hostile.sqlite"
+    conn = sqlite3.connect(path)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    _put_thread(saver, "t")
+    if rig == "view":  # the same rows, served by a query (which could generate anything)
+        conn.executescript(
+            "ALTER TABLE checkpoints RENAME TO rows; CREATE VIEW checkpoints AS SELECT * FROM rows;"
+        )
+    elif rig == "recursive view":  # never finishes if read
+        conn.executescript(
+            "ALTER TABLE checkpoints RENAME TO rows; CREATE VIEW checkpoints AS "
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT rows.* FROM rows, r;"
+        )
+    elif rig == "generated column":  # an expression computed on every read
+        conn.executescript(
+            "ALTER TABLE writes RENAME TO w;"
+            "CREATE TABLE writes (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', "
+            "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL, "
+            "type TEXT, value BLOB, task_path TEXT NOT NULL DEFAULT '', "
+            "g BLOB GENERATED ALWAYS AS (zeroblob(1000)) VIRTUAL, "
+            "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx));"
+            "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, "
+            "task_path) SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, "
+            "task_path FROM w; DROP TABLE w;"
+        )
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("rig", ["view", "recursive view", "generated column"])
+def test_cli_refuses_a_sqlite_schema_that_would_run_code(
+    tmp_path: Path, target: DynamoDBSaver, rig: str
+) -> None:
+    import io
+
+    from langgraph.checkpoint.dynamodb import cli
+
+    path = _sqlite_file(tmp_path, rig)
+    out, err = io.StringIO(), io.StringIO()
+    argv = [
+        "--table",
+        target.table_name,
+        "--bucket",
+        target.bucket_name,
+        "migrate",
+        "--from",
+        f"sqlite:{path}",
+    ]
+    code = cli.main(argv, stdin=io.StringIO(), stdout=out, stderr=err)
+    assert code == cli.EXIT_USAGE, (code, out.getvalue(), err.getvalue())
+    what = "generated columns" if rig == "generated column" else "is a view, not a table"
+    assert what in err.getvalue() and "nothing read" in err.getvalue(), err.getvalue()
+    assert list(target.list(_cfg("t"))) == []
+
+
+def test_the_cli_still_reads_a_plain_sqlite_file(tmp_path: Path, target: DynamoDBSaver) -> None:
+    import io
+
+    from langgraph.checkpoint.dynamodb import cli
+
+    path = _sqlite_file(tmp_path, "none")
+    argv = [
+        "--table",
+        target.table_name,
+        "--bucket",
+        target.bucket_name,
+        "migrate",
+        "--from",
+        f"sqlite:{path}",
+    ]
+    assert cli.main(argv, stdin=io.StringIO(), stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert target.get_tuple(_cfg("t")).checkpoint["channel_values"] == {"v": "kept"}
+
+
+def test_guard_sqlite_turns_trusted_schema_off_and_bounds_each_statement(tmp_path: Path) -> None:
+    import time
+
+    from langgraph.checkpoint.dynamodb.migrate import guard_sqlite
+
+    conn = sqlite3.connect(_sqlite_file(tmp_path, "none"))
+    guard_sqlite(conn, max_statement_seconds=0.3)
+    assert conn.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        conn.execute(
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+        ).fetchone()
+    assert time.monotonic() - started < 5
+    time.sleep(0.4)  # idle time is not a statement's: the clock restarts with each one
+    assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1
+    conn.close()

@@ -75,6 +75,7 @@ from langgraph.checkpoint.dynamodb._migrate_aws import (
     CheckpointAwsSourceError,
     SourceItemError,
 )
+from langgraph.checkpoint.dynamodb._migrate_sqlite import SqliteSourceError, guard_sqlite
 from langgraph.checkpoint.dynamodb._replay import (
     WriteProgress,
     check_target,
@@ -94,6 +95,8 @@ __all__ = [
     "MigrationConflictError",
     "MigrationError",
     "SourceItemError",
+    "SqliteSourceError",
+    "guard_sqlite",
     "migrate_thread",
     "migrate_threads",
     "strict_source",
@@ -207,10 +210,8 @@ def _same(a: Any, b: Any, serde: Any) -> bool:
 
 # ============================================================ decoding the source strictly
 
-#: The attributes through which LangGraph's savers decode what they read: ``serde`` for
-#: checkpoints, blobs and writes; ``jsonplus_serde``, which ``SqliteSaver`` builds as a
-#: permissive ``JsonPlusSerializer`` whatever ``serde`` is (unused for decoding in the
-#: installed release, but a later one could read metadata with it).
+#: What LangGraph's savers decode with: ``serde``; ``jsonplus_serde``, SqliteSaver's own permissive
+#: ``JsonPlusSerializer`` whatever ``serde`` is (unused by the installed release; a later one may).
 _SERDE_ATTRS: Final = ("serde", "jsonplus_serde")
 
 

@@ -62,7 +62,6 @@ from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple, writes_sort_key
-from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.dynamodb._export_file import (
     ExportError,
@@ -75,6 +74,7 @@ from langgraph.checkpoint.dynamodb._migrate_aws import (
     CheckpointAwsSourceError,
     SourceItemError,
 )
+from langgraph.checkpoint.dynamodb._migrate_keys import thread_ids, write_keys
 from langgraph.checkpoint.dynamodb._migrate_sqlite import SqliteSourceError, guard_sqlite
 from langgraph.checkpoint.dynamodb._replay import (
     WriteProgress,
@@ -287,55 +287,20 @@ def strict_source(source: Any, *, allow_unsafe_source_serde: bool = False) -> It
 def _stored_write_keys(
     source: Any, thread_id: str, ns: str, cid: str
 ) -> list[tuple[str, str, str, int]] | None:
-    """``(task_id, channel, task_path, idx)`` of a checkpoint's writes where the source stores them.
+    """``(task_id, channel, task_path, idx)`` of a checkpoint's writes where the source stores them, sorted.
 
     Keys only, never a value: the values come from ``get_tuple``. ``None``
     for a saver whose storage is not known here.
     """
     if isinstance(source, CheckpointAwsSource):
         rows = source.stored_write_keys(thread_id, ns, cid)
-    elif isinstance(source, InMemorySaver):
-        stored = source.writes.get((thread_id, ns, cid), {})
-        rows = [(k[0], v[1], v[3], k[1]) for k, v in stored.items()]
-    elif type(source).__module__.startswith("langgraph.checkpoint.sqlite") and hasattr(source, "cursor"):
-        path = "task_path" if getattr(source, "_has_task_path", False) else "''"
-        with source.cursor(transaction=False) as cur:
-            cur.execute(
-                f"SELECT task_id, channel, {path}, idx FROM writes "  # a column name, never user input
-                "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (thread_id, ns, cid),
-            )
-            rows = [(str(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in cur.fetchall()]
-    elif type(source).__module__.startswith("langgraph.checkpoint.postgres") and hasattr(source, "conn"):
-        rows = _postgres_write_keys(source, thread_id, ns, cid)
     else:
-        return None
+        found = write_keys(source, thread_id, ns, cid)
+        if found is None:
+            return None
+        rows = found
     rows.sort(key=lambda r: writes_sort_key(r[2], r[0], r[3]))
     return rows
-
-
-def _postgres_write_keys(source: Any, thread_id: str, ns: str, cid: str) -> list[tuple[str, str, str, int]]:
-    """A ``PostgresSaver``'s ``checkpoint_writes`` keys (its public ``conn``: a connection or a pool)."""
-    sql = (
-        "SELECT task_id, channel, task_path, idx FROM checkpoint_writes "
-        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
-    )
-    conn = source.conn
-    with contextlib.ExitStack() as stack:
-        if getattr(source, "lock", None) is not None:  # the saver's own guard of its connection
-            stack.enter_context(source.lock)
-        if hasattr(conn, "connection") and not hasattr(conn, "cursor"):  # a ConnectionPool
-            conn = stack.enter_context(conn.connection())
-        cur = stack.enter_context(conn.cursor())
-        cur.execute(sql, (thread_id, ns, cid))
-        fetched = cur.fetchall()
-    out = []
-    for r in fetched:
-        task_id, channel, path, idx = (
-            (r["task_id"], r["channel"], r["task_path"], r["idx"]) if isinstance(r, dict) else r
-        )
-        out.append((str(task_id), str(channel), str(path or ""), int(idx)))
-    return out
 
 
 def _rows(source: Any, thread_id: str, t: CheckpointTuple) -> list[_Row]:
@@ -709,6 +674,9 @@ def _thread_ids(source: BaseCheckpointSaver[Any]) -> list[str]:
     """Every thread id of the source, in the order its ``list(None)`` first shows it."""
     if isinstance(source, CheckpointAwsSource):
         return source.list_thread_ids()  # its keys, not every checkpoint decoded
+    known = thread_ids(source)  # LangGraph's own savers: their keys too (a hostile item refuses its thread)
+    if known is not None:
+        return known
     seen: dict[str, None] = {}
     for t in source.list(None):
         seen.setdefault(str(t.config["configurable"]["thread_id"]), None)
@@ -737,7 +705,7 @@ def migrate_threads(
         target: a sync ``DynamoDBSaver``.
         thread_ids: the threads to migrate; ``None``: every thread
             ``source.list(None)`` shows (a ``CheckpointAwsSource``: its
-            ``list_thread_ids()``).
+            ``list_thread_ids()``; LangGraph's own savers: their keys).
         dry_run: compare and report, write nothing.
         progress: called after each thread as ``progress(done, total, result)``.
         allow_unsafe_source_serde: **dangerous**: as for :func:`migrate_thread`;

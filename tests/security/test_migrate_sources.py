@@ -518,3 +518,36 @@ def test_guard_sqlite_turns_trusted_schema_off_and_bounds_each_statement(tmp_pat
     time.sleep(0.4)  # idle time is not a statement's: the clock restarts with each one
     assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1
     conn.close()
+
+
+def test_cli_interrupts_a_statement_over_its_budget(
+    tmp_path: Path, target: DynamoDBSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget (60 s) lowered to nothing: the first long statement on the source is interrupted."""
+    import io
+
+    from langgraph.checkpoint.dynamodb import _migrate_sqlite, cli
+
+    path = _sqlite_file(tmp_path, "none")
+    conn = sqlite3.connect(path)
+    conn.execute(  # many rows: reading them takes more than one look at the clock
+        "INSERT INTO checkpoints SELECT thread_id, checkpoint_ns, checkpoint_id || '-' || n, "
+        "parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints, "
+        "(WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5000) SELECT n FROM r)"
+    )
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(_migrate_sqlite, "DEFAULT_STATEMENT_SECONDS", 0.0)
+    out, err = io.StringIO(), io.StringIO()
+    argv = [
+        "--table",
+        target.table_name,
+        "--bucket",
+        target.bucket_name,
+        "migrate",
+        "--from",
+        f"sqlite:{path}",
+    ]
+    code = cli.main(argv, stdin=io.StringIO(), stdout=out, stderr=err)
+    assert code == cli.EXIT_ERROR, (code, out.getvalue(), err.getvalue())
+    assert "ran over 0 s and was interrupted" in err.getvalue() and "Traceback" not in err.getvalue()

@@ -78,17 +78,18 @@ def _sqlite(path: str, serde: Any) -> Iterator[Any]:
 
     if not os.path.isfile(path):
         raise CLIError(f"--from sqlite:{path}: no such file", EXIT_USAGE, "bad_source")
-    from langgraph.checkpoint.dynamodb._migrate_sqlite import (
-        DEFAULT_STATEMENT_SECONDS,
-        SqliteSourceError,
-        guard_sqlite,
-    )
+    from langgraph.checkpoint.dynamodb import _migrate_sqlite
+    from langgraph.checkpoint.dynamodb._migrate_sqlite import SqliteSourceError, guard_sqlite
+
+    budget = _migrate_sqlite.DEFAULT_STATEMENT_SECONDS  # read now: the tests lower it
 
     uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
         try:
-            guard_sqlite(conn)  # a view, a virtual table or generated columns would run code as we read
+            guard_sqlite(
+                conn, max_statement_seconds=budget
+            )  # a view, a virtual table or generated columns would run code as we read
         except SqliteSourceError as exc:
             raise CLIError(f"--from sqlite:{path}: {exc}", EXIT_USAGE, "bad_source") from exc
         except sqlite3.DatabaseError as exc:
@@ -110,7 +111,7 @@ def _sqlite(path: str, serde: Any) -> Iterator[Any]:
             if "interrupted" not in str(exc):
                 raise
             raise CLIError(
-                f"--from sqlite:{path}: a query on the source ran over {DEFAULT_STATEMENT_SECONDS:.0f} s and "
+                f"--from sqlite:{path}: a query on the source ran over {budget:g} s and "
                 "was interrupted (a hostile or damaged file?); threads migrated before it are complete and "
                 "verified, a thread it stopped is partial and marked: the next run completes it",
                 EXIT_ERROR,

@@ -85,8 +85,12 @@ class Ref:
     def write(
         self, thread: str, cid: str, task: str, idx: int, channel: str, value: Any, path: str = ""
     ) -> None:
+        # The keys langgraph-checkpoint-aws derives (its unified_repository's _writes_ref_pk, _writes_s3_key).
         attrs = self._payload(
-            f"CHUNK_{thread}#{cid}#{task}#{idx}", f"{thread}/w/{cid}/{task}/{idx}", value, "plain"
+            f"CHUNK_{thread}##{cid}#{task}#{idx}",
+            f"{thread}/checkpoints//{cid}/writes/{task}/{idx}",
+            value,
+            "plain",
         )
         item = {
             "PK": {"S": f"WRITES_{thread}##{cid}"},

@@ -78,9 +78,24 @@ def _sqlite(path: str, serde: Any) -> Iterator[Any]:
 
     if not os.path.isfile(path):
         raise CLIError(f"--from sqlite:{path}: no such file", EXIT_USAGE, "bad_source")
+    from langgraph.checkpoint.dynamodb.tools import _migrate_sqlite
+    from langgraph.checkpoint.dynamodb.tools._migrate_sqlite import SqliteSourceError, guard_sqlite
+
+    budget = _migrate_sqlite.DEFAULT_STATEMENT_SECONDS  # read now: the tests lower it
+
     uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23") + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
     try:
+        try:
+            guard_sqlite(
+                conn, max_statement_seconds=budget
+            )  # a view, a virtual table or generated columns would run code as we read
+        except SqliteSourceError as exc:
+            raise CLIError(f"--from sqlite:{path}: {exc}", EXIT_USAGE, "bad_source") from exc
+        except sqlite3.DatabaseError as exc:
+            raise CLIError(
+                f"--from sqlite:{path}: not a SQLite database ({exc})", EXIT_USAGE, "bad_source"
+            ) from exc
         saver = SqliteSaver(conn, serde=serde)
         try:
             saver.setup()  # a no-op on a LangGraph database; a write (refused: read-only) on any other
@@ -90,7 +105,18 @@ def _sqlite(path: str, serde: Any) -> Iterator[Any]:
                 EXIT_USAGE,
                 "bad_source",
             ) from exc
-        yield saver
+        try:
+            yield saver
+        except sqlite3.OperationalError as exc:
+            if "interrupted" not in str(exc):
+                raise
+            raise CLIError(
+                f"--from sqlite:{path}: a query on the source ran over {budget:g} s and "
+                "was interrupted (a hostile or damaged file?); threads migrated before it are complete and "
+                "verified, a thread it stopped is partial and marked: the next run completes it",
+                EXIT_ERROR,
+                "bad_source",
+            ) from exc
     finally:
         conn.close()
 

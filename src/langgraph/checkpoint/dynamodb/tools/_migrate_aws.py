@@ -2,8 +2,9 @@
 
 The reference AWS saver's package need not be installed (its boto3 pins
 conflict with aiobotocore's): its items and S3 objects are read here
-directly, keys and payloads, through the same LangGraph serializer it wrote
-them with. Its layout (``langgraph-checkpoint-aws`` 1.x), one table with
+directly, keys and payloads, through a strict serializer that reads what
+LangGraph's serializer wrote (``StateTypesSerializer`` by default; a given one
+made strict as the savers do): the table is data its tenants wrote. Its layout (``langgraph-checkpoint-aws`` 1.x), one table with
 string keys ``PK``/``SK``:
 
 * a checkpoint: ``PK = "CHECKPOINT_{thread}"``, ``SK = "{ns}#{checkpoint id}"``,
@@ -36,7 +37,12 @@ a ``DynamoDBSaver`` as LangGraph expects:
   items, are given to ``migrate`` (:meth:`~CheckpointAwsSource.stored_write_keys`);
 * **payloads**: gzip undone (bounded by ``max_payload_size``), S3 pointers
   resolved under the ``key_prefix`` that saver was configured with (it is
-  not recorded in the items: a missing object says so). A payload that is
+  not recorded in the items: a missing object says so). Derived, never
+  trusted: an item's ``ref_key`` must be the key that saver derives from the
+  item's own thread, namespace and id (and task id and index), else the
+  item is refused unread; ``#`` and ``/`` in those parts (which would let
+  one thread's parts spell another thread's key) are refused; a checkpoint
+  payload must carry its item's id. A payload that is
   not one of LangGraph's portable types (``pickle`` above all) is refused:
   nothing is unpickled, ever.
 
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import time
 import zlib
 from collections.abc import Iterator, Mapping
@@ -57,14 +64,14 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
 from langgraph.checkpoint.dynamodb.codec import DEFAULT_MAX_PAYLOAD_SIZE
+from langgraph.checkpoint.dynamodb.serde import RevivalError, strict_serde
 from langgraph.checkpoint.dynamodb.tools._export_file import ExportError
 from langgraph.checkpoint.dynamodb.tools._portable import PORTABLE_TYPES
 
-__all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "renumber_versions"]
+__all__ = ["CheckpointAwsSource", "CheckpointAwsSourceError", "SourceItemError", "renumber_versions"]
 
 _CHECKPOINT_PK: Final = "CHECKPOINT_"
 _WRITES_PK: Final = "WRITES_"
@@ -82,6 +89,41 @@ WriteKeys = list[WriteKey]
 
 class CheckpointAwsSourceError(ExportError):
     """The reference saver's table cannot be read as such (the message says what to pass or fix)."""
+
+
+class SourceItemError(CheckpointAwsSourceError):
+    """One item of the table is not what that saver writes (an attribute missing, of another type...).
+
+    It refuses the item's thread only: ``migrate_threads`` reports it under
+    ``refused`` and goes on with the other threads. The message names the
+    item (its keys) and the attribute.
+    """
+
+
+def _item_name(it: Mapping[str, Any]) -> str:
+    pk, sk = (it.get(k, {}).get("S") if isinstance(it.get(k), Mapping) else None for k in ("PK", "SK"))
+    return f"item (PK {pk!r}, SK {sk!r})"
+
+
+def _attr(it: Mapping[str, Any], name: str, kind: str = "S", *, optional: bool = False) -> Any:
+    """The attribute ``name`` of type ``kind`` (``S``, ``N``, ``B``); a typed refusal if it is not one."""
+    value = it.get(name)
+    if value is None and optional:
+        return None
+    if value is None:
+        raise SourceItemError(f"{_item_name(it)}: attribute {name!r} is missing")
+    if not isinstance(value, Mapping) or kind not in value:
+        got = next(iter(value), "?") if isinstance(value, Mapping) else type(value).__name__
+        raise SourceItemError(f"{_item_name(it)}: attribute {name!r} is of type {got}, not {kind}")
+    return value[kind]
+
+
+def _index(it: Mapping[str, Any]) -> int:
+    """A write item's ``idx``: an integer, as that saver writes it (``str(int(...))``)."""
+    text = _attr(it, "idx", "N")
+    if not isinstance(text, str) or not re.fullmatch(r"-?[0-9]{1,19}", text):
+        raise SourceItemError(f"{_item_name(it)}: attribute 'idx' is {text!r}, not an integer")
+    return int(text)
 
 
 def _names(*attrs: str) -> tuple[str, dict[str, str]]:
@@ -104,9 +146,22 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             payload was offloaded (over 350 KB).
         key_prefix: its ``s3_offload_config["key_prefix"]``, if it had one
             (not recorded in the table).
-        serde: the serializer it wrote with; default LangGraph's
-            ``JsonPlusSerializer`` (that saver's default). The CLI passes
-            ``PortableSerializer`` to carry values byte for byte.
+        serde: the serializer to read its payloads with; default the
+            savers' strict default (``serde.default_serde()``:
+            ``StateTypesSerializer``), which reads what that saver's
+            ``JsonPlusSerializer`` wrote and never calls what a stored value
+            names. A permissive serializer given here is made strict the way
+            the savers do it (``serde.strict_serde``): LangGraph's permissive
+            ``JsonPlusSerializer`` (also inside an ``EncryptedSerializer``)
+            becomes ``StateTypesSerializer``, one that cannot be made strict
+            (``pickle_fallback``, a permissive subclass) raises
+            ``UnsafeSerializerError``. The CLI passes ``PortableSerializer`` to
+            carry values byte for byte.
+        allow_unsafe_serde: **dangerous**: keep a permissive ``serde`` as
+            given, so whoever could write to the old table or bucket can run
+            code on the migrating machine. Only for a store nobody else ever
+            wrote to; :func:`~langgraph.checkpoint.dynamodb.tools.migrate.migrate_threads`
+            honours it as its own ``allow_unsafe_source_serde``.
         dynamodb_client / s3_client: boto3 clients; default new ones
             (``region_name``, ``endpoint_url``, or the environment's).
         max_payload_size: largest payload read, once decompressed.
@@ -138,8 +193,12 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         endpoint_url: str | None = None,
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
         skip_missing_objects: bool = False,
+        allow_unsafe_serde: bool = False,
     ) -> None:
-        super().__init__(serde=serde if serde is not None else JsonPlusSerializer())
+        #: The explicit, named opt-in to a permissive serializer (the savers' name for it).
+        self.allow_unsafe_serde = allow_unsafe_serde is True
+        # A hostile old table must not choose what the migrating machine calls: strict unless opted out.
+        super().__init__(serde=strict_serde(serde, allow_unsafe=self.allow_unsafe_serde))
         if not isinstance(table_name, str) or not table_name:
             raise ValueError("table_name must be a non-empty string")
         self.table_name = table_name
@@ -225,7 +284,7 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             for attempt in range(_RETRIES):
                 resp = self.dynamodb.batch_get_item(RequestItems=pending)
                 for it in resp.get("Responses", {}).get(self.table_name, []):
-                    out[it["PK"]["S"]] = bytes(it["payload"]["B"])
+                    out[it["PK"]["S"]] = bytes(_attr(it, "payload", "B"))
                 pending = resp.get("UnprocessedKeys") or {}
                 if not pending:
                     break
@@ -280,22 +339,34 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
             "reference saver does"
         )
 
-    def _payloads(self, items: list[dict[str, Any]]) -> list[bytes | None]:
-        """Each item's stored payload, ``None`` where it is missing (an orphan)."""
-        chunks = self._chunks([it["ref_key"]["S"] for it in items if it["ref_loc"]["S"] == "DYNAMODB"])
-        out: list[bytes | None] = []
-        for it in items:
-            loc, key = it["ref_loc"]["S"], it["ref_key"]["S"]
-            if loc == "DYNAMODB":
-                out.append(chunks.get(key))
-            elif loc == "S3":
-                out.append(self._s3_body(key))
-            else:
-                raise CheckpointAwsSourceError(f"item {it['PK']['S']!r}: unknown ref_loc {loc!r}")
-        return out
+    def _payloads(self, items: list[dict[str, Any]], refs: list[tuple[str, str]]) -> list[bytes | None]:
+        """Each item's stored payload, ``None`` where it is missing (an orphan).
+
+        ``refs`` are each item's ``(chunk key, S3 key)`` as that saver derives
+        them from the item's own thread, namespace and id (task and index): a
+        ``ref_key`` naming anything else is refused, never fetched (it could
+        name another thread's payload).
+        """
+        for it, (chunk, s3) in zip(items, refs, strict=True):
+            loc, key = _attr(it, "ref_loc"), _attr(it, "ref_key")
+            if loc not in ("DYNAMODB", "S3"):
+                raise SourceItemError(f"{_item_name(it)}: attribute 'ref_loc' is {loc!r}, not DYNAMODB or S3")
+            want = chunk if loc == "DYNAMODB" else s3
+            if key != want:
+                raise SourceItemError(
+                    f"{_item_name(it)}: attribute 'ref_key' is {key!r}, but that saver keeps this item's "
+                    f"payload under {want!r}; refused unread (it could name another thread's payload)"
+                )
+        chunks = self._chunks(
+            [c for it, (c, _) in zip(items, refs, strict=True) if it["ref_loc"]["S"] == "DYNAMODB"]
+        )
+        return [
+            chunks.get(c) if it["ref_loc"]["S"] == "DYNAMODB" else self._s3_body(s3)
+            for it, (c, s3) in zip(items, refs, strict=True)
+        ]
 
     def _decode(self, it: dict[str, Any], data: bytes, where: str) -> Any:
-        type_ = it["type"]["S"]
+        type_ = _attr(it, "type")
         # LangGraph's types, or one under its EncryptedSerializer ("msgpack+aes": pass serde=...).
         if type_.split("+", 1)[0] not in PORTABLE_TYPES:
             raise CheckpointAwsSourceError(
@@ -303,7 +374,7 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
                 + (" (pickle: loading it could run code, so it is never read)" if "pickle" in type_ else "")
                 + f"; only {', '.join(sorted(PORTABLE_TYPES))} can be migrated"
             )
-        compression = it.get("compression", {}).get("S")
+        compression = _attr(it, "compression", optional=True)
         if compression == "gzip":
             inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
             try:
@@ -316,9 +387,11 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
                 )
             data = raw
         elif compression:
-            raise CheckpointAwsSourceError(f"{where}: unknown compression {compression!r}")
+            raise SourceItemError(f"{where}: unknown compression {compression!r}")
         try:
             return self.serde.loads_typed((type_, data))
+        except RevivalError as exc:  # a type refused (a gadget, or a class not imported): this item only
+            raise SourceItemError(f"{where} in table {self.table_name!r}: {exc}") from None
         except Exception as exc:
             raise CheckpointAwsSourceError(
                 f"{where}: cannot decode its {type_!r} payload with {type(self.serde).__name__} "
@@ -330,15 +403,16 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
     def _writes(self, thread_id: str, ns: str, cid: str) -> list[tuple[WriteKey, Any]]:
         items = self._query(
             f"{_WRITES_PK}{thread_id}#{ns}#{cid}",
-            "PK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
+            "PK", "SK", "task_id", "channel", "idx", "task_path", "type", "ref_loc", "ref_key", "compression",
         )  # fmt: skip
         rows = []
-        for it, data in zip(items, self._payloads(items), strict=True):
+        refs = [_write_refs(thread_id, ns, cid, it) for it in items]
+        for it, data in zip(items, self._payloads(items, refs), strict=True):
             key = (
-                it["task_id"]["S"],
-                it["channel"]["S"],
-                it.get("task_path", {}).get("S", ""),
-                int(it["idx"]["N"]),
+                _attr(it, "task_id"),
+                _attr(it, "channel"),
+                _attr(it, "task_path", optional=True) or "",
+                _index(it),
             )
             if data is None:
                 self.orphans[thread_id] = self.orphans.get(thread_id, 0) + 1
@@ -351,22 +425,20 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
     def _thread(self, thread_id: str) -> list[CheckpointTuple]:
         """Every readable checkpoint of a thread, translated, newest id first per namespace."""
         items = self._query(
-            f"{_CHECKPOINT_PK}{thread_id}", "PK", "id", "ns", "type", "ref_loc", "ref_key", "compression",
+            f"{_CHECKPOINT_PK}{thread_id}", "PK", "SK", "id", "ns", "type", "ref_loc", "ref_key", "compression",
             "parent_checkpoint_id",
         )  # fmt: skip
         self.orphans[thread_id] = 0
         read: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], str | None]] = {}
-        for it, data in zip(items, self._payloads(items), strict=True):
-            ns, cid = it["ns"]["S"], it["id"]["S"]
+        refs = [_checkpoint_refs(thread_id, it) for it in items]
+        for it, data in zip(items, self._payloads(items, refs), strict=True):
+            ns, cid = _attr(it, "ns"), _attr(it, "id")
             if data is None:
                 self.orphans[thread_id] += 1
                 continue
             value = self._decode(it, data, f"checkpoint {cid!r} (namespace {ns!r}) of thread {thread_id!r}")
-            if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
-                raise CheckpointAwsSourceError(
-                    f"checkpoint {cid!r} of thread {thread_id!r} is not a checkpoint"
-                )
-            pid = it.get("parent_checkpoint_id", {}).get("S")
+            _check_payload(it, value, cid)
+            pid = _attr(it, "parent_checkpoint_id", optional=True)
             read[(ns, cid)] = (dict(value["checkpoint"]), dict(value.get("metadata") or {}), pid)
         versions = renumber_versions({k: (v[0], v[2]) for k, v in read.items()})
         out = []
@@ -442,6 +514,70 @@ class CheckpointAwsSource(BaseCheckpointSaver[str]):
         raise NotImplementedError("CheckpointAwsSource is read-only: it is a migration source")
 
 
+def _key_part(it: Mapping[str, Any], name: str) -> str:
+    """An attribute that goes into that saver's keys: without ``#`` or ``/``, which would make them ambiguous.
+
+    With either, one thread's (namespace, id) could derive another thread's
+    chunk or S3 key (``CHUNK_a#b##c`` is thread ``a#b``'s, and thread ``a``'s
+    with namespace ``b#``). LangGraph writes neither: ids and task ids are
+    UUIDs, namespaces ``node:uuid`` joined by ``|``.
+    """
+    value = _attr(it, name)
+    if not isinstance(value, str) or "#" in value or "/" in value:
+        raise SourceItemError(
+            f"{_item_name(it)}: attribute {name!r} is {value!r}; '#' and '/' are refused there"
+        )
+    return value
+
+
+def _checkpoint_refs(thread_id: str, it: Mapping[str, Any]) -> tuple[str, str]:
+    """A checkpoint item's payload keys as that saver derives them (``_checkpoint_ref_pk``, ``_checkpoint_s3_key``)."""
+    ns, cid = _key_part(it, "ns"), _key_part(it, "id")
+    if _attr(it, "SK") != f"{ns}#{cid}":
+        raise SourceItemError(f"{_item_name(it)}: its SK is not '{ns}#{cid}', as its 'ns' and 'id' make it")
+    return f"CHUNK_{thread_id}#{ns}#{cid}", f"{thread_id}/checkpoints/{ns}/{cid}"
+
+
+def _write_refs(thread_id: str, ns: str, cid: str, it: Mapping[str, Any]) -> tuple[str, str]:
+    """A write item's payload keys as that saver derives them (``_writes_ref_pk``, ``_writes_s3_key``)."""
+    task, idx = _key_part(it, "task_id"), _index(it)
+    if _attr(it, "SK") != f"{task}#{idx}":
+        raise SourceItemError(
+            f"{_item_name(it)}: its SK is not '{task}#{idx}', as its 'task_id' and 'idx' make it"
+        )
+    return (
+        f"CHUNK_{thread_id}#{ns}#{cid}#{task}#{idx}",
+        f"{thread_id}/checkpoints/{ns}/{cid}/writes/{task}/{idx}",
+    )
+
+
+def _check_payload(it: Mapping[str, Any], value: Any, cid: str) -> None:
+    """A checkpoint payload as that saver writes it: ``{"checkpoint": {...}, "metadata": {...}}``, its own id."""
+    where = f"{_item_name(it)}: the payload of checkpoint {cid!r}"
+    if not isinstance(value, Mapping) or not isinstance(value.get("checkpoint"), Mapping):
+        raise SourceItemError(f"{where} is not a checkpoint")
+    if value["checkpoint"].get("id") != cid:
+        raise SourceItemError(
+            f"{where} is checkpoint {value['checkpoint'].get('id')!r}: a payload that is not its item's "
+            "is refused (copied from elsewhere, or the item rewritten)"
+        )
+    if not isinstance(value.get("metadata") or {}, Mapping):
+        raise SourceItemError(f"{where}: 'metadata' is not a map")
+    cp = value["checkpoint"]
+    for field in ("channel_versions", "versions_seen", "channel_values"):
+        if not isinstance(cp.get(field) or {}, Mapping):
+            raise SourceItemError(f"{where}: {field!r} is not a map")
+    seen = cp.get("versions_seen") or {}
+    if not all(isinstance(v, Mapping) for v in seen.values()):
+        raise SourceItemError(f"{where}: 'versions_seen' holds a value that is not a map")
+    for field, versions in [("channel_versions", cp.get("channel_versions") or {})] + [
+        (f"versions_seen[{node!r}]", v) for node, v in seen.items()
+    ]:
+        for ch, v in versions.items():
+            if isinstance(v, bool) or not isinstance(v, int | str):  # a bool is an int to Python
+                raise SourceItemError(f"{where}: {field} gives channel {ch!r} the version {v!r}")
+
+
 # ============================================================ versions
 
 
@@ -496,7 +632,9 @@ def renumber_versions(
 
     def new(key: tuple[str, str], ch: str, v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | str):
-            raise CheckpointAwsSourceError(f"checkpoint {key[1]!r}: channel {ch!r} has version {v!r}")
+            raise SourceItemError(
+                f"checkpoint {key[1]!r} (namespace {key[0]!r}): channel {ch!r} has version {v!r}"
+            )
         return _version(v, key[0], origin(key, ch, v), ch) if isinstance(v, int) else v
 
     out: dict[tuple[str, str], dict[str, Any]] = {}

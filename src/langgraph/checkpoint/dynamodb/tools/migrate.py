@@ -30,6 +30,10 @@ source does not have, it is refused and nothing is written. Every thread
 written is verified afterwards: both sides' ``list`` and the latest
 ``get_tuple`` of every namespace must agree.
 
+The source is read as hostile data: inside :func:`strict_source`, whatever
+serializer it was built with (LangGraph's savers default to a permissive
+one), unless ``allow_unsafe_source_serde=True`` says otherwise by name.
+
 Example:
     ```python
     import sqlite3
@@ -38,8 +42,10 @@ Example:
 
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
     from langgraph.checkpoint.dynamodb.tools.migrate import migrate_threads
+    from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
 
-    source = SqliteSaver(sqlite3.connect("checkpoints.sqlite", check_same_thread=False))
+    conn = sqlite3.connect("checkpoints.sqlite", check_same_thread=False)
+    source = SqliteSaver(conn, serde=StateTypesSerializer())  # strict (migrate makes any serde so)
     target = DynamoDBSaver(table_name="checkpoints", bucket_name="payloads")
     summary = migrate_threads(source, target)
     print(summary["migrated"], summary["skipped"], summary["verified"])
@@ -50,20 +56,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple, writes_sort_key
-from langgraph.checkpoint.memory import InMemorySaver
 
+from langgraph.checkpoint.dynamodb.serde import RevivalError, UnsafeSerializerError, strict_serde
 from langgraph.checkpoint.dynamodb.tools._export_file import (
     ExportError,
     ImportPlan,
     TargetExistsError,
     put_writes_order,
 )
-from langgraph.checkpoint.dynamodb.tools._migrate_aws import CheckpointAwsSource, CheckpointAwsSourceError
+from langgraph.checkpoint.dynamodb.tools._migrate_aws import (
+    CheckpointAwsSource,
+    CheckpointAwsSourceError,
+    SourceItemError,
+)
+from langgraph.checkpoint.dynamodb.tools._migrate_keys import thread_ids, write_keys
+from langgraph.checkpoint.dynamodb.tools._migrate_sqlite import SqliteSourceError, guard_sqlite
 from langgraph.checkpoint.dynamodb.tools._replay import (
     WriteProgress,
     check_target,
@@ -78,10 +91,15 @@ from langgraph.checkpoint.dynamodb.tools._replay import (
 __all__ = [
     "CheckpointAwsSource",
     "CheckpointAwsSourceError",
+    "MalformedSourceError",
     "MigrationConflictError",
     "MigrationError",
+    "SourceItemError",
+    "SqliteSourceError",
+    "guard_sqlite",
     "migrate_thread",
     "migrate_threads",
+    "strict_source",
 ]
 
 #: A thread's key in both stores: (namespace, checkpoint id).
@@ -96,6 +114,61 @@ class MigrationError(ExportError):
 
 class MigrationConflictError(MigrationError, TargetExistsError):
     """The target thread holds checkpoints or writes the source thread does not: nothing was written."""
+
+    #: What differs (a checkpoint, a channel, a task's writes), without the rest of the message.
+    what: str = ""
+
+
+class MalformedSourceError(MigrationError):
+    """The source thread holds an item that cannot be read as a checkpoint or write: the thread is refused.
+
+    An attribute missing or of another type, a write index that is not an
+    integer, a boolean channel version, a payload naming a type that is
+    refused (:class:`~langgraph.checkpoint.dynamodb.serde.RefusedTypeError`)...
+    Nothing is written to the target thread; :func:`migrate_threads` reports
+    it under ``refused`` and goes on with the other threads. ``reason`` names
+    the item and the attribute (a :class:`SourceItemError`'s message, for a
+    :class:`CheckpointAwsSource`).
+    """
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        self.thread_id, self.reason = thread_id, reason
+        super().__init__(f"source thread {thread_id!r} refused: {reason}; nothing was written to the target")
+
+
+#: What a source's malformed data raises while it is read: our typed refusals, a decoder's
+#: errors, and what a saver's own parsing of a bad row raises. Never a connection error.
+_SOURCE_DATA_ERRORS: Final = (SourceItemError, RevivalError, ValueError, KeyError, TypeError)
+
+
+def _from_source(thread_id: str, read: Callable[[], Any]) -> Any:
+    """``read()``, a read of the source; its data errors as this thread's :class:`MalformedSourceError`."""
+    try:
+        return read()
+    except MigrationError:
+        raise
+    except _SOURCE_DATA_ERRORS as exc:
+        typed = isinstance(exc, SourceItemError | RevivalError)
+        raise MalformedSourceError(thread_id, str(exc) if typed else f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read_source(source: Any, thread_id: str) -> list[CheckpointTuple]:
+    """The source thread's checkpoints, each checked to have the shape the migration reads."""
+
+    def read() -> list[CheckpointTuple]:
+        out = list(source.list(_cfg(thread_id)))
+        for t in out:
+            ns, cid = _key(t)
+            if not isinstance(ns, str) or not isinstance(cid, str) or not cid:
+                raise MalformedSourceError(thread_id, f"a checkpoint has namespace {ns!r} and id {cid!r}")
+            if not isinstance(t.checkpoint, dict) or not isinstance(t.metadata or {}, dict):
+                raise MalformedSourceError(thread_id, f"checkpoint {cid!r} is not a checkpoint")
+            for w in t.pending_writes or []:
+                if len(w) != 3 or not isinstance(w[0], str) or not isinstance(w[1], str):
+                    raise MalformedSourceError(thread_id, f"checkpoint {cid!r} has a pending write {w[:2]!r}")
+        return out
+
+    return _from_source(thread_id, read)  # type: ignore[no-any-return]
 
 
 @dataclasses.dataclass
@@ -135,68 +208,108 @@ def _same(a: Any, b: Any, serde: Any) -> bool:
         return False
 
 
+# ============================================================ decoding the source strictly
+
+#: What LangGraph's savers decode with: ``serde``; ``jsonplus_serde``, SqliteSaver's own permissive
+#: ``JsonPlusSerializer`` whatever ``serde`` is (unused by the installed release; a later one may).
+_SERDE_ATTRS: Final = ("serde", "jsonplus_serde")
+
+
+@contextlib.contextmanager
+def strict_source(source: Any, *, allow_unsafe_source_serde: bool = False) -> Iterator[Any]:
+    """Decode ``source`` with a strict serializer for the duration; restore its own after.
+
+    ``SqliteSaver``, ``PostgresSaver`` and ``InMemorySaver`` default to
+    LangGraph's permissive ``JsonPlusSerializer`` (unless
+    ``LANGGRAPH_STRICT_MSGPACK`` is set), which imports and calls whatever
+    ``(module, name)`` a stored value names: whoever could write to the old
+    store could run code on the migrating machine, which usually holds the
+    credentials of both stores. Inside this block each of the source's
+    serializers (``serde``, and ``jsonplus_serde`` where the saver has one)
+    is replaced by ``serde.strict_serde(...)`` of it: a permissive
+    ``JsonPlusSerializer`` (also inside an ``EncryptedSerializer``) by
+    ``StateTypesSerializer``, which reads the same bytes and revives the
+    application's data classes but calls nothing else; a strict or custom
+    serializer is kept. The attributes are set back when the block ends,
+    however it ends. The source must not be used by anything else meanwhile
+    (an application reading through it would decode strictly too).
+    :func:`migrate_thread` and :func:`migrate_threads` run inside it.
+
+    Args:
+        source: the saver to read.
+        allow_unsafe_source_serde: **dangerous**: keep a permissive
+            serializer as it is, so a stored value can run code here. Only for
+            a source nobody else ever wrote to. A
+            :class:`CheckpointAwsSource` built with ``allow_unsafe_serde=True``
+            counts as this opt-in.
+
+    Yields:
+        ``source`` itself.
+
+    Raises:
+        UnsafeSerializerError: a serializer of the source cannot be made
+            strict without changing what it does (``pickle_fallback=True``,
+            ``allowed_json_modules=True``, a permissive subclass of
+            ``JsonPlusSerializer``); nothing was read.
+    """
+    opted_in = allow_unsafe_source_serde is True or (
+        isinstance(source, CheckpointAwsSource) and source.allow_unsafe_serde
+    )
+    swaps: dict[str, tuple[Any, Any]] = {}
+    for attr in () if opted_in else _SERDE_ATTRS:
+        current = getattr(source, attr, None)
+        if current is None:
+            continue
+        try:
+            strict = strict_serde(current)
+        except UnsafeSerializerError as exc:
+            raise UnsafeSerializerError(
+                f"the migration source {type(source).__name__}'s {attr} is a {type(current).__name__} that "
+                f"cannot be made strict: {exc} For a migration, pass serde=StateTypesSerializer() (or a strict "
+                "JsonPlusSerializer(allowed_msgpack_modules=[...])) to the source saver; to decode with it "
+                "anyway, pass allow_unsafe_source_serde=True (whoever wrote to the source can then run code "
+                "here); nothing was read"
+            ) from None
+        if strict is not current:
+            swaps[attr] = (current, strict)
+    for attr, (_, strict) in swaps.items():
+        setattr(source, attr, strict)
+    try:
+        yield source
+    finally:
+        for attr, (current, _) in swaps.items():
+            setattr(source, attr, current)
+
+
 # ============================================================ the source's writes
 
 
 def _stored_write_keys(
     source: Any, thread_id: str, ns: str, cid: str
 ) -> list[tuple[str, str, str, int]] | None:
-    """``(task_id, channel, task_path, idx)`` of a checkpoint's writes where the source stores them.
+    """``(task_id, channel, task_path, idx)`` of a checkpoint's writes where the source stores them, sorted.
 
     Keys only, never a value: the values come from ``get_tuple``. ``None``
     for a saver whose storage is not known here.
     """
     if isinstance(source, CheckpointAwsSource):
         rows = source.stored_write_keys(thread_id, ns, cid)
-    elif isinstance(source, InMemorySaver):
-        stored = source.writes.get((thread_id, ns, cid), {})
-        rows = [(k[0], v[1], v[3], k[1]) for k, v in stored.items()]
-    elif type(source).__module__.startswith("langgraph.checkpoint.sqlite") and hasattr(source, "cursor"):
-        path = "task_path" if getattr(source, "_has_task_path", False) else "''"
-        with source.cursor(transaction=False) as cur:
-            cur.execute(
-                f"SELECT task_id, channel, {path}, idx FROM writes "  # a column name, never user input
-                "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (thread_id, ns, cid),
-            )
-            rows = [(str(r[0]), str(r[1]), str(r[2] or ""), int(r[3])) for r in cur.fetchall()]
-    elif type(source).__module__.startswith("langgraph.checkpoint.postgres") and hasattr(source, "conn"):
-        rows = _postgres_write_keys(source, thread_id, ns, cid)
     else:
-        return None
+        found = write_keys(source, thread_id, ns, cid)
+        if found is None:
+            return None
+        rows = found
     rows.sort(key=lambda r: writes_sort_key(r[2], r[0], r[3]))
     return rows
-
-
-def _postgres_write_keys(source: Any, thread_id: str, ns: str, cid: str) -> list[tuple[str, str, str, int]]:
-    """A ``PostgresSaver``'s ``checkpoint_writes`` keys (its public ``conn``: a connection or a pool)."""
-    sql = (
-        "SELECT task_id, channel, task_path, idx FROM checkpoint_writes "
-        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
-    )
-    conn = source.conn
-    with contextlib.ExitStack() as stack:
-        if getattr(source, "lock", None) is not None:  # the saver's own guard of its connection
-            stack.enter_context(source.lock)
-        if hasattr(conn, "connection") and not hasattr(conn, "cursor"):  # a ConnectionPool
-            conn = stack.enter_context(conn.connection())
-        cur = stack.enter_context(conn.cursor())
-        cur.execute(sql, (thread_id, ns, cid))
-        fetched = cur.fetchall()
-    out = []
-    for r in fetched:
-        task_id, channel, path, idx = (
-            (r["task_id"], r["channel"], r["task_path"], r["idx"]) if isinstance(r, dict) else r
-        )
-        out.append((str(task_id), str(channel), str(path or ""), int(idx)))
-    return out
 
 
 def _rows(source: Any, thread_id: str, t: CheckpointTuple) -> list[_Row]:
     """The checkpoint's pending writes with task path and index, in the source's order."""
     pending = list(t.pending_writes or [])
     ns, cid = _key(t)
-    keys = _stored_write_keys(source, thread_id, ns, cid) if pending else None
+    keys = (
+        _from_source(thread_id, lambda: _stored_write_keys(source, thread_id, ns, cid)) if pending else None
+    )
     if (
         keys is not None
         and len(keys) == len(pending)
@@ -226,11 +339,14 @@ def _by_task(rows: Iterable[_Row]) -> dict[str, list[_Row]]:
 
 
 def _conflict(thread_id: str, target: Any, what: str) -> MigrationConflictError:
-    return MigrationConflictError(
+    """Raised before any write: the message says nothing was written (``.what`` is the difference)."""
+    err = MigrationConflictError(
         f"target thread {thread_id!r} in table {target.table_name!r} already has different checkpoints "
         f"({what}); migrate it under another id (target_thread_id) or delete it first; "
         "nothing was written"
     )
+    err.what = what
+    return err
 
 
 def _compare_checkpoint(s: CheckpointTuple, t: CheckpointTuple, serde: Any) -> str | None:
@@ -310,28 +426,46 @@ def _diff(
 
 def _verify(source: Any, thread_id: str, target: Any, name: str) -> None:
     """Both sides' ``list`` and every namespace's latest ``get_tuple`` agree."""
-    src = list(source.list(_cfg(thread_id)))
-    dst = list(target.list(_cfg(name)))
     try:
-        left = _diff(source, thread_id, src, dst, target, name)
-    except MigrationConflictError as exc:
-        raise MigrationError(f"verification of thread {name!r} failed: {exc}") from None
+        _verify_both(source, thread_id, target, name)
+    except MalformedSourceError as exc:  # it read well before the writes: it changed since
+        raise MigrationError(
+            f"verification of thread {name!r} failed: the source re-read as malformed ({exc.reason}); "
+            f"{_PARTIAL}"
+        ) from exc
+    except MigrationConflictError as exc:  # what was written differs from what the source reads now
+        raise MigrationError(f"verification of thread {name!r} failed: {exc.what}; {_PARTIAL}") from None
+
+
+#: What a failed verification leaves (the import marker stays until one succeeds).
+_PARTIAL: Final = (
+    "what was written stays in the target thread, which is partial and marked so (its import marker "
+    "stays): run the migration again to complete it, or delete the target thread"
+)
+
+
+def _verify_both(source: Any, thread_id: str, target: Any, name: str) -> None:
+    src = _read_source(source, thread_id)
+    dst = list(target.list(_cfg(name)))
+    left = _diff(source, thread_id, src, dst, target, name)
     if not left.empty:
         raise MigrationError(
             f"verification of thread {name!r} failed: {len(left.checkpoints)} checkpoint(s) and "
-            f"{len(left.writes)} task write record(s) do not read back; run the migration again"
+            f"{len(left.writes)} task write record(s) do not read back; {_PARTIAL}"
         )
     serde = plain_serde(target)
     for ns in sorted({_key(t)[0] for t in src}):
-        a = source.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+        conf = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+        a = _from_source(thread_id, functools.partial(source.get_tuple, conf))
         b = target.get_tuple({"configurable": {"thread_id": name, "checkpoint_ns": ns}})
         if a is None or b is None or _key(a) != _key(b) or _compare_checkpoint(a, b, serde):
             raise MigrationError(
-                f"verification of thread {name!r} failed: namespace {ns!r}'s latest checkpoint"
+                f"verification of thread {name!r} failed: namespace {ns!r}'s latest checkpoint; {_PARTIAL}"
             )
         if not _same_writes(list(a.pending_writes or []), list(b.pending_writes or []), serde):
             raise MigrationError(
-                f"verification of thread {name!r} failed: pending writes of namespace {ns!r}'s latest checkpoint"
+                f"verification of thread {name!r} failed: pending writes of namespace {ns!r}'s latest "
+                f"checkpoint; {_PARTIAL}"
             )
 
 
@@ -410,6 +544,7 @@ def migrate_thread(
     *,
     target_thread_id: str | None = None,
     dry_run: bool = False,
+    allow_unsafe_source_serde: bool = False,
 ) -> dict[str, Any]:
     """Copy one thread, every namespace, from any LangGraph saver into a ``DynamoDBSaver``.
 
@@ -431,6 +566,11 @@ def migrate_thread(
         target_thread_id: the thread to write; default ``thread_id``.
         dry_run: compare and report, write nothing (``status``
             ``"would_migrate"`` / ``"would_resume"`` / ``"skipped"``).
+        allow_unsafe_source_serde: **dangerous**: decode the source with its
+            own serializer even if it is permissive (LangGraph's default
+            ``JsonPlusSerializer`` is), so a stored value can run code on
+            this machine. By default the source is read inside
+            :func:`strict_source`.
 
     Returns:
         ``thread_id``, ``target_thread_id``, ``status``, ``checkpoints``,
@@ -438,9 +578,13 @@ def migrate_thread(
         ``written_checkpoints``, ``written_writes``, ``verified``.
 
     Raises:
+        UnsafeSerializerError: the source's serializer cannot be made strict
+            (see :func:`strict_source`); nothing was read.
         MigrationConflictError: the target thread has other checkpoints or
             writes, carries another import's marker, or was deleted (its
             tombstones would hide the same checkpoints); nothing was written.
+        MalformedSourceError: an item of the source thread cannot be read
+            (the message names it and the attribute); nothing was written.
         MigrationError: the source thread has no checkpoints, a write
             failed (the target thread is partial and marked: run again to
             complete it), or the verification failed.
@@ -458,12 +602,20 @@ def migrate_thread(
         assert result["verified"]
         ```
     """
+    with strict_source(source, allow_unsafe_source_serde=allow_unsafe_source_serde):
+        return _migrate_thread(source, target, thread_id, target_thread_id, dry_run)
+
+
+def _migrate_thread(
+    source: Any, target: Any, thread_id: str, target_thread_id: str | None, dry_run: bool
+) -> dict[str, Any]:
+    """:func:`migrate_thread` on a source that decodes strictly already."""
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_id must be a non-empty string")
     name = thread_id if target_thread_id is None else target_thread_id
     if not isinstance(name, str) or not name:
         raise ValueError("target_thread_id must be a non-empty string or None")
-    src = list(source.list(_cfg(thread_id)))
+    src = _read_source(source, thread_id)
     if not src:
         raise MigrationError(f"source thread {thread_id!r} has no checkpoints")
     marker = import_marker(target, name)
@@ -522,6 +674,9 @@ def _thread_ids(source: BaseCheckpointSaver[Any]) -> list[str]:
     """Every thread id of the source, in the order its ``list(None)`` first shows it."""
     if isinstance(source, CheckpointAwsSource):
         return source.list_thread_ids()  # its keys, not every checkpoint decoded
+    known = thread_ids(source)  # LangGraph's own savers: their keys too (a hostile item refuses its thread)
+    if known is not None:
+        return known
     seen: dict[str, None] = {}
     for t in source.list(None):
         seen.setdefault(str(t.config["configurable"]["thread_id"]), None)
@@ -535,10 +690,12 @@ def migrate_threads(
     *,
     dry_run: bool = False,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    allow_unsafe_source_serde: bool = False,
 ) -> dict[str, Any]:
     """Migrate many threads (default: all of the source's) with :func:`migrate_thread`, same ids.
 
-    A thread the target refuses (``MigrationConflictError``) is reported in
+    A thread the target refuses (``MigrationConflictError``), or whose source
+    items are malformed (``MalformedSourceError``), is reported in
     ``refused`` and the others go on; any other error stops the run (what
     was written stays, marked: run again to resume). Run again after a
     kill: complete threads are skipped, the partial one is completed.
@@ -548,9 +705,11 @@ def migrate_threads(
         target: a sync ``DynamoDBSaver``.
         thread_ids: the threads to migrate; ``None``: every thread
             ``source.list(None)`` shows (a ``CheckpointAwsSource``: its
-            ``list_thread_ids()``).
+            ``list_thread_ids()``; LangGraph's own savers: their keys).
         dry_run: compare and report, write nothing.
         progress: called after each thread as ``progress(done, total, result)``.
+        allow_unsafe_source_serde: **dangerous**: as for :func:`migrate_thread`;
+            by default the whole run reads the source inside :func:`strict_source`.
 
     Returns:
         ``threads``, ``migrated``, ``resumed``, ``skipped``, ``refused``
@@ -569,18 +728,19 @@ def migrate_threads(
         assert not summary["refused"] and summary["verified"] == summary["threads"]
         ```
     """
-    ids = _thread_ids(source) if thread_ids is None else list(dict.fromkeys(thread_ids))
-    results: list[dict[str, Any]] = []
-    refused: list[dict[str, str]] = []
-    for n, tid in enumerate(ids, 1):
-        try:
-            result = migrate_thread(source, target, tid, dry_run=dry_run)
-        except MigrationConflictError as exc:
-            refused.append({"thread_id": tid, "error": str(exc)})
-            result = {"thread_id": tid, "status": "refused", "error": str(exc)}
-        results.append(result)
-        if progress is not None:
-            progress(n, len(ids), result)
+    with strict_source(source, allow_unsafe_source_serde=allow_unsafe_source_serde):
+        ids = _thread_ids(source) if thread_ids is None else list(dict.fromkeys(thread_ids))
+        results: list[dict[str, Any]] = []
+        refused: list[dict[str, str]] = []
+        for n, tid in enumerate(ids, 1):
+            try:
+                result = _migrate_thread(source, target, tid, None, dry_run)
+            except (MigrationConflictError, MalformedSourceError) as exc:
+                refused.append({"thread_id": tid, "error": str(exc)})
+                result = {"thread_id": tid, "status": "refused", "error": str(exc)}
+            results.append(result)
+            if progress is not None:
+                progress(n, len(ids), result)
     done = [r for r in results if r["status"] != "refused"]
 
     def count(*statuses: str) -> int:

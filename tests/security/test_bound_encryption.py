@@ -369,6 +369,13 @@ def test_key_ring_configuration_errors_name_the_problem() -> None:
 # truthy ``b"\xc2"``. Every test here returned such a value before.
 
 SITES = ["inline value", "inline write", "blob item", "s3 object"]
+#: What the refusal of each site's payload names (the channel, or the write's channel and task).
+NAMED = {
+    "inline value": "channel 'approved'",
+    "inline write": "write 'verdict' of task 'reviewer'",
+    "blob item": "channel 'blob'",
+    "s3 object": "channel 'doc'",
+}
 
 
 class _Site:
@@ -427,26 +434,27 @@ def _sealed_thread(h: Harness) -> tuple[Any, str]:
     saver = h.make_saver(inline_threshold=128, s3_threshold=1024)
     thread = new_thread()
     values: dict[str, Any] = {"approved": False, "blob": os.urandom(100).hex(), "doc": os.urandom(3000).hex()}
-    first = h.call("put", cfg(thread), checkpoint_of(values), {"step": 0}, dict.fromkeys(values, "1"), saver=saver)
-    latest = h.call(
-        "put", first, checkpoint_of({**values, "n": 1}), {"step": 1}, {"n": "1"}, saver=saver
+    first = h.call(
+        "put", cfg(thread), checkpoint_of(values), {"step": 0}, dict.fromkeys(values, "1"), saver=saver
     )
+    latest = h.call("put", first, checkpoint_of({**values, "n": 1}), {"step": 1}, {"n": "1"}, saver=saver)
     h.call("put_writes", latest, [("verdict", False)], "reviewer", saver=saver)
     h.call("prune", [thread], keep_last=1, saver=saver)
     assert [it for it in _items(h, saver, thread) if it[ATTR.KIND]["S"] == schema.BLOB_ITEM]
     return saver, thread
 
 
-def _read_is_refused(h: Harness, reader: Any, thread: str, what: str) -> None:
-    """The thread's latest checkpoint is refused with the typed error, never read as some value."""
+def _read_is_refused(h: Harness, reader: Any, thread: str, what: str, named: str) -> None:
+    """The thread's latest checkpoint is refused with the typed error naming the payload, never read."""
     try:
         t = _latest(h, thread, reader)
-    except CorruptPayloadError:
+    except CorruptPayloadError as exc:
+        assert named in str(exc), (what, str(exc))
         return
-    except UnsupportedFormatError:
+    except UnsupportedFormatError as exc:
         # Byte 0 is the codec's format version: another value is read as a
         # newer format (refused, and typed, but not as corrupt).
-        assert what.startswith("byte 0 "), what
+        assert what.startswith("byte 0 ") and named in str(exc), (what, str(exc))
         return
     raise AssertionError(
         f"{what}: read back {t.checkpoint['channel_values']!r}, writes {t.pending_writes!r}, no error"
@@ -476,7 +484,7 @@ def test_every_header_byte_flipped_is_refused(h: Harness, site: str) -> None:
                 tampered = bytearray(original)
                 tampered[i] ^= mask
                 where.set(bytes(tampered))
-                _read_is_refused(h, reader, thread, f"byte {i} ^ {mask:#04x} of {site}")
+                _read_is_refused(h, reader, thread, f"byte {i} ^ {mask:#04x} of {site}", NAMED[site])
         where.set(original)  # untouched, the same reader reads it: the refusals were the flips
         t = _latest(h, thread, reader)
     assert t.checkpoint["channel_values"]["approved"] is False
@@ -499,12 +507,13 @@ def test_a_substituted_inner_type_is_refused(h: Harness, site: str) -> None:
             if sub == inner:
                 continue
             where.set(_with_type(original, f"{sub}+{rest}"))
-            with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+            with pytest.raises(CorruptPayloadError, match="not the type it was sealed with") as err:
                 _latest(h, thread, reader)
+            assert NAMED[site] in str(err.value)
         # The seal mark removed (read unbound, as bytes) or put back as the retired bound1.
         for forged in (f"bytes+{rest.partition(':')[2]}", f"bytes+bound1:{rest.partition(':')[2]}"):
             where.set(_with_type(original, forged))
-            _read_is_refused(h, reader, thread, forged)
+            _read_is_refused(h, reader, thread, forged, NAMED[site])
     with h.other_saver(
         inline_threshold=128, s3_threshold=1024, value_cache_bytes=0, allow_unbound_ciphertext=True
     ) as migrating:

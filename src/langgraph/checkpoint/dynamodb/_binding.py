@@ -170,7 +170,9 @@ def _encrypt(
     tname = type_name.encode("ascii")  # the codec stores type names as ASCII, at most 255 bytes
     if len(tname) > 255 or "+" in type_name:
         raise ValueError(f"inner serde type name {type_name[:80]!r} is over 255 bytes or contains '+'")
-    cipher_name, ciphertext = enc.cipher.encrypt(_START + thread + place + bytes((len(tname),)) + tname + data)
+    cipher_name, ciphertext = enc.cipher.encrypt(
+        _START + thread + place + bytes((len(tname),)) + tname + data
+    )
     if "+" in cipher_name:
         raise ValueError(
             f"cipher name {cipher_name!r} contains '+', which would make its payloads unreadable"

@@ -568,6 +568,31 @@ def test_a_copy_of_a_tampered_payload_is_refused_not_resealed(h: Harness, site: 
     assert not [it for it in _items(h, copier, target) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
 
 
+def test_a_step_wise_or_unbound_copy_of_a_tampered_payload_is_refused(h: Harness) -> None:
+    """The maintenance function's copy (step-wise), and a copy under ``allow_unbound_ciphertext``
+    of a payload whose seal mark was stripped, refuse too."""
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, "inline write")
+    original = where.get()
+    rest = PayloadCodec.type_name(original).partition("+")[2]
+    where.set(_with_type(original, f"bytes+{rest}"))
+    copier = h.make_saver(inline_threshold=128, s3_threshold=1024, value_cache_bytes=0)
+    stepped, kw = new_thread(), {"batch_size": 1, "deadline": 0, "saver": copier}
+    with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+        step = h.call("copy_thread_step", thread, stepped, **kw)
+        while not step.done:
+            step = h.call("copy_thread_step", thread, stepped, continuation=step.continuation, **kw)
+    assert not [it for it in _items(h, copier, stepped) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
+    where.set(_with_type(original, f"bytes+{rest.partition(':')[2]}"))
+    migrating = h.make_saver(
+        inline_threshold=128, s3_threshold=1024, value_cache_bytes=0, allow_unbound_ciphertext=True
+    )
+    target = new_thread()
+    with pytest.raises(CiphertextBindingError, match="seal mark was removed"):
+        h.call("copy_thread", thread, target, saver=migrating)
+    assert not [it for it in _items(h, migrating, target) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
+
+
 def test_an_export_or_migration_of_a_tampered_thread_is_refused(
     moto_endpoint: str, names: dict[str, str], loop_thread: Any
 ) -> None:

@@ -119,7 +119,7 @@ def _objects(bucket: str | None, prefix: str) -> dict[str, bytes]:
 def _opaque(x: Any) -> Any:
     """``x`` with every sealed ciphertext replaced by its length: what two re-sealings of a payload share."""
     if isinstance(x, bytes):
-        return f"<sealed {len(x)} bytes>" if b"+bound1:" in x[:300] else x
+        return f"<sealed {len(x)} bytes>" if b"+bound2:" in x[:300] else x
     if isinstance(x, dict):
         return {k: _opaque(v) for k, v in x.items()}
     if isinstance(x, list):

@@ -23,7 +23,9 @@ import pytest
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.dynamodb import CiphertextBindingError, DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb.codec import PayloadCodec
 from langgraph.checkpoint.dynamodb.encryption import AesKeyRing
+from langgraph.checkpoint.dynamodb.errors import CorruptPayloadError, UnsupportedFormatError
 from tests.support.harness import ENCRYPTION_KEY, Harness, cfg, checkpoint_of, new_thread
 
 ATTR = schema.ATTR
@@ -166,7 +168,7 @@ def test_unbound_ciphertext_is_refused_unless_allowed_for_a_migration(h: Harness
     legacy = Unbound(**h.saver_kwargs())
     cp = checkpoint_of({"x": "legacy"}, {"x": "1"})
     legacy.put(cfg(thread), cp, {}, {"x": "1"})
-    assert "bound1:" not in _checkpoint_item(h, h.saver, thread, cp["id"])[ATTR.BODY]["B"][3:40].decode(
+    assert "bound2:" not in _checkpoint_item(h, h.saver, thread, cp["id"])[ATTR.BODY]["B"][3:40].decode(
         "latin-1"
     )
     with h.other_saver() as strict, pytest.raises(CiphertextBindingError, match="allow_unbound_ciphertext"):
@@ -195,7 +197,7 @@ def test_an_old_reader_fails_closed_on_a_sealed_payload(h: Harness) -> None:
     cid = _put(h, thread, {"x": 1}, {"x": "1"})
     packed = bytes(_checkpoint_item(h, h.saver, thread, cid)[ATTR.BODY]["B"])
     typed = h.saver.codec.unpack(packed)
-    assert "+bound1:" in typed[0]
+    assert "+bound2:" in typed[0]
     with pytest.raises(AssertionError, match="Unsupported cipher"):
         EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY).loads_typed(typed)
 
@@ -317,7 +319,7 @@ def test_key_rotation_reads_old_keys_and_writes_the_current_one(h: Harness) -> N
     assert _latest(h, thread, rotated).checkpoint["channel_values"] == {"x": "under k1"}
     second = _put(h, thread, {"x": "under k2"}, {"x": "2"}, parent=first, saver=rotated)
     body = h.saver.codec.unpack(bytes(_checkpoint_item(h, h.saver, thread, second)[ATTR.BODY]["B"]))
-    assert body[0].endswith("+bound1:aesgcm.k2")
+    assert body[0].endswith("+bound2:aesgcm.k2")
     # A copy re-seals with the current key: the copy no longer needs k1.
     h.call("copy_thread", thread, copy, saver=rotated)
     only_k2 = _ring_saver(h, AesKeyRing({"k2": k2}, current="k2"), value_cache_bytes=0)
@@ -354,3 +356,263 @@ def test_key_ring_configuration_errors_name_the_problem() -> None:
         ring.decrypt("aesgcm.k9", ct)
     with pytest.raises(ValueError, match="does not authenticate"):
         ring.decrypt(name, ct[:-1] + bytes([ct[-1] ^ 1]))
+
+
+# ------------------------------------------------- the sealed header
+#
+# A packed payload starts with a plaintext header: format byte, codec byte,
+# the type name's length and the type name ``"<inner>+bound2:<cipher>"``. The
+# inner type says how the decrypted bytes are decoded. Before it was sealed,
+# whoever could write an item rewrote it without the key: ``null`` read any
+# value back as ``None``, ``bytes`` as its raw serialized bytes, and a rejected
+# approval (a pending write ``False``, msgpack ``0xC2``) came back as the
+# truthy ``b"\xc2"``. Every test here returned such a value before.
+
+SITES = ["inline value", "inline write", "blob item", "s3 object"]
+#: What the refusal of each site's payload names (the channel, or the write's channel and task).
+NAMED = {
+    "inline value": "channel 'approved'",
+    "inline write": "write 'verdict' of task 'reviewer'",
+    "blob item": "channel 'blob'",
+    "s3 object": "channel 'doc'",
+}
+
+
+class _Site:
+    """One stored payload of a sealed thread, read and rewritten with the tenant's own clients."""
+
+    def __init__(self, h: Harness, saver: Any, thread: str, site: str) -> None:
+        self.h, self.saver, self.thread, self.site = h, saver, thread, site
+        self.cid = str(_latest(h, thread, saver).checkpoint["id"])
+
+    def _item_key(self) -> dict[str, Any]:
+        if self.site == "inline value":
+            sk = schema.checkpoint_sk("", self.cid)
+        elif self.site == "blob item":
+            sk = schema.blob_sk("", "blob", "1")
+        else:
+            sk = next(it[ATTR.SK]["S"] for it in _items(self.h, self.saver, self.thread) if "w0" in it)
+        return {ATTR.PK: {"S": self.saver.partition_key(self.thread)}, ATTR.SK: {"S": sk}}
+
+    def get(self) -> bytes:
+        if self.site == "s3 object":
+            key = self.saver.value_s3_key(self.thread, "", "doc", "1")
+            return bytes(boto3.client("s3").get_object(Bucket=self.h.bucket_name, Key=key)["Body"].read())
+        item = _ddb().get_item(TableName=self.h.table_name, Key=self._item_key(), ConsistentRead=True)["Item"]
+        if self.site == "inline value":
+            return bytes(item[ATTR.VALUES]["M"]["approved"]["B"])
+        if self.site == "blob item":
+            return bytes(item[ATTR.BLOB]["B"])
+        return bytes(item["w0"]["L"][1]["B"])
+
+    def set(self, packed: bytes) -> None:
+        if self.site == "s3 object":
+            key = self.saver.value_s3_key(self.thread, "", "doc", "1")
+            boto3.client("s3").put_object(Bucket=self.h.bucket_name, Key=key, Body=packed)
+            return
+        attr, path = {
+            "inline value": ("#a.#c", {"#a": ATTR.VALUES, "#c": "approved"}),
+            "blob item": ("#a", {"#a": ATTR.BLOB}),
+            "inline write": ("#a[1]", {"#a": "w0"}),
+        }[self.site]
+        _ddb().update_item(
+            TableName=self.h.table_name,
+            Key=self._item_key(),
+            UpdateExpression=f"SET {attr} = :v",
+            ExpressionAttributeNames=path,
+            ExpressionAttributeValues={":v": {"B": packed}},
+        )
+
+
+def _sealed_thread(h: Harness) -> tuple[Any, str]:
+    """A thread with a sealed payload in each place: inline, a write, a blob item, S3.
+
+    ``approved`` (``False``) is inline; ``blob`` is held by the first
+    checkpoint and re-homed to a blob item when prune deletes it; ``doc``
+    is over the S3 threshold; the task ``reviewer`` wrote ``verdict=False``.
+    """
+    saver = h.make_saver(inline_threshold=128, s3_threshold=1024)
+    thread = new_thread()
+    values: dict[str, Any] = {"approved": False, "blob": os.urandom(100).hex(), "doc": os.urandom(3000).hex()}
+    first = h.call(
+        "put", cfg(thread), checkpoint_of(values), {"step": 0}, dict.fromkeys(values, "1"), saver=saver
+    )
+    latest = h.call("put", first, checkpoint_of({**values, "n": 1}), {"step": 1}, {"n": "1"}, saver=saver)
+    h.call("put_writes", latest, [("verdict", False)], "reviewer", saver=saver)
+    h.call("prune", [thread], keep_last=1, saver=saver)
+    assert [it for it in _items(h, saver, thread) if it[ATTR.KIND]["S"] == schema.BLOB_ITEM]
+    return saver, thread
+
+
+def _read_is_refused(h: Harness, reader: Any, thread: str, what: str, named: str) -> None:
+    """The thread's latest checkpoint is refused with the typed error naming the payload, never read."""
+    try:
+        t = _latest(h, thread, reader)
+    except CorruptPayloadError as exc:
+        assert named in str(exc), (what, str(exc))
+        return
+    except UnsupportedFormatError as exc:
+        # Byte 0 is the codec's format version: another value is read as a
+        # newer format (refused, and typed, but not as corrupt).
+        assert what.startswith("byte 0 ") and named in str(exc), (what, str(exc))
+        return
+    raise AssertionError(
+        f"{what}: read back {t.checkpoint['channel_values']!r}, writes {t.pending_writes!r}, no error"
+    )
+
+
+def _header(packed: bytes) -> int:
+    """How many bytes of ``packed`` are its plaintext header (codec bytes and the type name)."""
+    return 3 + packed[2]
+
+
+def _with_type(packed: bytes, type_name: str) -> bytes:
+    """``packed`` with its stored type name replaced (what the tenant rewrites), data kept."""
+    _, data = PayloadCodec.unpack(packed)
+    return PayloadCodec("none").pack((type_name, data))
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_every_header_byte_flipped_is_refused(h: Harness, site: str) -> None:
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, site)
+    original = where.get()
+    assert "+bound2:" in PayloadCodec.type_name(original)
+    with h.other_saver(inline_threshold=128, s3_threshold=1024, value_cache_bytes=0) as reader:
+        for i in range(_header(original)):
+            for mask in (0x01, 0x20, 0xFF):
+                tampered = bytearray(original)
+                tampered[i] ^= mask
+                where.set(bytes(tampered))
+                _read_is_refused(h, reader, thread, f"byte {i} ^ {mask:#04x} of {site}", NAMED[site])
+        where.set(original)  # untouched, the same reader reads it: the refusals were the flips
+        t = _latest(h, thread, reader)
+    assert t.checkpoint["channel_values"]["approved"] is False
+    assert [w[1:] for w in t.pending_writes] == [("verdict", False)]
+
+
+# The inner types a tenant without the key substituted, and what each made of a value.
+SUBSTITUTES = ["null", "bytes", "bytearray", "json", "msgpack", "pickle"]
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_a_substituted_inner_type_is_refused(h: Harness, site: str) -> None:
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, site)
+    original = where.get()
+    inner, _, rest = PayloadCodec.type_name(original).partition("+")
+    assert inner == "msgpack"
+    with h.other_saver(inline_threshold=128, s3_threshold=1024, value_cache_bytes=0) as reader:
+        for sub in SUBSTITUTES:
+            if sub == inner:
+                continue
+            where.set(_with_type(original, f"{sub}+{rest}"))
+            with pytest.raises(CorruptPayloadError, match="not the type it was sealed with") as err:
+                _latest(h, thread, reader)
+            assert NAMED[site] in str(err.value)
+        # The seal mark removed (read unbound, as bytes) or put back as the retired bound1.
+        for forged in (f"bytes+{rest.partition(':')[2]}", f"bytes+bound1:{rest.partition(':')[2]}"):
+            where.set(_with_type(original, forged))
+            _read_is_refused(h, reader, thread, forged, NAMED[site])
+    with h.other_saver(
+        inline_threshold=128, s3_threshold=1024, value_cache_bytes=0, allow_unbound_ciphertext=True
+    ) as migrating:
+        where.set(_with_type(original, f"bytes+{rest.partition(':')[2]}"))
+        with pytest.raises(CiphertextBindingError, match="seal mark was removed"):
+            _latest(h, thread, migrating)
+
+
+def test_the_rejected_approval_cannot_be_turned_truthy(h: Harness) -> None:
+    """The reported case: a pending write ``False`` read back as ``b'\\xc2'`` after ``msgpack`` -> ``bytes``."""
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, "inline write")
+    original = where.get()
+    where.set(_with_type(original, PayloadCodec.type_name(original).replace("msgpack+", "bytes+", 1)))
+    with (
+        h.other_saver(value_cache_bytes=0) as reader,
+        pytest.raises(CorruptPayloadError, match=r"write .*verdict.*not the type it was sealed with"),
+    ):
+        _latest(h, thread, reader)
+
+
+def test_every_byte_of_a_sealed_payload_is_authenticated() -> None:
+    """No I/O: each byte of a packed sealed payload (header and ciphertext), flipped, is refused."""
+    saver = DynamoDBSaver(table_name="t", serde=EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY))
+    bind = ("t1", ("write", "", "c1", "task", "0", "verdict"))
+    for value in (False, None, b"\xc2", {"approved": False}):
+        packed = saver.payloads.pack(value, "a write", bind)
+        assert saver.payloads.unpack(packed, "a write", bind) == value
+        for i in range(len(packed)):
+            for mask in (0x01, 0x20, 0xFF):
+                tampered = bytearray(packed)
+                tampered[i] ^= mask
+                with pytest.raises((CorruptPayloadError, UnsupportedFormatError)) as err:
+                    saver.payloads.unpack(bytes(tampered), "a write", bind)
+                assert i == 0 or isinstance(err.value, CorruptPayloadError), (i, mask)
+
+
+# ------------------------------------- copies re-seal only what they opened
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_a_copy_of_a_tampered_payload_is_refused_not_resealed(h: Harness, site: str) -> None:
+    """Before, ``copy_thread`` re-sealed the forged type for the target: the copy read ``None``."""
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, site)
+    original = where.get()
+    where.set(_with_type(original, PayloadCodec.type_name(original).replace("msgpack+", "null+", 1)))
+    target = new_thread()
+    copier = h.make_saver(inline_threshold=128, s3_threshold=1024, value_cache_bytes=0)
+    with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+        h.call("copy_thread", thread, target, saver=copier)
+    assert not [it for it in _items(h, copier, target) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
+
+
+def test_a_step_wise_or_unbound_copy_of_a_tampered_payload_is_refused(h: Harness) -> None:
+    """The maintenance function's copy (step-wise), and a copy under ``allow_unbound_ciphertext``
+    of a payload whose seal mark was stripped, refuse too."""
+    saver, thread = _sealed_thread(h)
+    where = _Site(h, saver, thread, "inline write")
+    original = where.get()
+    rest = PayloadCodec.type_name(original).partition("+")[2]
+    where.set(_with_type(original, f"bytes+{rest}"))
+    copier = h.make_saver(inline_threshold=128, s3_threshold=1024, value_cache_bytes=0)
+    stepped, kw = new_thread(), {"batch_size": 1, "deadline": 0, "saver": copier}
+    with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+        step = h.call("copy_thread_step", thread, stepped, **kw)
+        while not step.done:
+            step = h.call("copy_thread_step", thread, stepped, continuation=step.continuation, **kw)
+    assert not [it for it in _items(h, copier, stepped) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
+    where.set(_with_type(original, f"bytes+{rest.partition(':')[2]}"))
+    migrating = h.make_saver(
+        inline_threshold=128, s3_threshold=1024, value_cache_bytes=0, allow_unbound_ciphertext=True
+    )
+    target = new_thread()
+    with pytest.raises(CiphertextBindingError, match="seal mark was removed"):
+        h.call("copy_thread", thread, target, saver=migrating)
+    assert not [it for it in _items(h, migrating, target) if it[ATTR.KIND]["S"] == schema.CHECKPOINT_ITEM]
+
+
+def test_an_export_or_migration_of_a_tampered_thread_is_refused(
+    moto_endpoint: str, names: dict[str, str], loop_thread: Any
+) -> None:
+    """What ``import`` and ``migrate`` carry is decoded from the source first: a forged type stops them."""
+    import io
+
+    from langgraph.checkpoint.dynamodb.tools.migrate import migrate_thread
+    from langgraph.checkpoint.dynamodb.tools.transfer import export_thread
+
+    h = Harness("sync-s3-encrypted", names["table_name"], names["bucket_name"], loop_thread)
+    try:
+        saver, thread = _sealed_thread(h)
+        where = _Site(h, saver, thread, "inline write")
+        original = where.get()
+        where.set(_with_type(original, PayloadCodec.type_name(original).replace("msgpack+", "bytes+", 1)))
+        with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+            export_thread(saver, thread, io.StringIO())
+        target = new_thread()
+        with pytest.raises(CorruptPayloadError, match="not the type it was sealed with"):
+            migrate_thread(saver, saver, thread, target_thread_id=target)
+        assert _items(h, saver, target) == []
+    finally:
+        h.close()

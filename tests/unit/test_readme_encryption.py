@@ -24,7 +24,7 @@ def test_the_readme_key_ring_snippet_builds_a_sealing_saver(monkeypatch: pytest.
     saver = ns["saver"]
     assert saver.payloads.seals and ns["ring"].key_ids == ("2026-12", "2026-06")
     typed = saver.dump_payload({"x": 1}, where="r", bind=("t", ("p",)))
-    assert typed[0].endswith("+bound1:aesgcm.2026-12")
+    assert typed[0].endswith("+bound2:aesgcm.2026-12")
     assert binding.is_sealed(typed[0]) and saver.load_payload(typed, where="r", bind=("t", ("p",))) == {
         "x": 1
     }

@@ -14,8 +14,9 @@ so a key is rotated without rewriting a thread:
    every payload with the current key).
 
 With the savers of this package, every payload is also sealed to where it
-belongs (thread, checkpoint, channel version, write; see ``docs/security.md``,
-"Integrity-bound encryption"): the ring keeps that, whichever key wrote it.
+belongs and to its inner type (thread, checkpoint, channel version, write; see
+``docs/security.md``, "Integrity-bound encryption"): the ring keeps that,
+whichever key wrote it.
 Reading ciphertext of ``from_pycryptodome_aes`` (named ``"aes"``, AES-EAX)
 is supported too: the ring tries its keys on it, for a move to the ring.
 

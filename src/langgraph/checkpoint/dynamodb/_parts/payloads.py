@@ -2,7 +2,7 @@
 
 What lives here: :class:`Payloads`, reached by operations as
 ``s.payloads``: serialize (through ``saver.serde`` only, never pickle), seal
-to the payload's thread and place when the saver encrypts (``binding``),
+to the payload's thread, place and inner type when the saver encrypts (``binding``),
 bound what one payload may cost a reader (bytes and decoded objects), and
 compress (``codec``). It reads the saver's settings at each call rather than
 copying them, since LangGraph's ``with_allowlist`` copies a saver and gives

@@ -39,6 +39,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from moto.server import MotoRequestHandler  # type: ignore[attr-defined]
 from werkzeug.serving import run_simple
 
+from tests.support.contention import ContentionMiddleware
 from tests.support.strict_aws import StrictAWSMiddleware
 
 
@@ -141,7 +142,9 @@ def main() -> None:
             # Consume the response inside the lock: the backend work happens here.
             return list(app(environ, start_response))
 
-    run_simple("127.0.0.1", port, serial, threaded=True, request_handler=MotoRequestHandler)
+    # Transactions hold their items while they wait for the lock and run: outside it.
+    outer = ContentionMiddleware(serial, os.environ.get("CONTENTION"))
+    run_simple("127.0.0.1", port, outer, threaded=True, request_handler=MotoRequestHandler)
 
 
 def start(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:

@@ -202,3 +202,28 @@ def test_aiobotocore_sees_the_same_cancellation(layer: str, table: str) -> None:
     err = asyncio.run(main())
     assert err["Error"]["Code"] == "TransactionCanceledException"
     assert [r["Code"] for r in err["CancellationReasons"]] == ["TransactionConflict"]
+
+
+def test_a_cancelled_transaction_leaves_the_table_as_it_was(moto_endpoint: str, table: str) -> None:
+    # moto_serial backs a table up once per transaction (cheaply): its rollback must still be whole.
+    ddb = boto3.client("dynamodb")
+    ddb.put_item(TableName=table, Item={**_key("p", "kept"), "v": {"S": "old"}})
+    ddb.put_item(TableName=table, Item={**_key("p", "gone"), "v": {"S": "old"}})
+    ddb.put_item(TableName=table, Item={**_key("p", "lock"), "x": {"S": "taken"}})  # the check fails
+    before = sorted(str(i) for i in ddb.scan(TableName=table)["Items"])
+    update = {
+        "Update": {
+            "TableName": table,
+            "Key": _key("p", "kept"),
+            "UpdateExpression": "SET v = :v",
+            "ExpressionAttributeValues": {":v": {"S": "new"}},
+        }
+    }
+    delete = {"Delete": {"TableName": table, "Key": _key("p", "gone")}}
+    with pytest.raises(ClientError) as info:
+        ddb.transact_write_items(
+            TransactItems=[update, delete, _put(table, "p", "added"), _check(table, "p", "lock")]
+        )
+    codes = [r["Code"] for r in info.value.response["CancellationReasons"]]
+    assert codes == ["None", "None", "None", "ConditionalCheckFailed"]
+    assert sorted(str(i) for i in ddb.scan(TableName=table)["Items"]) == before

@@ -177,6 +177,7 @@ class ContentionMiddleware:
                 },
             )
         captured: list[Any] = []
+        arrived = time.monotonic()
         try:
             out = list(self.app(environ, lambda status, headers, *exc: captured.append((status, headers))))
             time.sleep(self.hold_s)  # still in flight: what a real transaction's duration looks like
@@ -187,6 +188,7 @@ class ContentionMiddleware:
         status, headers = captured[0]
         with self._lock:
             self.counts["transactions_run"] += 1
+            self.counts["transaction_ms"] += round((time.monotonic() - arrived) * 1000)
             self.sizes[len(items)] += 1
         start_response(status, headers)
         return out
@@ -359,7 +361,8 @@ def _call(endpoint: str, method: str, what: str, body: bytes | None = None) -> A
 
 
 def status(endpoint: str) -> dict[str, Any]:
-    """mode, hold_ms, counts (``transactions``, ``transactions_run``, ``transaction_conflicts``,
+    """mode, hold_ms, counts (``transactions``, ``transactions_run``, ``transaction_ms`` (their
+    time in flight, summed), ``transaction_conflicts``,
     ``single_writes``, ``write_conflicts``, ``pk:<value>`` per conflicting item's partition key),
     transaction_sizes (actions per transaction run -> how many), peak_inflight_items, records."""
     result: dict[str, Any] = _call(endpoint, "GET", "status")

@@ -11,6 +11,10 @@ marked ``@pytest.mark.aws_violation("substring", ...)``, which says it sends
 one on purpose. ``STRICT_AWS_LOG=DIR`` writes every recorded violation there
 when a server stops.
 
+Outside the server's lock, tests/support/contention.py models DynamoDB's
+transaction conflicts (``CONTENTION=on|off``, default off): the ``contention``
+fixture turns it on for one test and gives its endpoint.
+
 moto enforces no IAM: every request a Lambda handler issues is attributed to
 its function and checked against the role the synthesized reference stack
 gives that function (tests/support/iam.py); a request the role does not allow
@@ -198,6 +202,15 @@ def aws_violations(moto_endpoint: str) -> Callable[[], list[dict[str, Any]]]:
 
     start = strict_aws.status(moto_endpoint)["last_seq"]
     return lambda: strict_aws.violations(moto_endpoint, since=start)
+
+
+@pytest.fixture
+def contention(moto_endpoint: str) -> Iterator[str]:
+    """The moto server with its transaction-conflict layer on (counters zeroed), for one test."""
+    from tests.support import contention as layer
+
+    with layer.enabled(moto_endpoint, hold_ms=float(os.environ.get("CONTENTION_HOLD_MS") or 10)):
+        yield moto_endpoint
 
 
 @pytest.fixture

@@ -230,3 +230,44 @@ def test_no_payload_in_errors_or_span_status(
     (span,) = [s for s in spans.get_finished_spans() if s.status.status_code is StatusCode.ERROR]
     assert "TOP" not in (span.status.description or "")
     assert all("TOP" not in str(dict(e.attributes or {})) for e in span.events)
+
+
+def test_contended_requests_are_counted_on_the_span(spans: InMemorySpanExporter) -> None:
+    from botocore.exceptions import ClientError
+
+    from langgraph.checkpoint.dynamodb._engine.ops import ddb
+    from langgraph.checkpoint.dynamodb._engine.tracing import traced
+
+    def put(saver: Any, config: Any) -> Any:  # an operation that retries what it is handed back
+        while True:
+            try:
+                return (yield ddb("transact_write_items", TransactItems=[]))
+            except ClientError:
+                continue
+
+    conflict = ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "[TransactionConflict, None]"},
+            "CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}],
+        },
+        "TransactWriteItems",
+    )
+    single = ClientError({"Error": {"Code": "TransactionConflictException", "Message": "m"}}, "UpdateItem")
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "m"}}, "TransactWriteItems")
+    other = ClientError({"Error": {"Code": "ConditionalCheckFailedException", "Message": "m"}}, "PutItem")
+    op = traced(DynamoDBSaver.__new__(DynamoDBSaver), put(None, _cfg("t1")))
+    next(op)
+    for exc in (conflict, single, throttled, other):
+        op.throw(exc)
+    with pytest.raises(StopIteration):
+        op.send({})
+    (span,) = spans.get_finished_spans()
+    assert span.attributes is not None
+    assert span.attributes["langgraph.checkpoint.dynamodb.conflicts"] == 2
+    assert span.attributes["langgraph.checkpoint.dynamodb.throttles"] == 1
+    events = [e for e in span.events if e.name == "langgraph.checkpoint.contended"]
+    assert [e.attributes["aws.error_code"] for e in events if e.attributes] == [
+        "TransactionCanceledException",
+        "TransactionConflictException",
+        "ThrottlingException",
+    ]

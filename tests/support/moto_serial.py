@@ -24,6 +24,7 @@ differ (``tests/unit/test_moto_fast_json.py`` runs that);
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import socket
@@ -39,6 +40,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 from moto.server import MotoRequestHandler  # type: ignore[attr-defined]
 from werkzeug.serving import run_simple
 
+from tests.support.contention import ContentionMiddleware
 from tests.support.strict_aws import StrictAWSMiddleware
 
 
@@ -127,9 +129,92 @@ def install_fast_dynamodb_json(mode: str | None = None) -> None:
     responses.DynamoResult.execute_result = execute_result
 
 
+class _TableBackup:
+    """``copy`` for moto's DynamoDB models: while a transaction runs, a table's backup is cheap.
+
+    The backup is a shallow copy of the table whose item maps are copied
+    (two levels: partition -> sort key -> item): the items a transaction
+    puts or deletes are replaced or removed in the live maps, never changed
+    in place, so the old maps still hold what was there. Only the items it
+    updates (moto updates them in place) are deep-copied. One backup per
+    table per transaction.
+    """
+
+    def __init__(self, table_type: type, key_type: type) -> None:
+        self.table_type = table_type
+        self.key_type = key_type
+        #: id(table) -> its backup, while a transaction runs (the table outlives it: ids are its own).
+        self.memo: dict[int, Any] | None = None
+        #: table name -> keys (wire form) the transaction updates in place.
+        self.updated: dict[str, list[dict[str, Any]]] = {}
+
+    def deepcopy(self, value: Any) -> Any:
+        if self.memo is None or not isinstance(value, self.table_type):
+            return copy.deepcopy(value)
+        if id(value) not in self.memo:
+            self.memo[id(value)] = self._backup(value)
+        return self.memo[id(value)]
+
+    def _backup(self, table: Any) -> Any:
+        backup = copy.copy(table)
+        items = type(table.items)(table.items.default_factory)
+        for h, held in table.items.items():
+            items[h] = dict(held) if table.range_key_attr else held
+        for key in self.updated.get(table.name, []):
+            h = self.key_type(key[table.hash_key_attr])
+            if table.range_key_attr:
+                r = self.key_type(key[table.range_key_attr])
+                if r in items.get(h, {}):
+                    items[h][r] = copy.deepcopy(items[h][r])
+            elif h in items:
+                items[h] = copy.deepcopy(items[h])
+        backup.items = items
+        return backup
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+
+def install_cheap_transaction_backups() -> None:
+    """moto backs a table up for a transaction's rollback cheaply, and once.
+
+    moto's ``transact_write_items`` deep-copies the whole table for *every*
+    action of a transaction (each copy replacing the last): a 100-action
+    transaction on a table of a few thousand items took seconds, growing
+    with the table, where DynamoDB's cost does not depend on the table. A
+    lease-bound fan-out coalesces its writes into large transactions
+    (lock/_commit.py), which that made the slowest case. Here each table is
+    backed up once per transaction, by :class:`_TableBackup`; a cancelled
+    transaction still leaves the table as it was (tests/integration/test_contention_layer.py
+    and the strict-layer tests cancel some). ``MOTO_TX_BACKUP=moto`` keeps moto's.
+    """
+    if os.environ.get("MOTO_TX_BACKUP") == "moto":
+        return  # moto's own: a deep copy of the table per action (to measure what it costs)
+    from moto.dynamodb import models
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    shim = _TableBackup(models.Table, DynamoType)
+    models.copy = shim  # type: ignore[attr-defined]
+    original = models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        shim.memo, shim.updated = {}, {}
+        for action in transact_items:
+            kind, body = next(iter(action.items()))
+            if kind == "Update" and isinstance(body, dict) and "Key" in body:
+                shim.updated.setdefault(body.get("TableName", ""), []).append(body["Key"])
+        try:
+            original(self, transact_items)
+        finally:
+            shim.memo, shim.updated = None, {}
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 def main() -> None:
     port = int(sys.argv[1])
     install_fast_dynamodb_json()
+    install_cheap_transaction_backups()
     os.environ.setdefault("MOTO_PORT", str(port))
     # The checks read moto's backend (key schemas, the item an update starts from):
     # they run inside the lock, like the request itself.
@@ -141,7 +226,9 @@ def main() -> None:
             # Consume the response inside the lock: the backend work happens here.
             return list(app(environ, start_response))
 
-    run_simple("127.0.0.1", port, serial, threaded=True, request_handler=MotoRequestHandler)
+    # Transactions hold their items while they wait for the lock and run: outside it.
+    outer = ContentionMiddleware(serial, os.environ.get("CONTENTION"))
+    run_simple("127.0.0.1", port, outer, threaded=True, request_handler=MotoRequestHandler)
 
 
 def start(env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:

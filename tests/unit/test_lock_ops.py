@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, schema
+from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver, DynamoDBSaver, lock, schema
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb.errors import WriteContentionError
 from langgraph.checkpoint.dynamodb.lock import (
     ANY_CHECKPOINT,
     STATUS_DONE,
@@ -34,6 +35,7 @@ from langgraph.checkpoint.dynamodb.lock import (
     run_once,
 )
 from langgraph.checkpoint.dynamodb.lock import _operations as ops
+from langgraph.checkpoint.dynamodb.lock._commit import ATTEMPTS
 from langgraph.checkpoint.dynamodb.lock._records import Fence, Taken, Where
 from langgraph.checkpoint.dynamodb.lock._run import STEPS, Attempt, Run, run_request
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -251,8 +253,16 @@ def test_a_takeover_lost_to_a_heartbeat_goes_back_to_watching() -> None:
 
 def test_acquire_lets_other_errors_through() -> None:
     with pytest.raises(ClientError) as err:
-        drive(_acquire(_where(), Clock()), [_error("ProvisionedThroughputExceededException")])
-    assert err.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+        drive(_acquire(_where(), Clock()), [_error("AccessDeniedException")])
+    assert err.value.response["Error"]["Code"] == "AccessDeniedException"
+
+
+def test_acquire_retries_a_conflict_with_a_transaction_in_flight() -> None:
+    # A holder's fenced transaction holds the lock item: the UpdateItem is refused, not judged.
+    before = lock.write_stats()["conflict_retries"]
+    taken, reqs = drive(_acquire(_where(), Clock()), [_error("TransactionConflictException"), None, _written])
+    assert taken.info.owner == "me" and [type(r).__name__ for r in reqs] == ["Call", "Sleep", "Call"]
+    assert lock.write_stats()["conflict_retries"] == before + 1
 
 
 # ------------------------------------------------------------ renew, release
@@ -272,11 +282,25 @@ def test_renew_of_a_lease_taken_over_raises_lease_lost() -> None:
         drive(op, [_error("ConditionalCheckFailedException")])
 
 
-def test_renew_lets_a_throttle_through_unchanged() -> None:
+def test_renew_retries_a_throttle_then_says_what_to_do() -> None:
+    # botocore retried it already; the lease retries it again (with backoff), then types it.
     op = ops.renew(_where(), "t", "me", "r1", 1000, SKEWED_WALL, Clock())
-    with pytest.raises(ClientError) as err:
-        drive(op, [_error("ThrottlingException")])
+    script: list[Any] = [_error("ThrottlingException"), None] * (ATTEMPTS - 1) + [
+        _error("ThrottlingException")
+    ]
+    with pytest.raises(WriteContentionError, match="Retry the request later") as err:
+        drive(op, script)
     assert not isinstance(err.value, LeaseLostError)
+    assert err.value.response["Error"]["Code"] == "ThrottlingException"  # still a ClientError
+
+
+def test_renew_retries_a_conflict_and_keeps_its_version() -> None:
+    op = ops.renew(_where(), "t", "me", "r1", 1000, SKEWED_WALL, Clock())
+    taken, reqs = drive(op, [_error("TransactionConflictException"), None, _written])
+    first, _, second = reqs
+    assert (
+        first.kwargs == second.kwargs and taken.rvn == second.kwargs["ExpressionAttributeValues"][":new"]["S"]
+    )
 
 
 def test_release_says_whether_the_lock_was_still_ours() -> None:
@@ -515,7 +539,7 @@ def test_run_request_raises_the_work_error_even_when_recording_it_fails() -> Non
     run = _run(lambda: "never")
     lease = FakeLease(run.where)
     boom = ValueError("work failed")
-    script = [{}, lease, {}, {}, Attempt(error=boom), _error("ThrottlingException", "TransactWriteItems")]
+    script = [{}, lease, {}, {}, Attempt(error=boom), _error("AccessDeniedException", "TransactWriteItems")]
     with pytest.raises(ValueError, match="work failed"):
         drive(run_request(run), script)
 

@@ -19,6 +19,7 @@ __all__ = [
     "StoreNotFoundError",
     "ThreadTooLargeError",
     "UnsupportedFormatError",
+    "WriteContentionError",
 ]
 
 
@@ -107,6 +108,18 @@ class StoreNotFoundError(CheckpointStoreError, ClientError):
     Still a botocore ``ClientError`` with the original ``response``, so code
     that checks ``exc.response["Error"]["Code"]`` keeps working; the message
     names the table or bucket, the region and endpoint, and what to do.
+    """
+
+
+class WriteContentionError(CheckpointStoreError, ClientError):
+    """A write was refused as contended (a transaction conflict, throttling) on every retry; nothing landed.
+
+    The library retried it with capped exponential backoff and jitter
+    (counted: ``lock.write_stats()``) before giving up. Still a botocore
+    ``ClientError`` with the last ``response`` (``exc.response["Error"]["Code"]``
+    is DynamoDB's code); the message says what was contended and what to do:
+    retry the request later, give the table more capacity (on-demand, or
+    more provisioned write units), or write less at once on the same items.
     """
 
 

@@ -40,6 +40,7 @@ from langgraph.checkpoint.dynamodb._engine.ops import (
     Gather,
     Op,
     Sleep,
+    Wait,
     body_budget,
     checked_body,
 )
@@ -159,6 +160,24 @@ async def _aread_up_to(stream: Any, budget: int) -> bytes:
     return b"".join(parts)
 
 
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _settled(req: Wait) -> None:
+    """Await ``req.ticket``, which another thread may settle (the loop is woken thread-safely)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody is waiting
+            loop.call_soon_threadsafe(_resolve, fut)
+
+    if req.ticket.when_settled(wake):
+        await fut
+
+
 class _Driver(Generic[H]):
     """What both loops share: the holder, the concurrency bound, error translation."""
 
@@ -274,6 +293,11 @@ class SyncDriver(_Driver[ClientHolder]):
             return self.gather(req)
         if isinstance(req, Sleep):
             time.sleep(req.seconds)
+            return None
+        if isinstance(req, Wait):
+            woken = threading.Event()
+            if req.ticket.when_settled(woken.set):
+                woken.wait()
             return None
         raise _unexpected(req)
 
@@ -419,6 +443,9 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
             return await self.gather(req)
         if isinstance(req, Sleep):
             await asyncio.sleep(req.seconds)
+            return None
+        if isinstance(req, Wait):
+            await _settled(req)
             return None
         raise _unexpected(req)
 

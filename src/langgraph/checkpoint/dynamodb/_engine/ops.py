@@ -13,6 +13,7 @@ event loop when it is large enough to pay for the thread hop.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -102,7 +103,60 @@ class Compute:
     size: int = 0
 
 
-Request = Call | Gather | Sleep | Emit | Compute
+class Ticket:
+    """A one-shot signal from one operation to another that waits for it (:class:`Wait`).
+
+    Operations that share work (the lock's group commit: one sends the
+    transaction that lands the others' writes) run on different threads
+    (sync callers) or tasks (async ones), so a ticket is thread-safe and
+    knows nothing of either: a driver asks to be called back once it is
+    settled, and blocks or awaits in its own way.
+
+    Example:
+        >>> t = Ticket()
+        >>> woken = []
+        >>> t.when_settled(lambda: woken.append(1))
+        True
+        >>> t.settle(); woken
+        [1]
+        >>> t.when_settled(lambda: woken.append(2))  # already settled: not called, go on at once
+        False
+    """
+
+    __slots__ = ("_callbacks", "_lock", "_settled")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._settled = False
+        self._callbacks: list[Callable[[], Any]] = []
+
+    def settle(self) -> None:
+        """Wake every waiter (once; later calls do nothing)."""
+        with self._lock:
+            if self._settled:
+                return
+            self._settled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def when_settled(self, callback: Callable[[], Any]) -> bool:
+        """Call ``callback`` (on the settling thread) once settled; ``False`` if it already is (no call)."""
+        with self._lock:
+            if self._settled:
+                return False
+            self._callbacks.append(callback)
+            return True
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Pause until another operation settles ``ticket`` (the driver returns ``None``)."""
+
+    ticket: Ticket
+
+
+Request = Call | Gather | Sleep | Emit | Compute | Wait
 Op = Generator[Request, Any, R]
 
 

@@ -18,6 +18,11 @@ client span with:
   and ``.s3.requests``;
 * ``langgraph.checkpoint.s3.objects_written`` (values that went to S3) and
   ``langgraph.checkpoint.s3.bytes_written`` / ``.s3.bytes_read``;
+* ``langgraph.checkpoint.dynamodb.conflicts`` and ``.throttles``: the
+  errors handed back to the operation that DynamoDB answers when it is
+  contended (a transaction conflict; throttling that outlasted botocore's
+  retries), each also an event ``langgraph.checkpoint.contended`` with its
+  ``aws.error_code`` (the lock's committer retries them, see docs/lock.md);
 * the exception, with status ERROR, when the operation fails.
 
 Thread ids are attributes of spans, which your tracing backend stores:
@@ -114,7 +119,15 @@ def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[An
 
     op_name = getattr(op, "__name__", "operation")
     name = SPAN_PREFIX + _METHOD_OF.get(op_name, op_name)
-    counts = {"dynamodb": 0, "s3": 0, "s3_put": 0, "s3_written": 0, "s3_read": 0}
+    counts = {
+        "dynamodb": 0,
+        "s3": 0,
+        "s3_put": 0,
+        "s3_written": 0,
+        "s3_read": 0,
+        "conflicts": 0,
+        "throttles": 0,
+    }
     attributes: dict[str, Any] = {
         "db.system": "aws.dynamodb",
         "langgraph.checkpoint.saver": type(saver).__name__,
@@ -136,6 +149,7 @@ def _run_in_span(tracer: Any, saver: Any, op: Generator[Any, Any, Any]) -> Op[An
                 except GeneratorExit:  # the caller stopped early (a list not read to the end)
                     raise
                 except BaseException as exc:  # an AWS error, handed back to the operation
+                    _count_contention(counts, span, exc)
                     req = op.throw(exc)
                 else:
                     _count_reads(counts, req, resp)
@@ -174,6 +188,38 @@ def _count_reads(counts: dict[str, int], req: Any, resp: Any) -> None:
                 counts["s3_read"] += len(body)
 
 
+#: Error codes of a contended request (what ``langgraph.checkpoint.dynamodb.conflicts`` / ``.throttles`` count).
+_CONTENDED = {
+    "TransactionConflictException": "conflicts",
+    "TransactionInProgressException": "conflicts",
+    "ProvisionedThroughputExceededException": "throttles",
+    "ThrottlingException": "throttles",
+    "RequestLimitExceeded": "throttles",
+}
+#: The same, as reasons of a cancelled transaction.
+_CONTENDED_REASONS = {
+    "TransactionConflict": "conflicts",
+    "ThrottlingError": "throttles",
+    "ProvisionedThroughputExceeded": "throttles",
+}
+
+
+def _count_contention(counts: dict[str, int], span: Any, exc: BaseException) -> None:
+    """Count an error handed back to the operation if DynamoDB answered it for contention."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping):
+        return
+    code = str((response.get("Error") or {}).get("Code") or "")
+    kind = _CONTENDED.get(code)
+    if kind is None and code == "TransactionCanceledException":
+        reasons = [str(r.get("Code")) for r in response.get("CancellationReasons") or []]
+        kind = next((_CONTENDED_REASONS[r] for r in reasons if r in _CONTENDED_REASONS), None)
+    if kind is None:
+        return
+    counts[kind] += 1
+    span.add_event("langgraph.checkpoint.contended", {"aws.error_code": code, "kind": kind})
+
+
 def _record_error(span: Any, exc: BaseException) -> None:
     """Mark the span failed with ``exc``."""
     from opentelemetry.trace import Status, StatusCode
@@ -193,4 +239,6 @@ def _count_attributes(counts: Mapping[str, int]) -> dict[str, int]:
         "langgraph.checkpoint.s3.objects_written": counts["s3_put"],
         "langgraph.checkpoint.s3.bytes_written": counts["s3_written"],
         "langgraph.checkpoint.s3.bytes_read": counts["s3_read"],
+        "langgraph.checkpoint.dynamodb.conflicts": counts["conflicts"],
+        "langgraph.checkpoint.dynamodb.throttles": counts["throttles"],
     }

@@ -34,6 +34,9 @@ The package is cut by concern, as Powertools cuts its idempotency utility:
   in ``schema.ATTR``) and the values callers get back;
 * ``_operations``: every DynamoDB request, as sans-I/O operations (the
   savers' style, see ``ops``) run by the shared drivers (``drivers``);
+* ``_commit``: the group commit of one lease's fenced writes (one
+  transaction in flight, the writes that wait share the next), the retries
+  of contended requests and their counts (:func:`write_stats`);
 * ``_lease``: the lease objects (heartbeat) and lease-bound savers;
 * ``_run``: ``run_once``, one operation that both ``run_once`` and
   ``arun_once`` run, and the staleness checks.
@@ -69,6 +72,7 @@ Example:
 
 from __future__ import annotations
 
+from langgraph.checkpoint.dynamodb.lock._commit import write_stats
 from langgraph.checkpoint.dynamodb.lock._errors import (
     LeaseLostError,
     LeaseUnavailableError,
@@ -124,4 +128,5 @@ __all__ = [
     "check_checkpoint",
     "get_request",
     "run_once",
+    "write_stats",
 ]

@@ -23,6 +23,7 @@ from langgraph.checkpoint.dynamodb._engine.drivers import AsyncDriver, Clients, 
 from langgraph.checkpoint.dynamodb._engine.ops import Op
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
 from langgraph.checkpoint.dynamodb.lock import _operations as ops
+from langgraph.checkpoint.dynamodb.lock._commit import committer_for
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError
 from langgraph.checkpoint.dynamodb.lock._records import (
     Fence,
@@ -248,12 +249,18 @@ class _LeaseBase:
         )
 
     def _renew_op(self) -> Op[Taken]:
-        return ops.renew(
-            self._where, self.thread_id, self.owner, self._rvn, int(self.lease_seconds * 1000), self.clock
+        # Between our own fenced transactions, never during one: an UpdateItem of the lock item
+        # while one of them holds it would be refused (TransactionConflictException).
+        return committer_for(self.fence()).exclusive(
+            ops.renew(
+                self._where, self.thread_id, self.owner, self._rvn, int(self.lease_seconds * 1000), self.clock
+            )
         )
 
     def _release_op(self) -> Op[bool]:
-        return ops.release(self._where, self.thread_id, self.owner, self._rvn)
+        return committer_for(self.fence()).exclusive(
+            ops.release(self._where, self.thread_id, self.owner, self._rvn)
+        )
 
 
 class ThreadLease(_LeaseBase):

@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb.lock._commit import committer_for, retrying
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError, LeaseUnavailableError
 from langgraph.checkpoint.dynamodb.lock._records import (
     STATUS_DONE,
@@ -188,23 +189,28 @@ def write_lock(
         names.pop("#pk")
     sent = monotonic()
     try:
-        resp = yield ddb(
-            "update_item",
-            TableName=where.table,
-            Key=lock_key(where),
-            # ``lx`` is kept for people (CLI, logs), never trusted for expiry.
-            # The fencing token grows with every acquisition. No TTL: if
-            # DynamoDB removed the item, the next token would start at 1
-            # again, under tokens handed out before (a TTL set by an earlier
-            # version is removed).
-            UpdateExpression=(
-                "SET #o = :o, #rvn = :rvn, #ld = :ld, #lx = :lx, #t = :t, #f = :f, #thr = :thr, "
-                "#la = :now REMOVE #ttl ADD #fen :inc"
+        # A conflict with a transaction in flight on the lock item (a holder's fenced write) is
+        # retried: nothing was written, and the condition has not been judged yet.
+        resp = yield from retrying(
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=lock_key(where),
+                # ``lx`` is kept for people (CLI, logs), never trusted for expiry.
+                # The fencing token grows with every acquisition. No TTL: if
+                # DynamoDB removed the item, the next token would start at 1
+                # again, under tokens handed out before (a TTL set by an earlier
+                # version is removed).
+                UpdateExpression=(
+                    "SET #o = :o, #rvn = :rvn, #ld = :ld, #lx = :lx, #t = :t, #f = :f, #thr = :thr, "
+                    "#la = :now REMOVE #ttl ADD #fen :inc"
+                ),
+                ConditionExpression=cond,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
             ),
-            ConditionExpression=cond,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
+            f"taking the lease on thread {thread_id!r}",
         )
     except ClientError as exc:
         if error_code(exc) != _CONDITION_FAILED:
@@ -233,30 +239,35 @@ def renew(
     new_rvn = uuid.uuid4().hex
     sent = monotonic()
     try:
-        resp = yield ddb(
-            "update_item",
-            TableName=where.table,
-            Key=lock_key(where),
-            UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx",
-            # Only the owner renews, and only the version it last wrote: if a
-            # waiter took the lock over (after seeing our RVN unchanged for a
-            # lease), this fails and we learn we lost it. An expired lease
-            # nobody took over is still ours to extend.
-            ConditionExpression="#o = :o AND #rvn = :rvn",
-            ExpressionAttributeNames={
-                "#o": ATTR.OWNER,
-                "#rvn": ATTR.LOCK_VERSION,
-                "#ld": ATTR.LEASE_MS,
-                "#lx": ATTR.LEASE_EXPIRES,
-            },
-            ExpressionAttributeValues={
-                ":o": {"S": owner},
-                ":rvn": {"S": rvn},
-                ":new": {"S": new_rvn},
-                ":ld": {"N": str(lease_ms)},
-                ":lx": {"N": str(expires)},
-            },
-            ReturnValues="ALL_NEW",
+        # Retried when it meets a transaction in flight on the lock item: a fenced write of
+        # another process, or of ours that the lease's committer did not hold back (see ``_commit``).
+        resp = yield from retrying(
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=lock_key(where),
+                UpdateExpression="SET #rvn = :new, #ld = :ld, #lx = :lx",
+                # Only the owner renews, and only the version it last wrote: if a
+                # waiter took the lock over (after seeing our RVN unchanged for a
+                # lease), this fails and we learn we lost it. An expired lease
+                # nobody took over is still ours to extend.
+                ConditionExpression="#o = :o AND #rvn = :rvn",
+                ExpressionAttributeNames={
+                    "#o": ATTR.OWNER,
+                    "#rvn": ATTR.LOCK_VERSION,
+                    "#ld": ATTR.LEASE_MS,
+                    "#lx": ATTR.LEASE_EXPIRES,
+                },
+                ExpressionAttributeValues={
+                    ":o": {"S": owner},
+                    ":rvn": {"S": rvn},
+                    ":new": {"S": new_rvn},
+                    ":ld": {"N": str(lease_ms)},
+                    ":lx": {"N": str(expires)},
+                },
+                ReturnValues="ALL_NEW",
+            ),
+            f"renewing the lease on thread {thread_id!r}",
         )
     except ClientError as exc:
         if error_code(exc) == _CONDITION_FAILED:
@@ -277,24 +288,27 @@ def release(where: Where, thread_id: str, owner: str, rvn: str) -> Op[bool]:
     old holder fails.
     """
     try:
-        yield ddb(
-            "update_item",
-            TableName=where.table,
-            Key=lock_key(where),
-            UpdateExpression="SET #rvn = :new REMOVE #o, #ld, #lx, #la",
-            ConditionExpression="#o = :o AND #rvn = :rvn",
-            ExpressionAttributeNames={
-                "#o": ATTR.OWNER,
-                "#rvn": ATTR.LOCK_VERSION,
-                "#ld": ATTR.LEASE_MS,
-                "#lx": ATTR.LEASE_EXPIRES,
-                "#la": ATTR.LEASE_ACQUIRED,
-            },
-            ExpressionAttributeValues={
-                ":o": {"S": owner},
-                ":rvn": {"S": rvn},
-                ":new": {"S": uuid.uuid4().hex},
-            },
+        yield from retrying(
+            ddb(
+                "update_item",
+                TableName=where.table,
+                Key=lock_key(where),
+                UpdateExpression="SET #rvn = :new REMOVE #o, #ld, #lx, #la",
+                ConditionExpression="#o = :o AND #rvn = :rvn",
+                ExpressionAttributeNames={
+                    "#o": ATTR.OWNER,
+                    "#rvn": ATTR.LOCK_VERSION,
+                    "#ld": ATTR.LEASE_MS,
+                    "#lx": ATTR.LEASE_EXPIRES,
+                    "#la": ATTR.LEASE_ACQUIRED,
+                },
+                ExpressionAttributeValues={
+                    ":o": {"S": owner},
+                    ":rvn": {"S": rvn},
+                    ":new": {"S": uuid.uuid4().hex},
+                },
+            ),
+            f"releasing the lease on thread {thread_id!r}",
         )
     except ClientError as exc:
         if error_code(exc) == _CONDITION_FAILED:
@@ -324,15 +338,19 @@ _TRANSACT_FIELDS: Final = {
 
 
 def fenced_write(fence: Fence, call: Call) -> Op[Any]:
-    """``call`` (a PutItem or UpdateItem) as one TransactWriteItems that also checks our lease.
+    """``call`` (a PutItem or UpdateItem) in a TransactWriteItems that also checks our lease.
 
     The ``ConditionCheck`` finds the lock item still carrying our owner token
     and fence; a holder that was paused past its lease and taken over fails
-    it, and its write does not land. Still one request. A failed condition of
-    the write itself is raised as the plain call would raise it.
+    it, and its write does not land. The lease's committer (``_commit``)
+    sends it: at most one such transaction of a lease is in flight, and the
+    writes that arrive meanwhile share the next one, so the writes of one
+    holder never conflict with each other on the lock item. A failed
+    condition of the write itself is raised as the plain call would raise it.
 
     Raises:
         LeaseLostError: the lock item no longer carries our owner and fence.
+        WriteContentionError: the transaction stayed contended through every retry.
     """
     if call.service == "dynamodb" and call.method == "transact_write_items":
         # Several items of one call (a task's many writes): the check joins them.
@@ -359,23 +377,7 @@ def fenced_write(fence: Fence, call: Call) -> Op[Any]:
             "ExpressionAttributeValues": {":o": {"S": fence.owner}, ":fen": {"N": str(fence.token)}},
         }
     }
-    try:
-        return (yield ddb("transact_write_items", TransactItems=[check, *actions]))
-    except ClientError as exc:
-        if error_code(exc) != "TransactionCanceledException":
-            raise
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
-        if reasons[:1] == ["ConditionalCheckFailed"]:
-            raise LeaseLostError(
-                f"lease on thread {fence.thread_id!r} (fence {fence.token}) was lost: "
-                "another owner took the thread over; this write was not applied"
-            ) from exc
-        if len(actions) == 1 and reasons[1:2] == ["ConditionalCheckFailed"]:
-            raise ClientError(
-                {"Error": {"Code": _CONDITION_FAILED, "Message": str(exc)}},
-                call.method,
-            ) from exc
-        raise
+    return (yield from committer_for(fence).write(check, actions, call.method))
 
 
 def _fenced(fence: Fence | None, call: Call) -> Op[Any]:

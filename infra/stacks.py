@@ -121,8 +121,6 @@ class LangGraphCheckpointStack(Stack):
             "CheckpointStore",
             removal_policy=removal_policy,
             kms_key=key,
-            # The option groups (the flat keywords lambda_code=, runtime=,
-            # alarm_topic= build the same store).
             function_options=FunctionOptions(code=code, runtime=runtime),
             monitoring_options=MonitoringOptions(alarm_topic=topic),
         )

@@ -98,7 +98,16 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
     from aws_cdk import aws_sns as sns
     from cdk_nag import AwsSolutionsChecks
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import (
+        BucketOptions,
+        CheckpointStore,
+        FunctionOptions,
+        MaintenanceOptions,
+        MonitoringOptions,
+        OrphanSweepOptions,
+        PruneOptions,
+        ReaperOptions,
+    )
 
     outdir = tmp_path_factory.mktemp("custom")
     app = App(
@@ -111,23 +120,22 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         stack,
         "Store",
         table_name="my-checkpoints",
-        bucket_name="my-checkpoint-payloads",
+        bucket_options=BucketOptions(
+            name="my-checkpoint-payloads", versioned=True, noncurrent_version_expiration=Duration.days(7)
+        ),
         s3_key_prefix="ckpt/",
         removal_policy=RemovalPolicy.DESTROY,
-        versioned=True,
-        noncurrent_version_expiration=Duration.days(7),
-        prune_schedule=events.Schedule.rate(Duration.minutes(15)),
-        prune_keep_last=3,
-        prune_idle_days=7,
-        prune_page_size=50,
+        prune_options=PruneOptions(
+            schedule=events.Schedule.rate(Duration.minutes(15)), keep_last=3, idle_days=7, page_size=50
+        ),
         thread_ttl=Duration.days(7),
-        orphan_sweep_schedule=events.Schedule.cron(minute="30", hour="3"),
-        orphan_grace_hours=48,
-        reaper_batch_size=50,
-        reaper_retry_attempts=3,
-        lambda_code_dir=fake_lambdas,
-        alarm_topic=topic,
-        maintenance_time_budget=Duration.seconds(20),
+        orphan_sweep_options=OrphanSweepOptions(
+            schedule=events.Schedule.cron(minute="30", hour="3"), grace_hours=48
+        ),
+        reaper_options=ReaperOptions(batch_size=50, retry_attempts=3),
+        function_options=FunctionOptions(code_dir=fake_lambdas),
+        monitoring_options=MonitoringOptions(alarm_topic=topic),
+        maintenance_options=MaintenanceOptions(time_budget=Duration.seconds(20)),
     )
     principal = iam.AccountRootPrincipal()
     store.grant_read_write(iam.Role(stack, "ReadWriteRole", assumed_by=principal))
@@ -140,9 +148,9 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
         nobucket,
         "Store",
         bucket=False,
-        prune_idle_days=None,
+        prune_options=PruneOptions(idle_days=None),
         track_threads=True,
-        lambda_code_dir=fake_lambdas,
+        function_options=FunctionOptions(code_dir=fake_lambdas),
     )
     plain.grant_read_write(iam.Role(nobucket, "ReadWriteRole", assumed_by=principal))
 
@@ -155,12 +163,11 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
     CheckpointStore(
         unversioned,
         "Store",
-        versioned=False,
+        bucket_options=BucketOptions(versioned=False),
         kms_key=imported_key,
-        reserved_concurrency=None,
-        enable_reaper=False,
-        enable_maintenance=False,
-        lambda_code_dir=fake_lambdas,
+        function_options=FunctionOptions(reserved_concurrency=None, code_dir=fake_lambdas),
+        reaper_options=ReaperOptions(enabled=False),
+        maintenance_options=MaintenanceOptions(enabled=False),
     )
 
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -76,21 +76,26 @@ def variants(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambd
     """Stores with the dashboard off, request metrics alone, a named dashboard, no job metrics."""
     from aws_cdk import App, Stack
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, FunctionOptions, MonitoringOptions
 
     outdir = tmp_path_factory.mktemp("dashboards")
     app = App(context=FAST_CONTEXT, outdir=str(outdir), builtin_cloud_formation_validation=False)
-    settings: dict[str, dict[str, Any]] = {
-        "Off": {"dashboard": False},
-        "MetricsOnly": {"dashboard": False, "bucket_request_metrics": True},
-        "NoRequestMetrics": {"bucket_request_metrics": False},
-        "Named": {"dashboard_name": "agent-checkpoints", "metrics_namespace": "Acme/Agents"},
-        "NoJobMetrics": {"metrics_namespace": None},
+    settings: dict[str, MonitoringOptions] = {
+        "Off": MonitoringOptions(dashboard=False),
+        "MetricsOnly": MonitoringOptions(dashboard=False, bucket_request_metrics=True),
+        "NoRequestMetrics": MonitoringOptions(bucket_request_metrics=False),
+        "Named": MonitoringOptions(dashboard_name="agent-checkpoints", metrics_namespace="Acme/Agents"),
+        "NoJobMetrics": MonitoringOptions(metrics_namespace=None),
     }
     stores = {}
-    for name, kwargs in settings.items():
+    for name, monitoring in settings.items():
         stack = Stack(app, name)
-        stores[name] = CheckpointStore(stack, "Store", lambda_code_dir=fake_lambdas, **kwargs)
+        stores[name] = CheckpointStore(
+            stack,
+            "Store",
+            function_options=FunctionOptions(code_dir=fake_lambdas),
+            monitoring_options=monitoring,
+        )
     synth = synthesize(app, outdir)
     synth.stores.update(stores)
     return synth
@@ -296,8 +301,13 @@ def test_bucketless_and_reaperless_stores(custom: Synth) -> None:
 def test_an_invalid_namespace_fails_the_synth(cdk_env: None, fake_lambdas: Path, namespace: str) -> None:
     from aws_cdk import App, Stack
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, FunctionOptions, MonitoringOptions
 
     app = App(context=FAST_CONTEXT, builtin_cloud_formation_validation=False)
     with pytest.raises(ValueError, match="LANGGRAPH_DYNAMODB_METRICS_NAMESPACE"):
-        CheckpointStore(Stack(app, "S"), "Store", lambda_code_dir=fake_lambdas, metrics_namespace=namespace)
+        CheckpointStore(
+            Stack(app, "S"),
+            "Store",
+            function_options=FunctionOptions(code_dir=fake_lambdas),
+            monitoring_options=MonitoringOptions(metrics_namespace=namespace),
+        )

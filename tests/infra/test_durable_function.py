@@ -25,14 +25,14 @@ def durable(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambda
     from aws_cdk import aws_lambda as lambda_
     from cdk_nag import AwsSolutionsChecks
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, DurableAgentFunction
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, DurableAgentFunction, FunctionOptions
 
     outdir = tmp_path_factory.mktemp("durable")
     app = App(
         context=FAST_CONTEXT, outdir=str(outdir), builtin_cloud_formation_validation=False, stack_traces=False
     )
     stack = Stack(app, STACK)
-    store = CheckpointStore(stack, "Store", lambda_code_dir=fake_lambdas)
+    store = CheckpointStore(stack, "Store", function_options=FunctionOptions(code_dir=fake_lambdas))
 
     def code() -> lambda_.Code:  # one Code per stack
         return lambda_.Code.from_asset(str(fake_lambdas / "agent"))
@@ -40,7 +40,9 @@ def durable(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambda
     agent = DurableAgentFunction(stack, "Agent", store=store, code=code(), handler="handler.handler")
     keyed = Stack(app, "Keyed")
     key = kms.Key(keyed, "Key", enable_key_rotation=True)
-    keyed_store = CheckpointStore(keyed, "Store", kms_key=key, lambda_code_dir=fake_lambdas)
+    keyed_store = CheckpointStore(
+        keyed, "Store", kms_key=key, function_options=FunctionOptions(code_dir=fake_lambdas)
+    )
     DurableAgentFunction(
         keyed,
         "Approvals",

@@ -401,10 +401,12 @@ def test_maintenance_functions_have_reserved_concurrency(reference, custom) -> N
 def test_reserved_concurrency_is_validated(custom) -> None:
     from aws_cdk import App, Stack
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, FunctionOptions
 
     with pytest.raises(ValueError, match="reserved_concurrency"):
-        CheckpointStore(Stack(App(), "S"), "Store", reserved_concurrency=0, lambda_code_dir=".")
+        CheckpointStore(
+            Stack(App(), "S"), "Store", function_options=FunctionOptions(reserved_concurrency=0, code_dir=".")
+        )
 
 
 def test_dead_letter_queues_follow_the_removal_policy(reference, custom) -> None:
@@ -523,12 +525,16 @@ def test_arm64_is_an_option_of_every_function(cdk_env: None, fake_lambdas, tmp_p
     from aws_cdk import aws_lambda as lambda_
     from cdk_helpers import FAST_CONTEXT, synthesize
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore, FunctionOptions
     from langgraph.checkpoint.dynamodb.cdk._bundling import pip_platform
 
     app = App(context=FAST_CONTEXT, outdir=str(tmp_path), stack_traces=False)
     stack = Stack(app, "Arm")
-    CheckpointStore(stack, "Store", lambda_code_dir=fake_lambdas, architecture=lambda_.Architecture.ARM_64)
+    CheckpointStore(
+        stack,
+        "Store",
+        function_options=FunctionOptions(code_dir=fake_lambdas, architecture=lambda_.Architecture.ARM_64),
+    )
     synth = synthesize(app, tmp_path)
     functions = synth.resources("Arm", "AWS::Lambda::Function")
     assert len(functions) == 4

@@ -80,12 +80,21 @@ def test_only_the_maintenance_role_can_read_the_key(reference) -> None:
 def test_no_maintenance_function_no_key() -> None:
     from aws_cdk import App, Stack
 
-    from langgraph.checkpoint.dynamodb.cdk import CheckpointStore
+    from langgraph.checkpoint.dynamodb.cdk import (
+        CheckpointStore,
+        MaintenanceOptions,
+        PruneOptions,
+        ReaperOptions,
+    )
 
     app = App(context={"aws:cdk:enable-path-metadata": False})
     stack = Stack(app, "NoMaintenance")
     store = CheckpointStore(
-        stack, "Store", enable_maintenance=False, enable_pruner=False, enable_reaper=False
+        stack,
+        "Store",
+        maintenance_options=MaintenanceOptions(enabled=False),
+        prune_options=PruneOptions(enabled=False),
+        reaper_options=ReaperOptions(enabled=False),
     )
     assert store.maintenance_token_key is None
     template = app.synth().get_stack_by_name("NoMaintenance").template

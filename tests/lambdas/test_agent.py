@@ -36,8 +36,8 @@ def env(
     """A fresh table and bucket, the handler's environment, clean module state."""
     with DynamoDBSaver(**names) as saver:
         saver.setup()
-    monkeypatch.setenv("TABLE_NAME", names["table_name"])
-    monkeypatch.setenv("BUCKET_NAME", names["bucket_name"])
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_BUCKET", names["bucket_name"])
     monkeypatch.setenv("LEASE_SECONDS", "10")
     monkeypatch.setenv("LEASE_WAIT_SECONDS", "10")
     agent.reset()
@@ -420,8 +420,8 @@ def test_agent_uses_the_store_environment(env: dict[str, str], monkeypatch: pyte
     """TTL and key prefix from the construct's environment: heads are kept, S3 keys prefixed."""
     import boto3
 
-    monkeypatch.setenv("THREAD_TTL_SECONDS", "3600")
-    monkeypatch.setenv("S3_KEY_PREFIX", "agent-ckpt/")
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TTL_SECONDS", "3600")
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_S3_KEY_PREFIX", "agent-ckpt/")
     agent.reset()
     t = _thread()
     assert start(t)["statusCode"] == 200

@@ -42,16 +42,17 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 def store(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     saver = DynamoDBSaver(**names, ttl=TTL, s3_threshold=2048)
     saver.setup()
-    monkeypatch.setenv("TABLE_NAME", names["table_name"])
-    monkeypatch.setenv("BUCKET_NAME", names["bucket_name"])
-    monkeypatch.setenv("THREAD_TTL_SECONDS", str(TTL))
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_BUCKET", names["bucket_name"])
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TTL_SECONDS", str(TTL))
     reset_saver()
     yield {"saver": saver, **names}
     reset_saver()
 
 
 def handler(name: str) -> Any:
-    return importlib.import_module(f"lambdas.{name}.handler").handler
+    """The handler the construct deploys (``cdk.MAINTENANCE_HANDLERS``), from the package."""
+    return importlib.import_module(f"langgraph.checkpoint.dynamodb.lambdas.{name}").handler
 
 
 def simulate_ttl(table: str) -> dict[str, Any]:

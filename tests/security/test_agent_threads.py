@@ -27,8 +27,8 @@ def agent(moto_endpoint: str, names: dict[str, str], monkeypatch: pytest.MonkeyP
 
     with DynamoDBSaver(table_name=names["table_name"]) as s:
         s.setup()
-    monkeypatch.setenv("TABLE_NAME", names["table_name"])
-    monkeypatch.delenv("BUCKET_NAME", raising=False)
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
+    monkeypatch.delenv("LANGGRAPH_DYNAMODB_BUCKET", raising=False)
     monkeypatch.setenv("LEASE_WAIT_SECONDS", "5")
     handler.reset()
     agent_graph.reset_counts()

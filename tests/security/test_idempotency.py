@@ -241,8 +241,8 @@ def agent_env(
 
     with DynamoDBSaver(table_name=names["table_name"]) as s:
         s.setup()
-    monkeypatch.setenv("TABLE_NAME", names["table_name"])
-    monkeypatch.delenv("BUCKET_NAME", raising=False)
+    monkeypatch.setenv("LANGGRAPH_DYNAMODB_TABLE", names["table_name"])
+    monkeypatch.delenv("LANGGRAPH_DYNAMODB_BUCKET", raising=False)
     monkeypatch.setenv("LEASE_SECONDS", "2")
     monkeypatch.setenv("LEASE_WAIT_SECONDS", "10")
     agent.reset()

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver
+from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.lambdas.handlers import StoreConfig
 
 CANONICAL = {
@@ -102,28 +103,24 @@ def test_from_env_needs_a_table() -> None:
         DynamoDBSaver.from_env({})
 
 
-def test_old_names_still_read_with_a_deprecation_warning() -> None:
-    old = {"TABLE_NAME": "ckpt", "BUCKET_NAME": "b", "THREAD_TTL_SECONDS": "60"}
-    with pytest.warns(DeprecationWarning, match="LANGGRAPH_DYNAMODB_TABLE"):
-        cfg = StoreConfig.from_env(old)
-    assert (cfg.table_name, cfg.bucket_name, cfg.ttl, cfg.track_threads) == ("ckpt", "b", 60, True)
+#: The bare names the Lambda helpers read before the prefixed ones existed (never released).
+BARE = {
+    "TABLE_NAME": "ckpt",
+    "BUCKET_NAME": "b",
+    "S3_KEY_PREFIX": "p/",
+    "THREAD_TTL_SECONDS": "60",
+    "TRACK_THREADS": "1",
+}
 
 
-def test_a_tools_variable_under_the_prefix_is_not_a_setting() -> None:
-    """Only the saver's own settings make the bare names the app's; a tool's LANGGRAPH_DYNAMODB_* does not."""
-    old = {
-        "TABLE_NAME": "ckpt",
-        "LANGGRAPH_DYNAMODB_VENV_CACHE": "/tmp/venvs",
-        "LANGGRAPH_DYNAMODB_UI_TOKEN": "x",
-    }
-    with pytest.warns(DeprecationWarning, match="LANGGRAPH_DYNAMODB_TABLE"):
-        cfg = StoreConfig.from_env(old)
-    assert cfg.table_name == "ckpt"
-
-
-def test_canonical_names_win_over_old_ones() -> None:
-    cfg = StoreConfig.from_env({"LANGGRAPH_DYNAMODB_TABLE": "new", "TABLE_NAME": "old"})
-    assert cfg.table_name == "new"
+@pytest.mark.parametrize("read", [StoreConfig.from_env, saver_kwargs_from_env], ids=["handlers", "savers"])
+def test_the_bare_names_are_not_read(read: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Only the ``LANGGRAPH_DYNAMODB_*`` names configure a saver: ``TABLE_NAME``... are the app's own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation warning either: nothing reads them
+        with pytest.raises(ValueError, match="LANGGRAPH_DYNAMODB_TABLE is not set"):
+            read(BARE)
+    assert caplog.records == []
 
 
 def test_with_any_canonical_name_set_the_bare_names_are_the_applications(
@@ -146,13 +143,6 @@ def test_with_any_canonical_name_set_the_bare_names_are_the_applications(
         False,
     )
     assert caplog.records == []
-
-
-def test_a_bare_name_read_is_logged_where_it_is_seen(caplog: pytest.LogCaptureFixture) -> None:
-    """Python hides a DeprecationWarning raised in library code by default: it is logged too."""
-    with pytest.warns(DeprecationWarning):
-        StoreConfig.from_env({"TABLE_NAME": "ckpt"})
-    assert any("TABLE_NAME is deprecated" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.parametrize(
@@ -200,11 +190,12 @@ def test_store_config_passes_region_and_tenant(no_aws_env: None) -> None:
 
 def test_cli_reads_aws_region(no_aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's advice said "set AWS_REGION"; with only that set, it used to say no region."""
-    from langgraph.checkpoint.dynamodb import cli
+    from langgraph.checkpoint.dynamodb.cli._commands import make_saver
+    from langgraph.checkpoint.dynamodb.cli._parser import build_parser
 
     monkeypatch.setenv("AWS_REGION", "eu-north-1")
-    args = cli.build_parser().parse_args(["threads", "--table", "t"])
-    saver = cli.make_saver(args)
+    args = build_parser().parse_args(["threads", "--table", "t"])
+    saver = make_saver(args)
     with saver:
         assert saver.clients["dynamodb"].meta.region_name == "eu-north-1"
 

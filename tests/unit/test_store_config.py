@@ -24,7 +24,6 @@ def test_defaults_and_thread_heads() -> None:
     [
         ({}, T),
         ({T: "t", "LANGGRAPH_DYNAMODB_TTL_SECONDS": "1d"}, "LANGGRAPH_DYNAMODB_TTL_SECONDS"),
-        ({"TABLE_NAME": "t", "THREAD_TTL_SECONDS": "1d"}, "THREAD_TTL_SECONDS"),
     ],
 )
 def test_bad_environment_names_the_variable(env: dict[str, str], field: str) -> None:

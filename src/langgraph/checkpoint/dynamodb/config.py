@@ -18,23 +18,15 @@ and ``AsyncDynamoDBSaver.from_env``, the CLI, the Lambda helpers
 ``AWS_ENDPOINT_URL``                      endpoint (read by botocore itself)
 ========================================  =====================================
 
-The prefixed names are canonical: a Lambda function or container often talks
-to more than one table and bucket, and bare ``TABLE_NAME``/``BUCKET_NAME``
-collide with the application's own settings. The bare names the Lambda
-helpers read before (``TABLE_NAME``, ``BUCKET_NAME``, ``S3_KEY_PREFIX``,
-``THREAD_TTL_SECONDS``, ``TRACK_THREADS``) are still accepted for one
-release, with a ``DeprecationWarning`` and a logged warning, because
-functions deployed with an older construct carry them; but only in an
-environment that sets no ``LANGGRAPH_DYNAMODB_*`` name at all. Where any
-canonical name is set, the bare ones are the application's own (its
-``BUCKET_NAME`` is not where checkpoints go) and are never read.
+The names are prefixed because a Lambda function or container often talks
+to more than one table and bucket: bare ``TABLE_NAME``/``BUCKET_NAME`` would
+collide with the application's own settings, and are never read (its
+``BUCKET_NAME`` is not where checkpoints go).
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +40,6 @@ __all__ = [
     "ENV_TENANT_PREFIX",
     "ENV_TRACK_THREADS",
     "ENV_TTL_SECONDS",
-    "LEGACY_NAMES",
     "env_flag",
     "region_from_env",
     "saver_kwargs_from_env",
@@ -64,15 +55,6 @@ ENV_MAX_PAYLOAD_SIZE = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE"
 ENV_MAX_PAYLOAD_OBJECTS = "LANGGRAPH_DYNAMODB_MAX_PAYLOAD_OBJECTS"
 #: ``1``/``true``/``yes``: the LangGraph server factory (``server.checkpointer``) calls ``setup()``.
 ENV_SETUP = "LANGGRAPH_DYNAMODB_SETUP"
-
-#: Canonical name -> the name read before it (deprecated, removed in the next release).
-LEGACY_NAMES: Mapping[str, str] = {
-    ENV_TABLE: "TABLE_NAME",
-    ENV_BUCKET: "BUCKET_NAME",
-    ENV_S3_KEY_PREFIX: "S3_KEY_PREFIX",
-    ENV_TTL_SECONDS: "THREAD_TTL_SECONDS",
-    ENV_TRACK_THREADS: "TRACK_THREADS",
-}
 
 
 def region_from_env(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -99,8 +81,6 @@ def region_from_env(explicit: str | None = None, env: Mapping[str, str] | None =
     return None
 
 
-_log = logging.getLogger("langgraph.checkpoint.dynamodb")
-
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
 
@@ -122,49 +102,6 @@ def env_flag(env: Mapping[str, str], name: str, value: str | None = None) -> boo
     raise ValueError(f"{name} must be 1/true/yes/on or 0/false/no/off, got {text!r}")
 
 
-#: The saver's settings by their canonical names: one of them set means the bare names are the app's.
-_SAVER_SETTINGS = (
-    ENV_TABLE,
-    ENV_BUCKET,
-    ENV_S3_KEY_PREFIX,
-    ENV_TENANT_PREFIX,
-    ENV_TTL_SECONDS,
-    ENV_TRACK_THREADS,
-    ENV_MAX_PAYLOAD_SIZE,
-    ENV_MAX_PAYLOAD_OBJECTS,
-)
-
-
-def _canonical_set(env: Mapping[str, str]) -> bool:
-    """Whether the environment sets any of the saver's ``LANGGRAPH_DYNAMODB_*`` settings.
-
-    Then the bare names (``TABLE_NAME``...) are the application's own. Other
-    variables under the prefix (a tool's, e.g. a test runner's cache folder)
-    are not settings of the saver and decide nothing.
-    """
-    return any(env.get(name, "").strip() for name in _SAVER_SETTINGS)
-
-
-def _get(env: Mapping[str, str], name: str, *, legacy_ok: bool = True) -> str | None:
-    """A variable by its canonical name, else by its deprecated one (with a warning, and only if ``legacy_ok``)."""
-    value = env.get(name, "").strip()
-    if value:
-        return value
-    legacy = LEGACY_NAMES.get(name)
-    if legacy is not None and legacy_ok:
-        value = env.get(legacy, "").strip()
-        if value:
-            message = (
-                f"environment variable {legacy} is deprecated and will not be read by the next "
-                f"release; set {name} instead"
-            )
-            warnings.warn(message, DeprecationWarning, stacklevel=3)
-            # Python hides a DeprecationWarning raised in library code: say it where it is seen.
-            _log.warning("%s", message)
-            return value
-    return None
-
-
 def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Saver keyword arguments (``table_name``, ``bucket_name``...) from the environment.
 
@@ -178,10 +115,9 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
         ('ckpt', None, 'eu-west-1')
     """
     env = os.environ if env is None else env
-    legacy_ok = not _canonical_set(env)
 
     def get(name: str) -> str | None:
-        return _get(env, name, legacy_ok=legacy_ok)
+        return env.get(name, "").strip() or None
 
     table = get(ENV_TABLE)
     if not table:
@@ -190,15 +126,8 @@ def saver_kwargs_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any
     try:
         ttl = int(ttl_text) if ttl_text else None
     except ValueError:
-        # Name the variable that is actually set, the deprecated one included.
-        name = ENV_TTL_SECONDS if env.get(ENV_TTL_SECONDS, "").strip() else LEGACY_NAMES[ENV_TTL_SECONDS]
-        raise ValueError(f"{name} must be a whole number of seconds, got {ttl_text!r}") from None
-    track_text = get(ENV_TRACK_THREADS)
-    # Name, in an error, the variable actually set (the deprecated one included).
-    track_name = (
-        ENV_TRACK_THREADS if env.get(ENV_TRACK_THREADS, "").strip() else LEGACY_NAMES[ENV_TRACK_THREADS]
-    )
-    track = env_flag(env, track_name, track_text or "")
+        raise ValueError(f"{ENV_TTL_SECONDS} must be a whole number of seconds, got {ttl_text!r}") from None
+    track = env_flag(env, ENV_TRACK_THREADS)
     tenant = env.get(ENV_TENANT_PREFIX)
     if tenant is not None and not tenant.strip():
         # Set but blank (a templating slip) must not quietly mean "no tenant":

@@ -1,6 +1,6 @@
 """The store's CloudWatch dashboard: table, bucket, maintenance functions, jobs.
 
-Built by ``CheckpointStore`` (``dashboard=True``, the default); the widgets
+Built by ``CheckpointStore`` (``MonitoringOptions.dashboard``, on by default); the widgets
 come in four rows, each under a text header:
 
 * **Table**: requests per operation (``SuccessfulRequestLatency`` sample

@@ -127,7 +127,7 @@ def bundled_lambda_code(
 
     Returns:
         The ``lambda_.Code`` to pass to ``Function(code=...)`` or to
-        ``CheckpointStore(lambda_code=...)``.
+        ``CheckpointStore(function_options=FunctionOptions(code=...))``.
 
     Example:
         >>> code = bundled_lambda_code("lambdas", include=["agent"],  # doctest: +SKIP

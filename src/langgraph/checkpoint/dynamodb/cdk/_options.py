@@ -1,16 +1,12 @@
 """Option groups of ``CheckpointStore``: one small frozen dataclass per concern.
 
-``CheckpointStore`` takes each group as one keyword (``prune_options=PruneOptions(...)``)
-or, as before the groups existed, as flat keywords (``prune_keep_last=5``):
-both build the same store. Passing a group *and* one of its flat keywords is a
-``TypeError`` (which one would win is not obvious from the call), as is an
-unknown keyword. :data:`FLAT_KEYWORDS` maps every flat keyword to its group
-and field.
+``CheckpointStore`` takes each group as one keyword (``prune_options=PruneOptions(...)``),
+the one spelling of its options; a group of the wrong class, or an unknown
+keyword, is a ``TypeError``.
 
 Example:
-    >>> from aws_cdk import Duration
-    >>> from langgraph.checkpoint.dynamodb.cdk import PruneOptions, resolve_options
-    >>> options = resolve_options({"reaper_batch_size": 50}, prune_options=PruneOptions(keep_last=5))
+    >>> from langgraph.checkpoint.dynamodb.cdk import PruneOptions, ReaperOptions, resolve_options
+    >>> options = resolve_options(prune_options=PruneOptions(keep_last=5), reaper_options=ReaperOptions(batch_size=50))
     >>> options.prune.keep_last, options.reaper.batch_size, options.prune.idle_days
     (5, 50, 30)
 """
@@ -20,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
@@ -35,9 +31,7 @@ from langgraph.checkpoint.dynamodb.lambdas.metrics import (
 )
 
 __all__ = [
-    "FLAT_KEYWORDS",
     "BucketOptions",
-    "CheckpointStoreKeywords",
     "FunctionOptions",
     "MaintenanceOptions",
     "MonitoringOptions",
@@ -60,18 +54,15 @@ class BucketOptions:
     """The payload bucket (created unless ``CheckpointStore(bucket=False)``).
 
     Attributes:
-        name: Physical bucket name (flat keyword ``bucket_name``; default: generated).
-        versioned: Bucket versioning (``versioned``; default on), so that a
-            table restored to a point in time finds the objects its items
+        name: Physical bucket name (default: generated).
+        versioned: Bucket versioning (default on), so that a table restored to a point in time finds the objects its items
             referenced then (see docs/infrastructure.md). Deletes then leave
             noncurrent versions, expired after ``noncurrent_version_expiration``
             together with the delete markers left behind. ``False`` suspends
             nothing on an already versioned bucket: S3 cannot unversion one.
         noncurrent_version_expiration: Lifetime of noncurrent versions and,
-            after them, of the delete markers (``noncurrent_version_expiration``;
-            default 35 days, ``PITR_WINDOW``).
-        access_log_retention: How long server access logs are kept
-            (``access_log_retention``; default 90 days).
+            after them, of the delete markers (default 35 days, ``PITR_WINDOW``).
+        access_log_retention: How long server access logs are kept (default 90 days).
 
     Example:
         >>> from aws_cdk import Duration
@@ -90,14 +81,14 @@ class PruneOptions:
     """The scheduled pruner.
 
     Attributes:
-        enabled: Create it (flat keyword ``enable_pruner``).
-        schedule: Its schedule (``prune_schedule``; default every hour).
+        enabled: Create it.
+        schedule: Its schedule (default every hour).
         keep_last: ``PRUNE_KEEP_LAST``, checkpoints kept per namespace,
-            delta-safe (``prune_keep_last``; default 20, ``None`` keeps all).
+            delta-safe (default 20, ``None`` keeps all).
         idle_days: ``PRUNE_IDLE_DAYS``: threads idle this long are deleted
-            (``prune_idle_days``; default 30, ``None``: never).
+            (default 30, ``None``: never).
         page_size: ``PRUNE_PAGE_SIZE``, threads per claimed page
-            (``prune_page_size``; default: the library's, 25).
+            (default: the library's, 25).
 
     Raises:
         ValueError: ``keep_last`` below 1, or ``idle_days`` not positive.
@@ -115,13 +106,9 @@ class PruneOptions:
 
     def __post_init__(self) -> None:
         if self.keep_last is not None and self.keep_last < 1:
-            raise ValueError(
-                "prune_keep_last (PruneOptions.keep_last) must be >= 1: the latest checkpoint always survives"
-            )
+            raise ValueError("PruneOptions.keep_last must be >= 1: the latest checkpoint always survives")
         if self.idle_days is not None and self.idle_days <= 0:
-            raise ValueError(
-                "prune_idle_days (PruneOptions.idle_days) must be > 0 (None disables idle deletion)"
-            )
+            raise ValueError("PruneOptions.idle_days must be > 0 (None disables idle deletion)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,10 +116,10 @@ class ReaperOptions:
     """The stream consumer that deletes threads whose head expired (DynamoDB TTL).
 
     Attributes:
-        enabled: Create it (flat keyword ``enable_reaper``).
-        batch_size: Stream records per invocation (``reaper_batch_size``; default 100).
+        enabled: Create it.
+        batch_size: Stream records per invocation (default 100).
         retry_attempts: Retries of a failing batch, bisected first, before it
-            goes to the reaper's dead-letter queue (``reaper_retry_attempts``; default 5).
+            goes to the reaper's dead-letter queue (default 5).
 
     Example:
         >>> ReaperOptions(batch_size=50).retry_attempts
@@ -149,11 +136,11 @@ class OrphanSweepOptions:
     """The S3 orphan sweeper (only with a bucket).
 
     Attributes:
-        enabled: Create it (flat keyword ``enable_orphan_sweeper``).
-        schedule: Its schedule (``orphan_sweep_schedule``; default every day).
+        enabled: Create it.
+        schedule: Its schedule (default every day).
         grace_hours: ``ORPHAN_GRACE_HOURS``: objects younger than this are
             never swept, a ``put`` may still be about to reference them
-            (``orphan_grace_hours``; default 24).
+            (default 24).
 
     Example:
         >>> OrphanSweepOptions(grace_hours=48).grace_hours
@@ -170,14 +157,12 @@ class MaintenanceOptions:
     """The on-demand maintenance function (copy, prune, delete threads or runs, resumable).
 
     Attributes:
-        enabled: Create it (flat keyword ``enable_maintenance``), the store's
-            ``maintenance_function``: ``copy_thread``, ``prune``,
+        enabled: Create it, the store's ``maintenance_function``: ``copy_thread``, ``prune``,
             ``delete_thread`` and ``delete_for_runs`` on request, in resumable
             steps (docs/infrastructure.md shows how to invoke it).
         time_budget: ``TIME_BUDGET_SECONDS``: each invocation starts no new
             unit of work after this long and returns a continuation token
-            (``maintenance_time_budget``; default 45 s, so that a step answers
-            within the AWS CLI's and SDKs' default 60 s read timeout; its
+            (default 45 s, so that a step answers within the AWS CLI's and SDKs' default 60 s read timeout; its
             Lambda timeout is 5 minutes, for one large unit).
 
     Example:
@@ -196,18 +181,17 @@ class FunctionOptions:
 
     Attributes:
         code_dir: A folder of your own code to ship next to the library in
-            their asset (flat keyword ``lambda_code_dir``; default none: the
-            maintenance handlers are part of this package).
-        code: A prebuilt ``Code`` (``lambda_code``; overrides ``code_dir``;
-            lets an app share one asset with its agent). It must contain this
+            their asset (default none: the maintenance handlers are part of
+            this package).
+        code: A prebuilt ``Code`` (overrides ``code_dir``; lets an app share
+            one asset with its agent). It must contain this
             library, as every ``bundled_lambda_code`` asset does.
-        runtime: Python runtime (``runtime``; default ``python3.12``).
+        runtime: Python runtime (default ``python3.12``).
         architecture: Lambda architecture, wheels are fetched to match
-            (``architecture``; default ``x86_64``).
-        log_retention: Retention of their log groups (``log_retention``; default one month).
+            (default ``x86_64``).
+        log_retention: Retention of their log groups (default one month).
         reserved_concurrency: Reserved concurrent executions of each
-            (``reserved_concurrency``; default 1: a second concurrent run would
-            only contend for the same cursor; a throttled scheduled run is
+            (default 1: a second concurrent run would only contend for the same cursor; a throttled scheduled run is
             retried by Lambda and raises the ``ThrottlesAlarm``). ``None``
             reserves nothing (accounts whose concurrency limit is too low to
             reserve any); the caps then are the schedules and, for the reaper,
@@ -231,9 +215,7 @@ class FunctionOptions:
 
     def __post_init__(self) -> None:
         if self.reserved_concurrency is not None and self.reserved_concurrency < 1:
-            raise ValueError(
-                "reserved_concurrency (FunctionOptions.reserved_concurrency) must be >= 1 (None reserves nothing)"
-            )
+            raise ValueError("FunctionOptions.reserved_concurrency must be >= 1 (None reserves nothing)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,26 +223,23 @@ class MonitoringOptions:
     """Alarms' notifications, the dashboard and the metrics behind it.
 
     Attributes:
-        alarm_topic: SNS topic for alarm and OK notifications (flat keyword
-            ``alarm_topic``). Without one the alarms exist with no action:
-            they show in the CloudWatch console, and ``store.alarms`` lets an
-            app add actions later.
-        dashboard: Create the store's CloudWatch dashboard (``dashboard``; the
-            store's ``dashboard``). On by default. It costs $3 a month: it
+        alarm_topic: SNS topic for alarm and OK notifications. Without one
+            the alarms exist with no action: they show in the CloudWatch
+            console, and ``store.alarms`` lets an app add actions later.
+        dashboard: Create the store's CloudWatch dashboard (the store's
+            ``dashboard``). On by default. It costs $3 a month: it
             graphs 102 metrics, more than the 50 of CloudWatch's free
             dashboards (docs/infrastructure.md lists every cost, and the
             dashboard's widgets).
-        dashboard_name: Its physical name (``dashboard_name``; default generated).
+        dashboard_name: Its physical name (default generated).
         bucket_request_metrics: Add a request metrics configuration to the
             bucket, filtered to the key prefix (id ``BUCKET_METRICS_ID``), for
-            the dashboard's bucket requests and bytes (``bucket_request_metrics``;
-            ``None``, the default: follow ``dashboard``). S3 request metrics
-            are billed as CloudWatch custom metrics (up to 16, $0.30 each a
+            the dashboard's bucket requests and bytes (``None``, the default:
+            follow ``dashboard``). S3 request metrics are billed as CloudWatch custom metrics (up to 16, $0.30 each a
             month, prorated by the hours they report: at most about $4.80 a
             month, less when the bucket idles).
         metrics_namespace: ``LANGGRAPH_DYNAMODB_METRICS_NAMESPACE`` of the
-            maintenance functions (``metrics_namespace``; default
-            ``LangGraph/Checkpoints``): the namespace of the counts their
+            maintenance functions (default ``LangGraph/Checkpoints``): the namespace of the counts their
             handlers print as embedded metrics (``lambdas.metrics.JOB_METRICS``),
             and of the dashboard's jobs row. ``None`` or ``""``: no job metrics.
 
@@ -297,7 +276,7 @@ class StoreOptions:
     """Every option group of one ``CheckpointStore``, resolved (``store.options``).
 
     Example:
-        >>> resolve_options({"prune_keep_last": 3}).prune.keep_last
+        >>> resolve_options(prune_options=PruneOptions(keep_last=3)).prune.keep_last
         3
     """
 
@@ -308,39 +287,6 @@ class StoreOptions:
     maintenance: MaintenanceOptions
     functions: FunctionOptions
     monitoring: MonitoringOptions
-
-
-class CheckpointStoreKeywords(TypedDict, total=False):
-    """The flat keywords of ``CheckpointStore`` that belong to an option group (see :data:`FLAT_KEYWORDS`)."""
-
-    bucket_name: str | None
-    versioned: bool
-    noncurrent_version_expiration: Duration | None
-    access_log_retention: Duration | None
-    enable_pruner: bool
-    prune_schedule: events.Schedule | None
-    prune_keep_last: int | None
-    prune_idle_days: float | None
-    prune_page_size: int | None
-    enable_reaper: bool
-    reaper_batch_size: int
-    reaper_retry_attempts: int
-    enable_orphan_sweeper: bool
-    orphan_sweep_schedule: events.Schedule | None
-    orphan_grace_hours: int
-    enable_maintenance: bool
-    maintenance_time_budget: Duration | None
-    lambda_code_dir: str | Path | None
-    lambda_code: lambda_.Code | None
-    runtime: lambda_.Runtime
-    architecture: lambda_.Architecture
-    log_retention: logs.RetentionDays
-    reserved_concurrency: int | None
-    alarm_topic: sns.ITopic | None
-    dashboard: bool
-    dashboard_name: str | None
-    bucket_request_metrics: bool | None
-    metrics_namespace: str | None
 
 
 #: Group keyword of ``CheckpointStore`` -> (its ``StoreOptions`` field, its class).
@@ -354,85 +300,35 @@ GROUPS: Mapping[str, tuple[str, type]] = {
     "monitoring_options": ("monitoring", MonitoringOptions),
 }
 
-#: Flat keyword of ``CheckpointStore`` -> (the group keyword it belongs to, the field it sets).
-FLAT_KEYWORDS: Mapping[str, tuple[str, str]] = {
-    "bucket_name": ("bucket_options", "name"),
-    "versioned": ("bucket_options", "versioned"),
-    "noncurrent_version_expiration": ("bucket_options", "noncurrent_version_expiration"),
-    "access_log_retention": ("bucket_options", "access_log_retention"),
-    "enable_pruner": ("prune_options", "enabled"),
-    "prune_schedule": ("prune_options", "schedule"),
-    "prune_keep_last": ("prune_options", "keep_last"),
-    "prune_idle_days": ("prune_options", "idle_days"),
-    "prune_page_size": ("prune_options", "page_size"),
-    "enable_reaper": ("reaper_options", "enabled"),
-    "reaper_batch_size": ("reaper_options", "batch_size"),
-    "reaper_retry_attempts": ("reaper_options", "retry_attempts"),
-    "enable_orphan_sweeper": ("orphan_sweep_options", "enabled"),
-    "orphan_sweep_schedule": ("orphan_sweep_options", "schedule"),
-    "orphan_grace_hours": ("orphan_sweep_options", "grace_hours"),
-    "enable_maintenance": ("maintenance_options", "enabled"),
-    "maintenance_time_budget": ("maintenance_options", "time_budget"),
-    "lambda_code_dir": ("function_options", "code_dir"),
-    "lambda_code": ("function_options", "code"),
-    "runtime": ("function_options", "runtime"),
-    "architecture": ("function_options", "architecture"),
-    "log_retention": ("function_options", "log_retention"),
-    "reserved_concurrency": ("function_options", "reserved_concurrency"),
-    "alarm_topic": ("monitoring_options", "alarm_topic"),
-    "dashboard": ("monitoring_options", "dashboard"),
-    "dashboard_name": ("monitoring_options", "dashboard_name"),
-    "bucket_request_metrics": ("monitoring_options", "bucket_request_metrics"),
-    "metrics_namespace": ("monitoring_options", "metrics_namespace"),
-}
 
-
-def _group(group_keyword: str, given: Any, flat: Mapping[str, Any]) -> Any:
+def _group(group_keyword: str, given: Any) -> Any:
     cls = GROUPS[group_keyword][1]
     if given is None:
-        return cls(**{FLAT_KEYWORDS[k][1]: v for k, v in flat.items()})
+        return cls()
     if not isinstance(given, cls):
         raise TypeError(f"{group_keyword} must be a {cls.__name__}, not {type(given).__name__}")
-    if flat:
-        spelled = ", ".join(f"{FLAT_KEYWORDS[k][1]}=" for k in flat)
-        raise TypeError(
-            f"CheckpointStore() got {', '.join(f'{k}=' for k in flat)} and {group_keyword}=: pass "
-            f"either the flat keywords or {cls.__name__}({spelled}...), not both"
-        )
     return given
 
 
-def resolve_options(keywords: Mapping[str, Any], **groups: Any) -> StoreOptions:
-    """The option groups of a ``CheckpointStore`` call, from its flat keywords and group keywords.
+def resolve_options(**groups: Any) -> StoreOptions:
+    """The option groups of a ``CheckpointStore`` call.
 
     Args:
-        keywords: Flat keywords (``prune_keep_last=...``), each a key of :data:`FLAT_KEYWORDS`.
         **groups: Group keywords (``prune_options=PruneOptions(...)``, a key of
             ``GROUPS``), ``None`` when not given.
 
     Returns:
-        Every group: the one given, or one built from the group's flat
-        keywords (the class defaults for the rest).
+        Every group: the one given, or the group's class defaults.
 
     Raises:
-        TypeError: An unknown keyword, a group of the wrong class, or a group
-            together with one of its own flat keywords.
+        TypeError: An unknown keyword, or a group of the wrong class.
         ValueError: An invalid value (see each group's ``Raises``).
 
     Example:
-        >>> resolve_options({}, monitoring_options=MonitoringOptions(dashboard=False)).monitoring.dashboard
+        >>> resolve_options(monitoring_options=MonitoringOptions(dashboard=False)).monitoring.dashboard
         False
     """
-    unknown = sorted(set(keywords) - set(FLAT_KEYWORDS))
-    if unknown:
-        raise TypeError(f"CheckpointStore() got an unexpected keyword argument {unknown[0]!r}")
     unknown = sorted(set(groups) - set(GROUPS))
     if unknown:
         raise TypeError(f"CheckpointStore() got an unexpected keyword argument {unknown[0]!r}")
-    resolved = {
-        GROUPS[name][0]: _group(
-            name, groups.get(name), {k: v for k, v in keywords.items() if FLAT_KEYWORDS[k][0] == name}
-        )
-        for name in GROUPS
-    }
-    return StoreOptions(**resolved)
+    return StoreOptions(**{GROUPS[name][0]: _group(name, groups.get(name)) for name in GROUPS})

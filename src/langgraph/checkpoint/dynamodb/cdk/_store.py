@@ -8,8 +8,6 @@ The construct wires the concerns together; each lives in a module of its own:
 
 from __future__ import annotations
 
-from typing import Unpack
-
 from aws_cdk import Annotations, ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
@@ -34,7 +32,6 @@ from langgraph.checkpoint.dynamodb.cdk._functions import (
 )
 from langgraph.checkpoint.dynamodb.cdk._options import (
     BucketOptions,
-    CheckpointStoreKeywords,
     FunctionOptions,
     MaintenanceOptions,
     MonitoringOptions,
@@ -72,17 +69,15 @@ class CheckpointStore(Construct):
       job recorded and skipped, table throttles and system errors, reaper
       iterator age), wired to an SNS topic
       when one is given (otherwise they exist with no action);
-    * a CloudWatch dashboard (``dashboard=True``): table, bucket, functions
+    * a CloudWatch dashboard (``MonitoringOptions.dashboard``, on by default): table, bucket, functions
       and the jobs' own counts, which the handlers print as embedded metrics;
       the bucket's request metrics configuration, filtered to the key prefix;
     * least-privilege grants: :meth:`grant_read_write`, :meth:`grant_read`,
       :meth:`grant_tenant_read_write`, :meth:`grant_maintenance`.
 
     The options of the bucket, each function and the monitoring come in
-    groups (``prune_options=PruneOptions(keep_last=5)``), or as the flat
-    keywords of earlier releases (``prune_keep_last=5``); the two spellings
-    build the same store, and a group with one of its own flat keywords is a
-    ``TypeError``. ``store.options`` holds the groups as resolved.
+    groups (``prune_options=PruneOptions(keep_last=5)``); ``store.options``
+    holds the groups as resolved.
 
     Args:
         scope: Parent construct.
@@ -116,33 +111,20 @@ class CheckpointStore(Construct):
             index instead of scanning the table. Must match the agents'
             savers: a pruner walking the index while agents keep no heads
             would find nothing to prune.
-        bucket_options: The payload bucket's :class:`BucketOptions` (flat:
-            ``bucket_name``, ``versioned``, ``noncurrent_version_expiration``,
-            ``access_log_retention``).
-        prune_options: The scheduled pruner's :class:`PruneOptions` (flat:
-            ``enable_pruner``, ``prune_schedule``, ``prune_keep_last``,
-            ``prune_idle_days``, ``prune_page_size``).
-        reaper_options: The stream reaper's :class:`ReaperOptions` (flat:
-            ``enable_reaper``, ``reaper_batch_size``, ``reaper_retry_attempts``).
-        orphan_sweep_options: The S3 orphan sweeper's :class:`OrphanSweepOptions`
-            (flat: ``enable_orphan_sweeper``, ``orphan_sweep_schedule``,
-            ``orphan_grace_hours``).
+        bucket_options: The payload bucket's :class:`BucketOptions`.
+        prune_options: The scheduled pruner's :class:`PruneOptions`.
+        reaper_options: The stream reaper's :class:`ReaperOptions`.
+        orphan_sweep_options: The S3 orphan sweeper's :class:`OrphanSweepOptions`.
         maintenance_options: The on-demand maintenance function's
-            :class:`MaintenanceOptions` (flat: ``enable_maintenance``,
-            ``maintenance_time_budget``); docs/infrastructure.md shows how to invoke it.
-        function_options: What the maintenance functions share,
-            :class:`FunctionOptions` (flat: ``lambda_code_dir``, ``lambda_code``,
-            ``runtime``, ``architecture``, ``log_retention``, ``reserved_concurrency``).
-        monitoring_options: Alarms, dashboard and metrics, :class:`MonitoringOptions`
-            (flat: ``alarm_topic``, ``dashboard``, ``dashboard_name``,
-            ``bucket_request_metrics``, ``metrics_namespace``).
-        **keywords: The flat keywords named above, each documented on the
-            field of its group (``_options.FLAT_KEYWORDS`` maps them).
+            :class:`MaintenanceOptions`; docs/infrastructure.md shows how to invoke it.
+        function_options: What the maintenance functions share, :class:`FunctionOptions`.
+        monitoring_options: Alarms, dashboard and metrics, :class:`MonitoringOptions`.
 
     Raises:
-        TypeError: An unknown keyword, or a group together with one of its flat keywords.
-        ValueError: An invalid value (a key prefix, ``prune_keep_last`` < 1,
-            ``prune_idle_days`` <= 0, ``reserved_concurrency`` < 1, a metrics namespace).
+        TypeError: An unknown keyword, or a group of the wrong class.
+        ValueError: An invalid value (a key prefix, ``PruneOptions.keep_last`` < 1,
+            ``PruneOptions.idle_days`` <= 0, ``FunctionOptions.reserved_concurrency`` < 1,
+            a metrics namespace).
 
     Example:
         >>> from aws_cdk import App, Stack, aws_lambda as lambda_
@@ -152,7 +134,7 @@ class CheckpointStore(Construct):
         >>> store = CheckpointStore(stack, "Checkpoints")  # doctest: +SKIP
         >>> store = CheckpointStore(  # doctest: +SKIP
         ...     stack, "Checkpoints", prune_options=PruneOptions(keep_last=5, idle_days=14)
-        ... )  # the same as prune_keep_last=5, prune_idle_days=14
+        ... )
         >>> agent = lambda_.Function(stack, "Agent", ...)  # doctest: +SKIP
         >>> store.grant_read_write(agent)  # doctest: +SKIP
         >>> for name, value in store.saver_environment.items():  # doctest: +SKIP
@@ -179,7 +161,6 @@ class CheckpointStore(Construct):
         maintenance_options: MaintenanceOptions | None = None,
         function_options: FunctionOptions | None = None,
         monitoring_options: MonitoringOptions | None = None,
-        **keywords: Unpack[CheckpointStoreKeywords],
     ) -> None:
         super().__init__(scope, id)
         # Deliver server access logs via a bucket policy for the logging
@@ -188,9 +169,8 @@ class CheckpointStore(Construct):
         # child exists, applies to this construct's subtree only.
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         schema.validate_s3_key_prefix(s3_key_prefix)
-        #: The option groups as resolved from the group and flat keywords.
+        #: The option groups as resolved (a class's defaults for a group not given).
         self.options: StoreOptions = resolve_options(
-            keywords,
             bucket_options=bucket_options,
             prune_options=prune_options,
             reaper_options=reaper_options,
@@ -212,7 +192,7 @@ class CheckpointStore(Construct):
         self.reserved_concurrency = self.options.functions.reserved_concurrency
         self.functions: dict[str, lambda_.Function] = {}
         #: The key the maintenance function signs its continuation tokens with
-        #: (``None`` with ``enable_maintenance=False``); only that function reads it.
+        #: (``None`` with ``MaintenanceOptions(enabled=False)``); only that function reads it.
         self.maintenance_token_key: secretsmanager.Secret | None = None
         self.dlqs: dict[str, sqs.Queue] = {}
         self.alarms: dict[str, cloudwatch.Alarm] = {}
@@ -232,7 +212,7 @@ class CheckpointStore(Construct):
         self.saver_environment: dict[str, str] = self._saver_environment(thread_ttl)
         self._create_functions(orphan_sweeper=bucket)
         add_table_alarms(self)
-        #: The store's CloudWatch dashboard (``None`` with ``dashboard=False``);
+        #: The store's CloudWatch dashboard (``None`` with ``MonitoringOptions(dashboard=False)``);
         #: add widgets of your own with ``store.dashboard.add_widgets(...)``.
         self.dashboard: cloudwatch.Dashboard | None = (
             self._create_dashboard() if monitoring.dashboard else None
@@ -317,7 +297,7 @@ class CheckpointStore(Construct):
 
     @property
     def maintenance_function(self) -> lambda_.Function | None:
-        """The on-demand maintenance function (``None`` with ``enable_maintenance=False``).
+        """The on-demand maintenance function (``None`` with ``MaintenanceOptions(enabled=False)``).
 
         Example:
             >>> store.maintenance_function.grant_invoke(operator_role)  # doctest: +SKIP

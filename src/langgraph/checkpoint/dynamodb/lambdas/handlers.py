@@ -48,8 +48,7 @@ class StoreConfig:
 
     The variables are the package's one documented set
     (``langgraph.checkpoint.dynamodb.config``), which the CDK construct's
-    ``saver_environment`` sets; the bare names of earlier releases
-    (``TABLE_NAME``...) are still read, with a ``DeprecationWarning``.
+    ``saver_environment`` sets; no other name is read.
 
     Example:
         >>> env = {"LANGGRAPH_DYNAMODB_TABLE": "ckpt", "LANGGRAPH_DYNAMODB_BUCKET": "b"}

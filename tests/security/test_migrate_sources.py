@@ -552,3 +552,15 @@ def test_cli_interrupts_a_statement_over_its_budget(
     code = cli.main(argv, stdin=io.StringIO(), stdout=out, stderr=err)
     assert code == cli.EXIT_ERROR, (code, out.getvalue(), err.getvalue())
     assert "ran over 0 s and was interrupted" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+def test_a_row_holding_another_checkpoints_payload_is_refused(tmp_path: Path, target: DynamoDBSaver) -> None:
+    """Any source: a checkpoint whose payload carries another id is refused before anything is written."""
+    conn = sqlite3.connect(_sqlite_file(tmp_path, "none"), check_same_thread=False)
+    conn.execute("UPDATE checkpoints SET checkpoint_id = checkpoint_id || '-copy'")
+    conn.commit()
+    summary = migrate_threads(SqliteSaver(conn), target)
+    ((refused),) = summary["refused"]
+    assert "-copy' holds the payload of checkpoint" in refused["error"], refused["error"]
+    assert "nothing was written" in refused["error"] and list(target.list(_cfg("t"))) == []
+    conn.close()

@@ -163,6 +163,11 @@ def _read_source(source: Any, thread_id: str) -> list[CheckpointTuple]:
                 raise MalformedSourceError(thread_id, f"a checkpoint has namespace {ns!r} and id {cid!r}")
             if not isinstance(t.checkpoint, dict) or not isinstance(t.metadata or {}, dict):
                 raise MalformedSourceError(thread_id, f"checkpoint {cid!r} is not a checkpoint")
+            if t.checkpoint.get("id") != cid:  # its row's key and its payload disagree: refused, not guessed
+                raise MalformedSourceError(
+                    thread_id,
+                    f"checkpoint {cid!r} holds the payload of checkpoint {t.checkpoint.get('id')!r}",
+                )
             for w in t.pending_writes or []:
                 if len(w) != 3 or not isinstance(w[0], str) or not isinstance(w[1], str):
                     raise MalformedSourceError(thread_id, f"checkpoint {cid!r} has a pending write {w[:2]!r}")

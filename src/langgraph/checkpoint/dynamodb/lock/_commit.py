@@ -35,8 +35,8 @@ from typing import Any, Final, TypeVar
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
-from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, Ticket, Wait, ddb
+from langgraph.checkpoint.dynamodb._parts.shapes import item_size
 from langgraph.checkpoint.dynamodb.errors import WriteContentionError
 from langgraph.checkpoint.dynamodb.lock._errors import LeaseLostError
 from langgraph.checkpoint.dynamodb.lock._records import Fence

@@ -207,7 +207,7 @@ class ContentionMiddleware:
             where.setdefault(part, []).append(n)
         levels = {}
         short: list[int] = []
-        for part, cost in need.items():
+        for part in need:
             tokens, then = self._buckets.get(part, (rate, now))
             tokens = min(rate, tokens + (now - then) * rate)
             levels[part] = tokens

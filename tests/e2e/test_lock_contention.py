@@ -83,6 +83,8 @@ def test_run_once_over_parallel_branches(h: Harness, contention: str, width: int
     assert state.values == outcome.value and not state.next
 
 
+# Also on the saver's I/O thread: the writes wait on its loop, the lease on the caller's.
+@pytest.mark.parametrize("h", ["sync", "async", "async-io-thread"], indirect=True)
 def test_run_once_over_a_map_reduce_of_ten_sends(h: Harness, contention: str) -> None:
     thread = new_thread()
     outcome = _run_once(h, thread, map_reduce().compile(), {"n": 10, "results": []})

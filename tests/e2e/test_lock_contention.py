@@ -83,6 +83,8 @@ def test_run_once_over_parallel_branches(h: Harness, contention: str, width: int
     assert state.values == outcome.value and not state.next
 
 
+# Also on the saver's I/O thread: the writes wait on its loop, the lease on the caller's.
+@pytest.mark.parametrize("h", ["sync", "async", "async-io-thread"], indirect=True)
 def test_run_once_over_a_map_reduce_of_ten_sends(h: Harness, contention: str) -> None:
     thread = new_thread()
     outcome = _run_once(h, thread, map_reduce().compile(), {"n": 10, "results": []})
@@ -195,3 +197,17 @@ def test_a_lease_bound_fan_out_of_a_thousand_sends(h: Harness, contention: str) 
     assert _own_conflicts(contention, h, thread) == 0
     # Coalesced: the writes that waited shared transactions (as many as LangGraph ran at once).
     assert writes > 1000 and transactions < writes / 2
+
+
+def test_a_throttled_lease_bound_run_is_retried_and_counted(h: Harness, contention: str) -> None:
+    # One thread's partition at 20 WCU/s (a fenced write costs 4 or more): the run must wait, not fail.
+    layer.configure(contention, layer.DEFAULT_HOLD_MS, throttle=0.02)
+    thread = new_thread()
+    before = lock.write_stats()
+    outcome = _run_once(h, thread, map_reduce().compile(), {"n": 10, "results": []})
+    after = lock.write_stats()
+    assert outcome.value["total"] == sum(2 * i for i in range(10))
+    state = layer.status(contention)
+    assert state["counts"].get("throttled_transactions", 0) > 0
+    assert after["throttle_retries"] > before["throttle_retries"] and after["gave_up"] == before["gave_up"]
+    assert _own_conflicts(contention, h, thread) == 0

@@ -227,3 +227,41 @@ def test_a_cancelled_transaction_leaves_the_table_as_it_was(moto_endpoint: str, 
     codes = [r["Code"] for r in info.value.response["CancellationReasons"]]
     assert codes == ["None", "None", "None", "ConditionalCheckFailed"]
     assert sorted(str(i) for i in ddb.scan(TableName=table)["Items"]) == before
+
+
+def test_writes_past_a_partitions_rate_are_throttled_as_dynamodb_throttles(
+    moto_endpoint: str, table: str
+) -> None:
+    from botocore.config import Config
+
+    ddb = boto3.client("dynamodb", config=Config(retries={"mode": "standard", "total_max_attempts": 1}))
+    with contention.enabled(moto_endpoint, hold_ms=0, throttle=0.005):  # 5 WCU/s per partition key value
+        started = time.monotonic()
+        landed, refused = 0, []
+        for i in range(20):
+            try:
+                ddb.put_item(TableName=table, Item={**_key("hot", f"i{i}"), "v": {"S": "x"}})
+                landed += 1
+            except ClientError as exc:
+                refused.append(exc.response)
+        elapsed = time.monotonic() - started
+        ddb.put_item(TableName=table, Item={**_key("cold", "c"), "v": {"S": "x"}})  # its own partition: fine
+        with pytest.raises(ClientError) as info:
+            ddb.transact_write_items(TransactItems=[_put(table, "cold", "d"), _put(table, "hot", "late")])
+        state = contention.status(moto_endpoint)
+    assert refused and landed <= 5 + 5 * elapsed + 1
+    err = refused[0]
+    assert err["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert err["ThrottlingReasons"] == [
+        {
+            "reason": "TableWriteKeyRangeThroughputExceeded",
+            "resource": f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}",
+        }
+    ]
+    cancelled = info.value.response
+    assert cancelled["Error"]["Code"] == "TransactionCanceledException"
+    assert [r["Code"] for r in cancelled["CancellationReasons"]] == ["None", "ThrottlingError"]
+    assert (
+        state["counts"]["throttled_writes"] == len(refused) and state["counts"]["throttled_transactions"] == 1
+    )
+    assert "Item" not in ddb.get_item(TableName=table, Key=_key("cold", "d"))  # refused whole

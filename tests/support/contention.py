@@ -33,13 +33,35 @@ configurable extra hold (``CONTENTION_HOLD_MS``, default 10 ms), so that
 transactions sent together overlap the way they do against a real table,
 where one takes several milliseconds.
 
+Optionally (``CONTENTION_THROTTLE=<scale>``, or :func:`configure`), write
+throughput per partition key value: DynamoDB serves at most 1,000 write units
+per second on one partition ("Constraints in Amazon DynamoDB" / "Burst and
+adaptive capacity": a single partition key value can never exceed 3,000 RCU or
+1,000 WCU), so one item collection (one thread here) cannot go past it. Each
+partition key value of each table has a token bucket of ``1000 * scale``
+write units per second holding at most one second of them (a choice: AWS
+documents no per-partition burst beyond the limit); a request is served while
+its buckets are above zero and may take them below it (a request larger than
+the scaled-down bucket must still pass, as a large transaction does). A write costs what
+DynamoDB charges ("Capacity unit consumption for write operations"): one unit
+per started KB of the item (for an update or delete, the key and values sent
+stand for the item: the stored item is moto's, behind its lock), two for each
+action of a transaction (ConditionCheck included). A write over the bucket is
+answered with ``ProvisionedThroughputExceededException`` and
+``ThrottlingReasons: [{"reason": "TableWriteKeyRangeThroughputExceeded",
+"resource": <table ARN>}]`` (API reference, ``ThrottlingReason``); a
+transaction with ``TransactionCanceledException``, reason ``ThrottlingError``
+at each throttled index. It runs on the wall clock, so what it throttles on a
+loaded machine varies: tests assert what must hold whatever is throttled.
+
 Not modelled (said plainly): ``TransactGetItems`` conflicts, ``BatchWriteItem``
-items that meet a transaction, a transaction meeting a single write in flight,
-idempotency tokens, throttling. Only DynamoDB's JSON protocol is looked at.
+items that meet a transaction or a bucket, a transaction meeting a single write
+in flight, idempotency tokens, reads, indexes, table-level limits, split for
+heat. Only DynamoDB's JSON protocol is looked at.
 
 By ``CONTENTION`` (``on``; ``off``, the default) and at run time through the
 control endpoints under ``/__contention__/`` (``status``, ``mode``, ``hold``,
-``reset``), with the client helpers below (:func:`status`, :func:`set_mode`,
+``throttle``, ``reset``), with the client helpers below (:func:`status`, :func:`set_mode`,
 :func:`configure`, :func:`reset`, :func:`enabled`).
 """
 
@@ -48,6 +70,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import threading
@@ -62,6 +85,8 @@ CONTROL_PREFIX = "/__contention__/"
 DYNAMODB_TARGET_PREFIX = "DynamoDB_20120810."
 MODES = ("on", "off")
 DEFAULT_HOLD_MS = 10.0
+#: One partition's write units per second ("Constraints in Amazon DynamoDB": 1,000 WCU).
+PARTITION_WCU = 1000.0
 #: Conflicts remembered for ``status`` (the counters count them all).
 MAX_RECORDS = 2000
 
@@ -69,6 +94,10 @@ SINGLE_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _ONGOING = "Transaction is ongoing for the item"
 _REJECTED = "Operation was rejected because there is an ongoing transaction for the item."
+_THROTTLED = (
+    "The level of configured provisioned throughput for the table was exceeded. Consider increasing your "
+    "provisioning level with the UpdateTable API."
+)
 _REGION = re.compile(r"Credential=[^/]+/[^/]+/([^/]+)/")
 
 #: One item: (table, ((attribute, type, value), ...) of its key).
@@ -116,6 +145,10 @@ class ContentionMiddleware:
         self.mode = mode
         env_hold = os.environ.get("CONTENTION_HOLD_MS")
         self.hold_s = (hold_ms if hold_ms is not None else float(env_hold or DEFAULT_HOLD_MS)) / 1000
+        #: Scale of the per-partition write limit (0: no throttling).
+        self.throttle = float(os.environ.get("CONTENTION_THROTTLE") or 0)
+        #: (table, partition key value) -> (tokens, monotonic time they were counted).
+        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._key_attrs = key_attrs
         self._schemas: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._lock = threading.Lock()
@@ -145,17 +178,75 @@ class ContentionMiddleware:
         except ValueError:
             return self.app(environ, start_response)
         items = self._items(environ, operation, params) if isinstance(params, Mapping) else []
+        units = _write_units(operation, params) if isinstance(params, Mapping) else []
         if operation == "TransactWriteItems":
-            return self._transaction(environ, start_response, items)
-        return self._single(environ, start_response, operation, items)
+            return self._transaction(environ, start_response, items, units)
+        return self._single(environ, start_response, operation, items, units)
+
+    # -- throughput ----------------------------------------------------------
+
+    def _spend(self, items: list[Ident | None], units: list[int], *, transactional: bool) -> list[int]:
+        """Under the lock: take the write units from each partition's bucket; the throttled indexes.
+
+        A request is served while its partitions' buckets hold any units, and may take them below
+        zero (a debt the rate pays back): one larger than a scaled-down bucket must still go
+        through, as a 4 MB transaction does through a real partition's 1,000 WCU/s. Refused
+        requests take nothing (they are refused whole).
+        """
+        if self.throttle <= 0:
+            return []
+        rate = PARTITION_WCU * self.throttle
+        now = time.monotonic()
+        need: Counter[tuple[str, str]] = Counter()
+        where: dict[tuple[str, str], list[int]] = {}
+        for n, (ident, cost) in enumerate(zip(items, units, strict=False)):
+            if ident is None:
+                continue
+            part = (ident[0], ident[1][0][2])
+            need[part] += cost * (2 if transactional else 1)
+            where.setdefault(part, []).append(n)
+        levels = {}
+        short: list[int] = []
+        for part in need:
+            tokens, then = self._buckets.get(part, (rate, now))
+            tokens = min(rate, tokens + (now - then) * rate)
+            levels[part] = tokens
+            if tokens <= 0:
+                short.extend(where[part])
+        if short:
+            for part in need:
+                self._buckets[part] = (levels[part], now)
+            return sorted(short)
+        for part, cost in need.items():
+            self._buckets[part] = (levels[part] - cost, now)
+        return []
+
+    @staticmethod
+    def _arn(environ: dict[str, Any], table: str) -> str:
+        match = _REGION.search(environ.get("HTTP_AUTHORIZATION") or "")
+        region = match.group(1) if match else "us-east-1"
+        return (
+            f"arn:aws:dynamodb:{region}:{os.environ.get('MOTO_ACCOUNT_ID') or '123456789012'}:table/{table}"
+        )
 
     def _transaction(
-        self, environ: dict[str, Any], start_response: Callable[..., Any], items: list[Ident | None]
+        self,
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        items: list[Ident | None],
+        units: list[int],
     ) -> Iterable[bytes]:
         held = [i for i in items if i is not None]
         with self._lock:
             self.counts["transactions"] += 1
             busy = [n for n, ident in enumerate(items) if ident is not None and self._inflight[ident]]
+            throttled = [] if busy else self._spend(items, units, transactional=True)
+            if throttled:
+                self.counts["throttled_transactions"] += 1
+                reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
+                for n in throttled:
+                    reasons[n] = {"Code": "ThrottlingError", "Message": _THROTTLED}
+                return _answer(start_response, _cancellation(reasons))
             if busy:
                 self.counts["transaction_conflicts"] += 1
                 for n in busy:
@@ -164,18 +255,10 @@ class ContentionMiddleware:
                 self._inflight.update(held)
                 self.peak_inflight = max(self.peak_inflight, sum(1 for v in self._inflight.values() if v))
         if busy:
-            reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
+            reasons = [{"Code": "None"} for _ in items]
             for n in busy:
                 reasons[n] = {"Code": "TransactionConflict", "Message": _ONGOING}
-            return _answer(
-                start_response,
-                {
-                    "__type": _ERROR_PREFIX + "TransactionCanceledException",
-                    "Message": "Transaction cancelled, please refer cancellation reasons for specific "
-                    f"reasons [{', '.join(r['Code'] for r in reasons)}]",
-                    "CancellationReasons": reasons,
-                },
-            )
+            return _answer(start_response, _cancellation(reasons))
         captured: list[Any] = []
         arrived = time.monotonic()
         try:
@@ -199,6 +282,7 @@ class ContentionMiddleware:
         start_response: Callable[..., Any],
         operation: str,
         items: list[Ident | None],
+        units: list[int],
     ) -> Iterable[bytes]:
         ident = items[0] if items else None
         with self._lock:
@@ -207,6 +291,23 @@ class ContentionMiddleware:
             if conflict:
                 self.counts["write_conflicts"] += 1
                 self._record(operation, None, ident)
+            throttled = not conflict and bool(self._spend(items, units, transactional=False))
+            if throttled:
+                self.counts["throttled_writes"] += 1
+        if throttled and ident is not None:
+            return _answer(
+                start_response,
+                {
+                    "__type": _ERROR_PREFIX + "ProvisionedThroughputExceededException",
+                    "message": _THROTTLED,
+                    "ThrottlingReasons": [
+                        {
+                            "reason": "TableWriteKeyRangeThroughputExceeded",
+                            "resource": self._arn(environ, ident[0]),
+                        }
+                    ],
+                },
+            )
         if conflict:
             return _answer(
                 start_response,
@@ -277,6 +378,7 @@ class ContentionMiddleware:
             return {
                 "mode": self.mode,
                 "hold_ms": self.hold_s * 1000,
+                "throttle": self.throttle,
                 "counts": dict(self.counts),
                 "transaction_sizes": {str(k): v for k, v in sorted(self.sizes.items())},
                 "peak_inflight_items": self.peak_inflight,
@@ -302,9 +404,21 @@ class ContentionMiddleware:
                 result = {"hold_ms": self.hold_s * 1000}
             except ValueError:
                 status, result = "400 Bad Request", {"error": "hold takes milliseconds, a number"}
+        elif what == "throttle" and method in ("POST", "PUT"):
+            try:
+                self.throttle = max(0.0, float(_read_body(environ).decode().strip()))
+                with self._lock:
+                    self._buckets.clear()
+                result = {"throttle": self.throttle}
+            except ValueError:
+                status, result = (
+                    "400 Bad Request",
+                    {"error": "throttle takes a scale of 1,000 WCU/s, a number"},
+                )
         elif what == "reset" and method in ("POST", "PUT"):
             with self._lock:
                 self._reset_counters()
+                self._buckets.clear()
             result = {"reset": True}
         else:
             status, result = (
@@ -314,6 +428,40 @@ class ContentionMiddleware:
         data = json.dumps(result).encode()
         start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
         return [data]
+
+
+def _av_bytes(av: Any) -> int:
+    """About an attribute value's size as DynamoDB counts it (the wire JSON's length is an upper bound)."""
+    return len(json.dumps(av, separators=(",", ":")))
+
+
+def _write_units(operation: str, params: Mapping[str, Any]) -> list[int]:
+    """Write units of each item the request writes or checks (before doubling for a transaction)."""
+    bodies: list[Any]
+    if operation == "TransactWriteItems":
+        bodies = [
+            next(iter(a.values()), {}) for a in params.get("TransactItems") or [] if isinstance(a, Mapping)
+        ]
+    else:
+        bodies = [params]
+    out = []
+    for body in bodies:
+        data = body.get("Item") or {
+            **(body.get("Key") or {}),
+            **(body.get("ExpressionAttributeValues") or {}),
+        }
+        size = sum(len(k) + _av_bytes(v) for k, v in data.items()) if isinstance(data, Mapping) else 0
+        out.append(max(1, math.ceil(size / 1024)))
+    return out
+
+
+def _cancellation(reasons: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "__type": _ERROR_PREFIX + "TransactionCanceledException",
+        "Message": "Transaction cancelled, please refer cancellation reasons for specific "
+        f"reasons [{', '.join(r['Code'] for r in reasons)}]",
+        "CancellationReasons": reasons,
+    }
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
@@ -361,7 +509,7 @@ def _call(endpoint: str, method: str, what: str, body: bytes | None = None) -> A
 
 
 def status(endpoint: str) -> dict[str, Any]:
-    """mode, hold_ms, counts (``transactions``, ``transactions_run``, ``transaction_ms`` (their
+    """mode, hold_ms, throttle, counts (``transactions``, ``throttled_transactions``, ``throttled_writes``, ``transactions_run``, ``transaction_ms`` (their
     time in flight, summed), ``transaction_conflicts``,
     ``single_writes``, ``write_conflicts``, ``pk:<value>`` per conflicting item's partition key),
     transaction_sizes (actions per transaction run -> how many), peak_inflight_items, records."""
@@ -375,9 +523,12 @@ def set_mode(endpoint: str, mode: str) -> str:
     return str(result["previous"])
 
 
-def configure(endpoint: str, hold_ms: float) -> None:
-    """Hold each transaction's items this much longer than moto takes."""
+def configure(endpoint: str, hold_ms: float, throttle: float | None = None) -> None:
+    """Hold each transaction's items this much longer than moto takes; with ``throttle``, limit
+    each partition key value to ``1000 * throttle`` write units per second (0: no limit)."""
     _call(endpoint, "POST", "hold", str(hold_ms).encode())
+    if throttle is not None:
+        _call(endpoint, "POST", "throttle", str(throttle).encode())
 
 
 def reset(endpoint: str) -> None:
@@ -391,17 +542,17 @@ def conflicts_on(state: Mapping[str, Any], pk: str) -> int:
 
 
 @contextlib.contextmanager
-def enabled(endpoint: str, hold_ms: float = DEFAULT_HOLD_MS) -> Iterator[None]:
+def enabled(endpoint: str, hold_ms: float = DEFAULT_HOLD_MS, throttle: float | None = None) -> Iterator[None]:
     """The layer on (counters zeroed) for the block, then back to how it was."""
     before = status(endpoint)
-    configure(endpoint, hold_ms)
+    configure(endpoint, hold_ms, throttle)
     reset(endpoint)
     previous = set_mode(endpoint, "on")
     try:
         yield
     finally:
         set_mode(endpoint, previous)
-        configure(endpoint, float(before["hold_ms"]))
+        configure(endpoint, float(before["hold_ms"]), float(before["throttle"]))
 
 
 __all__ = [

@@ -210,6 +210,33 @@ def test_put_writes_of_many_writes_is_one_transaction_of_small_items(mode: str) 
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_put_writes_that_met_another_transaction_backs_off_before_trying_again(mode: str) -> None:
+    saver, script = scripted_saver(mode)
+    cid = str(uuid6())
+    writes = [("__pregel_tasks", i) for i in range(200)]  # several items: one transaction
+    n = -(-200 // schema.WRITES_PER_ITEM)
+    conflict = ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
+            "CancellationReasons": [
+                {"Code": "TransactionConflict"},
+                *({"Code": "None"} for _ in range(n - 1)),
+            ],
+        },
+        "TransactWriteItems",
+    )
+    script.when("transact_write_items", conflict)
+    call(saver, "put_writes", cfg("t1", cid), writes, "t")
+    assert script.methods() == [
+        "dynamodb.transact_write_items",
+        "sleep",  # nothing landed: wait (jittered) before reading what did
+        "dynamodb.query",
+        "dynamodb.transact_write_items",
+    ]
+    assert 0 <= script.sleeps()[0] <= 0.05
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_put_writes_beyond_one_transaction_is_refused_before_any_write(mode: str) -> None:
     saver, script = scripted_saver(mode)
     n = schema.WRITES_PER_ITEM * 99 + 1

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
-from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, compute, ddb, size_hint
+from langgraph.checkpoint.dynamodb._engine.ops import Call, Gather, Op, Sleep, compute, ddb, size_hint
 from langgraph.checkpoint.dynamodb._operations import heads, placement, requests
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb._parts.binding import body_place, metadata_place, value_place, write_place
@@ -515,7 +515,7 @@ def _land_writes(
     """
     thread_id, ns, cid, task_id = key
     existing: dict[int, Item] = {}
-    for _ in range(_LAND_ATTEMPTS):
+    for attempt in range(_LAND_ATTEMPTS):
         actions = [
             a
             for shard, item in items.items()
@@ -534,6 +534,10 @@ def _land_writes(
         except ClientError as exc:
             if overwrite or not _condition_failed(exc):
                 raise
+            if _conflicted(exc):
+                # Another writer's transaction held one of the items (nothing was applied):
+                # back off with jitter before looking again, or the racers collide in step.
+                yield Sleep(requests.backoff(attempt))
         found = yield from requests.query_all(
             TableName=s.table_name,
             KeyConditionExpression="#pk = :pk AND begins_with(#sk, :pre)",
@@ -556,7 +560,9 @@ def _land_writes(
             yield Gather(moved)
     raise CheckpointStoreError(
         f"writes of task {task_id!r} on checkpoint {cid!r}: other writers kept racing for the same "
-        f"items ({_LAND_ATTEMPTS} attempts); nothing more was written"
+        f"items ({_LAND_ATTEMPTS} attempts, with backoff); nothing more was written. Retry the step; "
+        "if it keeps happening, another process is writing this thread at the same time (hold its "
+        "lease: lock.ThreadLease)"
     )
 
 
@@ -631,6 +637,12 @@ def _fit_missing(
             s, thread_id, ns, cid, task_id, idx, channel, data, uploads
         )
     return uploads
+
+
+def _conflicted(exc: ClientError) -> bool:
+    """Whether a transaction was cancelled because another one held one of its items."""
+    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+    return "TransactionConflict" in reasons
 
 
 def _condition_failed(exc: ClientError) -> bool:

@@ -198,9 +198,12 @@ class _LeaseBase:
     def bind(self, saver: Any = None) -> Any:
         """A copy of ``saver`` whose writes land only while this lease is held.
 
-        ``put`` and ``put_writes`` of the copy each become one
+        ``put`` and ``put_writes`` of the copy each land in a
         ``TransactWriteItems``: a ``ConditionCheck`` that the thread's lock
-        still carries this owner and fencing token, plus the usual write. A
+        still carries this owner and fencing token, plus the usual write;
+        writes issued while one is in flight share the next transaction
+        (one per lease in flight: ``_commit``), so parallel tasks never
+        conflict with each other on the lock item. A
         holder paused past its lease and taken over gets
         :class:`LeaseLostError` and nothing lands (payloads it uploaded
         before are unreferenced orphans, which the orphan sweeper removes).

@@ -178,6 +178,8 @@ def _serve_inspector(saver: Any) -> None:
 
 def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file: str) -> None:
     from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli
+    from langgraph.checkpoint.dynamodb.cli._render import render_stats, render_table
+    from langgraph.checkpoint.dynamodb.cli._thread_listing import thread_checkpoint_count
 
     graph = build_graph(saver)
     run_id = uuid.uuid4().hex[:6]
@@ -258,7 +260,7 @@ def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file:
             }
         )
     n.say(
-        cli.render_table(
+        render_table(
             rows,
             [
                 ("id", "CHECKPOINT"),
@@ -299,7 +301,7 @@ def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file:
     # ----------------------------------------------------------------- (f)
     n.section("f", "Copy the thread to an archive, then prune the original")
     archive = f"{thread}-archive"
-    count = cli.thread_checkpoint_count
+    count = thread_checkpoint_count
     before_n = count(saver, thread)
     try:
         saver.copy_thread(thread, archive)
@@ -324,7 +326,7 @@ def _run_stages(n: Narrator, saver: Any, child_env: dict[str, str], counts_file:
     # ----------------------------------------------------------------- (g)
     n.section("g", "What the store holds")
     stats = cli.collect_stats(saver)
-    n.say(cli.render_stats(stats))
+    n.say(render_stats(stats))
     d, s3 = stats["dynamodb"], stats["s3"]
     kinds = ", ".join(f"{k} {v['items']}" for k, v in d["by_kind"].items())
     n.mark(

@@ -27,6 +27,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb.cli._base import ENV_BUCKET, ENV_TABLE
+from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes
+from langgraph.checkpoint.dynamodb.cli._thread_listing import thread_checkpoint_count
 from langgraph.checkpoint.dynamodb.lock import ANY_CHECKPOINT, ThreadLease, run_once
 from langgraph.checkpoint.dynamodb.schema import ATTR
 from langgraph.checkpoint.dynamodb.tools import _inspection
@@ -325,7 +328,7 @@ def test_a_single_value_state_is_shown_and_diffed(moto_endpoint: str, names: dic
 
 
 def count(store: dict[str, Any], thread_id: str) -> int:
-    return cli.thread_checkpoint_count(store["saver"], thread_id)
+    return thread_checkpoint_count(store["saver"], thread_id)
 
 
 def test_copy(store: dict[str, Any]) -> None:
@@ -410,11 +413,11 @@ def test_configuration_errors(store: dict[str, Any], monkeypatch: pytest.MonkeyP
         "message": json.loads(err)["message"],
         "exit_code": cli.EXIT_USAGE,
     }
-    monkeypatch.delenv(cli.ENV_TABLE, raising=False)
+    monkeypatch.delenv(ENV_TABLE, raising=False)
     code, _, err = run("threads")
     assert code == cli.EXIT_USAGE and "--table" in err
-    monkeypatch.setenv(cli.ENV_TABLE, store["table_name"])
-    monkeypatch.setenv(cli.ENV_BUCKET, store["bucket_name"])
+    monkeypatch.setenv(ENV_TABLE, store["table_name"])
+    monkeypatch.setenv(ENV_BUCKET, store["bucket_name"])
     assert run("threads")[0] == 0  # from the environment
     assert run("history")[0] == cli.EXIT_USAGE  # argparse: missing THREAD
     assert run("frobnicate")[0] == cli.EXIT_USAGE
@@ -645,7 +648,7 @@ def test_sizes_count_values_held_by_an_earlier_checkpoint(moto_endpoint: str, na
         cp = checkpoint_of({"big": big})
         parent = saver.put(parent, cp, {}, new)
         ids.append(cp["id"])
-    sizes = cli.checkpoint_sizes(saver, "sized")
+    sizes = checkpoint_sizes(saver, "sized")
     holder, referrer = sizes[("", ids[0])], sizes[("", ids[1])]
     assert holder > 20_000 and abs(holder - referrer) < 200, sizes
     saver.close()

@@ -27,6 +27,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send, interrupt
 
 from langgraph.checkpoint.dynamodb import DynamoDBSaver, cli, schema
+from langgraph.checkpoint.dynamodb.cli._render import display_width, shell_quote, short
+from langgraph.checkpoint.dynamodb.cli._tasks import task_statuses
+from langgraph.checkpoint.dynamodb.cli._thread_listing import thread_checkpoint_count
 from tests.cli.test_cli import _TTY, BIN, _child_env, _put_head, build_graph, conn, run, run_json, store
 
 __all__ = ["store"]  # the fixture, shared with test_cli.py
@@ -103,7 +106,7 @@ def test_ids_are_shown_exactly_and_paste_back(moto_endpoint: str, names: dict[st
         shown = run_json(*base, "show", tid)
         assert shown["values"]["request"] == tid
         code, out, _ = run(*base, "history", tid)
-        assert code == 0 and out.startswith(f"thread {cli.shell_quote(tid)}:")
+        assert code == 0 and out.startswith(f"thread {shell_quote(tid)}:")
     code, _, err = run(*base, "show", "  padded id")  # a near miss is not found, and the message says which
     assert code == cli.EXIT_NOT_FOUND and "'  padded id'" in err
 
@@ -138,8 +141,8 @@ def test_wide_and_combining_characters_keep_columns_aligned(
     for line, row in zip(lines[1:], page, strict=True):
         start = line.index(row["updated_at"])
         assert _columns(line[:start]) == col, line
-    assert _columns(cli.short("日本語" * 10, 10)) <= 10
-    assert _columns(cli.short("e\u0301" * 20, 10)) == 10  # combining marks take no column
+    assert _columns(short("日本語" * 10, 10)) <= 10
+    assert _columns(short("e\u0301" * 20, 10)) == 10  # combining marks take no column
 
 
 def _columns(text: str) -> int:
@@ -157,13 +160,13 @@ def _columns(text: str) -> int:
 
 def test_copy_onto_itself_is_refused(store: dict[str, Any]) -> None:
     t = store["done"]
-    before = cli.thread_checkpoint_count(store["saver"], t)
+    before = thread_checkpoint_count(store["saver"], t)
     code, out, err = run(*conn(store), "copy", t, t)
     assert code == cli.EXIT_USAGE and "onto itself" in err and out == "", err
     assert "delete" not in err  # the old advice would have deleted the source
     code, _, err = run(*conn(store), "copy", t, t, "--json")
     assert json.loads(err)["error"] == "same_thread"
-    assert cli.thread_checkpoint_count(store["saver"], t) == before
+    assert thread_checkpoint_count(store["saver"], t) == before
 
 
 BAD_TOKENS = [
@@ -379,9 +382,7 @@ def test_colour_only_on_a_terminal_and_never_in_json(
     assert f"{ESC}33m(interrupted)" in out
     # Colour codes take no columns: the table stays aligned.
     plain = run(*args)[1]
-    assert [cli.display_width(line) for line in out.splitlines()] == [
-        len(line) for line in plain.splitlines()
-    ]
+    assert [display_width(line) for line in out.splitlines()] == [len(line) for line in plain.splitlines()]
     monkeypatch.setenv("NO_COLOR", "1")
     assert ESC not in run_tty(*args)[1]
     assert ESC in run_tty(*args, "--color", "always")[1]  # the flag wins over the environment
@@ -512,7 +513,7 @@ def test_task_status_after_resume_unit() -> None:
         ([(tid, "__interrupt__", []), (tid, "__resume__", ["a"]), (tid, "x", 1)], "resumed"),
         ([(tid, "x", 1), (tid, "__interrupt__", [])], "resumed"),  # order does not matter
     ):
-        assert cli.task_statuses(writes)[tid] == status
+        assert task_statuses(writes)[tid] == status
     assert schema.ORPHAN_ROOT  # the mark missing_parent_reason relies on
 
 

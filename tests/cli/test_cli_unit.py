@@ -12,17 +12,22 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.types import Send
 
 from langgraph.checkpoint.dynamodb import cli, schema
+from langgraph.checkpoint.dynamodb.cli._page_tokens import decode_token, encode_token
+from langgraph.checkpoint.dynamodb.cli._parser import build_parser, map_exception
+from langgraph.checkpoint.dynamodb.cli._render import jsonable, render_table, short
+from langgraph.checkpoint.dynamodb.cli._stats import item_kind
+from langgraph.checkpoint.dynamodb.cli._tasks import changed_channels, checkpoint_time, produced_by
 
 
 def test_checkpoint_time_reads_uuid6() -> None:
     import datetime as dt
 
-    stamp = cli.checkpoint_time(str(uuid6()))
+    stamp = checkpoint_time(str(uuid6()))
     assert stamp is not None
     when = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     assert abs(when.timestamp() - time.time()) < 120
-    assert cli.checkpoint_time("not-a-uuid") is None
-    assert cli.checkpoint_time("8b3e2a51-5f0e-4b7e-9c1d-2c3b4a5d6e7f") is None  # uuid4
+    assert checkpoint_time("not-a-uuid") is None
+    assert checkpoint_time("8b3e2a51-5f0e-4b7e-9c1d-2c3b4a5d6e7f") is None  # uuid4
 
 
 def _cp(values: dict, versions: dict, seen: dict) -> dict:  # type: ignore[type-arg]
@@ -71,15 +76,15 @@ def test_task_status_from_pending_writes() -> None:
 
 
 def test_produced_by_uses_legacy_metadata_and_input() -> None:
-    assert cli.produced_by({}, {"writes": {"a": {"x": 1, "y": 2}}}, None) == {"a": ["x", "y"]}
+    assert produced_by({}, {"writes": {"a": {"x": 1, "y": 2}}}, None) == {"a": ["x", "y"]}
     start = {"channel_values": {"__start__": {"q": 1, "r": 2}}, "channel_versions": {"__start__": "1"}}
-    assert cli.produced_by(start, {"source": "input"}, None) == {"input": ["q", "r"]}
+    assert produced_by(start, {"source": "input"}, None) == {"input": ["q", "r"]}
 
 
 def test_changed_channels_ignores_control_channels() -> None:
     before = {"channel_versions": {"a": "1", "branch:to:x": "1", "b": "1"}}
     after = {"channel_versions": {"a": "2", "branch:to:x": "2", "b": "1", "c": "1"}}
-    assert cli.changed_channels(before, after) == ["a", "c"]
+    assert changed_channels(before, after) == ["a", "c"]
 
 
 @dataclasses.dataclass
@@ -89,7 +94,7 @@ class _Point:
 
 
 def test_jsonable() -> None:
-    out = cli.jsonable(
+    out = jsonable(
         {
             "msg": HumanMessage("hi"),
             "point": _Point(1, frozenset({"b", "a"})),
@@ -108,20 +113,20 @@ def test_jsonable() -> None:
 
 def test_render_table_aligns_and_truncates() -> None:
     rows = [{"id": "x" * 50, "v": "y" * 50, "n": 1234567}, {"id": "z", "v": None, "n": True}]
-    text = cli.render_table(rows, [("id", "ID"), ("v", "V"), ("n", "N")], max_width=10, no_truncate=("id",))
+    text = render_table(rows, [("id", "ID"), ("v", "V"), ("n", "N")], max_width=10, no_truncate=("id",))
     lines = text.splitlines()
     assert lines[0].index("V") == lines[1].index("yyyyyyy") == lines[2].index("-")
     assert "x" * 50 in lines[1] and "yyyyyyy..." in lines[1] and "1,234,567" in lines[1]
     assert lines[2].endswith("yes")
-    assert cli.short("a" * 100, 10) == '"aaaaaa...'
+    assert short("a" * 100, 10) == '"aaaaaa...'
 
 
 def test_page_tokens_round_trip_and_reject_garbage() -> None:
-    token = cli.encode_token({"v": 1, "src": "scan", "o": 50})
-    assert cli.decode_token(token) == {"v": 1, "src": "scan", "o": 50}
-    for bad in ("%%%", cli.encode_token({"v": 2}), cli.encode_token([1])):
+    token = encode_token({"v": 1, "src": "scan", "o": 50})
+    assert decode_token(token) == {"v": 1, "src": "scan", "o": 50}
+    for bad in ("%%%", encode_token({"v": 2}), encode_token([1])):
         with pytest.raises(cli.CLIError) as err:
-            cli.decode_token(bad)
+            decode_token(bad)
         assert err.value.exit_code == cli.EXIT_USAGE
 
 
@@ -144,8 +149,8 @@ def _client_error(code: str, op: str = "Query") -> ClientError:
     ],
 )
 def test_exception_mapping(exc: BaseException, exit_code: int, code: str) -> None:
-    args = cli.build_parser().parse_args(["--table", "tbl", "--bucket", "bkt", "threads"])
-    err = cli.map_exception(exc, args, None)
+    args = build_parser().parse_args(["--table", "tbl", "--bucket", "bkt", "threads"])
+    err = map_exception(exc, args, None)
     assert (err.exit_code, err.code) == (exit_code, code)
     if code == "table_not_found":
         assert "'tbl'" in err.message
@@ -154,7 +159,7 @@ def test_exception_mapping(exc: BaseException, exit_code: int, code: str) -> Non
 
 
 def test_global_options_before_or_after_the_command() -> None:
-    p = cli.build_parser()
+    p = build_parser()
     a = p.parse_args(["--table", "t1", "--json", "history", "x"])
     b = p.parse_args(["history", "x", "--table", "t1", "--json"])
     assert (a.table, a.json, a.thread) == (b.table, b.json, b.thread) == ("t1", True, "x")
@@ -165,12 +170,12 @@ def test_global_options_before_or_after_the_command() -> None:
 
 
 def test_item_and_object_kinds() -> None:
-    assert cli.item_kind(schema.checkpoint_sk("", "c1")) == "checkpoint"
-    assert cli.item_kind(schema.writes_sk("ns", "c1", "task")) == "writes"
-    assert cli.item_kind(schema.blob_sk("", "messages", "v1")) == "blob"
-    assert cli.item_kind(schema.HEAD_SK) == "thread head"
-    assert cli.item_kind(schema.LOCK_SK) == "lock"
-    assert cli.item_kind(schema.request_sk("r-1")) == "request"
+    assert item_kind(schema.checkpoint_sk("", "c1")) == "checkpoint"
+    assert item_kind(schema.writes_sk("ns", "c1", "task")) == "writes"
+    assert item_kind(schema.blob_sk("", "messages", "v1")) == "blob"
+    assert item_kind(schema.HEAD_SK) == "thread head"
+    assert item_kind(schema.LOCK_SK) == "lock"
+    assert item_kind(schema.request_sk("r-1")) == "request"
     pre = "checkpoints/"
     assert schema.s3_kind("checkpoints/t/_/v/messages/0001.5", pre) == "value"
     assert schema.s3_kind("checkpoints/v/_/c/cid/body", pre) == "checkpoint body"  # thread named "v"

@@ -127,7 +127,7 @@ def test_closing_hint_points_at_an_endpoint_that_stays_up(demo_output: tuple[str
     out, _ = demo_output
     tail = out.split("demo finished in", 1)[1]
     assert "127.0.0.1" not in tail and "--table" not in tail
-    from langgraph.checkpoint.dynamodb.cli import build_parser
+    from langgraph.checkpoint.dynamodb.cli._parser import build_parser
 
     commands = re.findall(r"langgraph-dynamodb (\w+)", tail)
     assert commands and commands[0] == "local"

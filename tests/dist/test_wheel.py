@@ -124,6 +124,7 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert "Project-URL: " in meta
     for extra in ("langgraph", "async", "cdk", "local", "all"):
         assert f"Provides-Extra: {extra}" in meta
+    assert "Provides-Extra: zstd" not in meta  # zstandard is a dependency: no extra to name
     assert re.search(r"Requires-Dist: langgraph<2,>=1\.2\.24; extra == 'langgraph'", meta)
     # The default codec writes zstd: every install below 3.14 (which has it built in) must read it.
     assert re.search(r"Requires-Dist: zstandard>=0\.22; python_version < ['\"]3\.14['\"]", meta), meta

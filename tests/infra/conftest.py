@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # `import infra` (the reference app)
 
-#: Handler folders the construct and the reference stack expect.
-HANDLER_DIRS = ("pruner", "reaper", "orphan_sweeper", "agent")
+#: Handler folders the reference stack expects (the maintenance handlers are in the package).
+HANDLER_DIRS = ("agent",)
 
 
 @pytest.fixture(scope="session")

@@ -189,7 +189,7 @@ def _maintenance_record() -> dict[str, Any]:
     """Every count the maintenance handler can log (a copy step's, a prune step's, a rejection)."""
     from dataclasses import asdict
 
-    from langgraph.checkpoint.dynamodb.base import PruneResult
+    from langgraph.checkpoint.dynamodb.lifecycle import PruneResult
 
     copy = {"objects_copied": 0, "items_copied": 0, "checkpoints_copied": 0}
     return {

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("aws_cdk", reason="the cdk extra is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
-HANDLER_DIRS = ("agent", "pruner", "reaper", "orphan_sweeper")
+HANDLER_DIRS = ("agent",)
 
 
 def _lambda_dir(tmp_path: Path) -> tuple[Path, list[str]]:

@@ -16,8 +16,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import AsyncDynamoDBSaver
+from langgraph.checkpoint.dynamodb.config import ENV_SETUP
 from langgraph.checkpoint.dynamodb.errors import StoreNotFoundError
-from langgraph.checkpoint.dynamodb.server import ENV_SETUP, checkpointer
+from langgraph.checkpoint.dynamodb.server import checkpointer
 from tests.support.harness import cfg, new_thread
 
 

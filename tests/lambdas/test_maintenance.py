@@ -638,12 +638,6 @@ def test_aws_failures_raise(store: dict[str, str], monkeypatch: pytest.MonkeyPat
         maintenance.handler({"action": "delete_thread", "thread_id": "t"}, AMPLE)
 
 
-def test_repository_handler_reexports_the_package_handler() -> None:
-    from lambdas.maintenance.handler import handler
-
-    assert handler is maintenance.handler
-
-
 def test_documented_boto3_loop_drives_a_copy_to_the_end(
     store: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -494,9 +494,8 @@ def synthesize_reference_template(outdir: Path) -> dict[str, Any]:
     from infra.app import build_app
 
     lambdas = outdir / "lambdas"
-    for name in ("pruner", "reaper", "orphan_sweeper", "agent"):
-        (lambdas / name).mkdir(parents=True, exist_ok=True)
-        (lambdas / name / "handler.py").write_text("def handler(event, context):\n    return {}\n")
+    (lambdas / "agent").mkdir(parents=True, exist_ok=True)  # the maintenance handlers are in the package
+    (lambdas / "agent" / "handler.py").write_text("def handler(event, context):\n    return {}\n")
     app = App(
         context={
             "aws:cdk:bundling-stacks": [],

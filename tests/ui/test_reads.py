@@ -11,13 +11,8 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.dynamodb.cli._ui import (
-    SUMMARY_ITEMS,
-    prune_marks,
-    serve,
-    thread_namespaces,
-    thread_summary,
-)
+from langgraph.checkpoint.dynamodb.cli._ui import prune_marks, serve
+from langgraph.checkpoint.dynamodb.cli._ui_reads import SUMMARY_ITEMS, thread_namespaces, thread_summary
 from tests.ui.conftest import Store, opener
 
 
@@ -172,8 +167,8 @@ def test_connection_options_tenant_and_encryption(
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
     from langgraph.checkpoint.dynamodb import DynamoDBSaver
-    from langgraph.checkpoint.dynamodb.cli import build_parser
     from langgraph.checkpoint.dynamodb.cli._commands import make_saver
+    from langgraph.checkpoint.dynamodb.cli._parser import build_parser
     from tests.support import graphs
 
     monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef0123456789abcdef")

@@ -39,7 +39,6 @@ from langgraph.checkpoint.dynamodb.codec import (
     Compression,
     PayloadCodec,
 )
-from langgraph.checkpoint.dynamodb.lifecycle import PruneResult  # re-exported: it was public here
 from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = [
@@ -47,7 +46,6 @@ __all__ = [
     "BaseDynamoDBSaver",
     "Location",
     "Placement",
-    "PruneResult",
     "SaverSettings",
 ]
 

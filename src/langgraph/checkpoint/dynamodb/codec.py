@@ -139,8 +139,8 @@ class PayloadCodec:
             resolved = compression
         if compression == "zstd" and not zstd_available():
             raise ImportError(
-                "compression='zstd' needs Python 3.14+ or the zstandard package: "
-                "pip install 'langgraph-checkpoint-dynamodb-s3[zstd]'"
+                "compression='zstd' needs Python 3.14+ or the zstandard package "
+                "(a dependency of this package below 3.14: pip install 'zstandard>=0.22')"
             )
         self.compression = resolved
         self.min_size = min_size
@@ -275,7 +275,7 @@ def _inflate(codec: int, data: bytes, max_size: int | None) -> bytes | None:
     if zstd is None:
         raise ImportError(
             "this payload is zstd-compressed: reading it needs Python 3.14+ or the zstandard "
-            "package (pip install 'langgraph-checkpoint-dynamodb-s3[zstd]')"
+            "package (a dependency of this package below 3.14: pip install 'zstandard>=0.22')"
         )
     if zstd.__name__ != "zstandard":
         return _inflate_zstd_stdlib(zstd, data, out)

@@ -41,7 +41,7 @@ from typing import Any
 from langgraph.checkpoint.dynamodb.aio import AsyncDynamoDBSaver
 from langgraph.checkpoint.dynamodb.config import ENV_SETUP, env_flag
 
-__all__ = ["ENV_SETUP", "checkpointer"]
+__all__ = ["checkpointer"]
 
 
 #: The thread id of the start-up read (never written).

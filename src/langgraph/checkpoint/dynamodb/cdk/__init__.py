@@ -24,7 +24,6 @@ from langgraph.checkpoint.dynamodb.cdk._durable import DurableAgentFunction
 from langgraph.checkpoint.dynamodb.cdk._functions import (
     MAINTENANCE_HANDLERS,
     bundled_lambda_code,
-    default_lambda_code_dir,
     reaper_filter_pattern,
     runtime_acknowledgement_reason,
 )
@@ -89,7 +88,6 @@ __all__ = [
     "bundle_python_lambda",
     "bundled_lambda_code",
     "cfn_table_properties",
-    "default_lambda_code_dir",
     "library_requirements",
     "reaper_filter_pattern",
     "resolve_options",

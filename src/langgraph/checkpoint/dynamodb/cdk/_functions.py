@@ -64,7 +64,6 @@ __all__ = [
     "create_orphan_sweeper",
     "create_pruner",
     "create_reaper",
-    "default_lambda_code_dir",
     "maintenance_function",
     "optional_env",
     "reaper_filter_pattern",
@@ -82,22 +81,6 @@ MAINTENANCE_HANDLERS: Mapping[str, str] = {
     "orphan_sweeper": "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",
     "maintenance": "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
 }
-
-
-def default_lambda_code_dir() -> Path:
-    """``lambdas/`` of the repository checkout this package is imported from.
-
-    Deprecated and no longer used by ``CheckpointStore``: the maintenance
-    handlers are in the package now, and the construct's default asset is the
-    library alone. Exists for an editable install (``src/`` layout) only.
-    """
-    path = Path(__file__).resolve().parents[5] / "lambdas"
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"no lambdas/ folder next to this package ({path}); pass lambda_code_dir= (a copy of the "
-            "repository's lambdas/) or lambda_code= to CheckpointStore"
-        )
-    return path
 
 
 def bundled_lambda_code(

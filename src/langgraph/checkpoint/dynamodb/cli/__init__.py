@@ -19,8 +19,12 @@ JSON output and the exit codes:
 ====  ==========================================================================
 
 This module is also a small library for tools: :func:`describe_history`,
-:func:`list_threads`, :func:`collect_stats`, :func:`diff_checkpoints` return
-plain dicts (what ``--json`` prints); the demo uses them.
+:func:`describe_checkpoint`, :func:`list_threads` (with a :class:`ThreadFilter`),
+:func:`next_tasks`, :func:`collect_stats` and :func:`diff_checkpoints` return
+plain dicts (what ``--json`` prints); the demo uses them. They, :func:`main`,
+:class:`CLIError` and the ``EXIT_*`` codes are the whole of ``__all__`` and
+the only names this package answers to; everything else is imported from
+the module that defines it.
 
 The package splits by concern, each module importing only the ones before it:
 ``_base`` (exit codes, environment names, errors, argument types), ``_tasks``
@@ -32,8 +36,7 @@ checkpoint), ``_checkpoint_views`` (history rows, diffs), ``_stats``
 (``cmd_*``), ``_local_command`` (``local``), ``_doctor_export_import``
 (doctor, export, import), ``_migrate``, the ``ui`` inspector (``_ui`` and
 its ``_ui_*`` modules: server, reads and HTML) and ``_parser`` (argparse,
-:func:`main`, :func:`console_main`). The names tools and tests use are
-re-exported here.
+:func:`main`, :func:`console_main`, the ``langgraph-dynamodb`` entry point).
 
 Nothing here is imported by the savers, so the CLI never costs a Lambda a
 cold-start millisecond.
@@ -41,15 +44,7 @@ cold-start millisecond.
 
 from __future__ import annotations
 
-# Every public name, and each private one that tools, tests or the library's doctor and
-# transfer modules reach as ``cli.X``: the package keeps answering to the names cli.py had.
-from langgraph.checkpoint.dynamodb.cli._base import (  # noqa: F401 (re-exported)
-    DEFAULT_LOCAL_BUCKET,
-    DEFAULT_LOCAL_TABLE,
-    ENV_BUCKET,
-    ENV_S3_PREFIX,
-    ENV_TABLE,
-    ENV_TENANT,
+from langgraph.checkpoint.dynamodb.cli._base import (
     EXIT_CREDENTIALS,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -60,61 +55,16 @@ from langgraph.checkpoint.dynamodb.cli._base import (  # noqa: F401 (re-exported
     EXIT_UNSUPPORTED,
     EXIT_USAGE,
     CLIError,
-    parse_when,
-    positive,
 )
-from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (  # noqa: F401 (re-exported)
+from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (
     describe_checkpoint,
     describe_history,
     diff_checkpoints,
-    missing_parent_reason,
 )
-from langgraph.checkpoint.dynamodb.cli._commands import (  # noqa: F401 (re-exported)
-    Ctx,
-    cmd_copy,
-    cmd_delete,
-    cmd_diff,
-    cmd_history,
-    cmd_prune,
-    cmd_show,
-    cmd_stats,
-    cmd_threads,
-    make_saver,
-)
-from langgraph.checkpoint.dynamodb.cli._local_command import cmd_local  # noqa: F401 (re-exported)
-from langgraph.checkpoint.dynamodb.cli._page_tokens import decode_token, encode_token  # noqa: F401 (re-exported)
-from langgraph.checkpoint.dynamodb.cli._parser import (  # noqa: F401 (re-exported)
-    build_parser,
-    console_main,
-    main,
-    map_exception,
-)
-from langgraph.checkpoint.dynamodb.cli._render import (  # noqa: F401 (re-exported)
-    display_id,
-    display_width,
-    jsonable,
-    render_stats,
-    render_table,
-    shell_quote,
-    short,
-)
-from langgraph.checkpoint.dynamodb.cli._stats import collect_stats, item_kind  # noqa: F401 (re-exported)
-from langgraph.checkpoint.dynamodb.cli._stored_sizes import checkpoint_sizes  # noqa: F401 (re-exported)
-from langgraph.checkpoint.dynamodb.cli._tasks import (  # noqa: F401 (re-exported)
-    changed_channels,
-    checkpoint_time,
-    is_internal_channel,
-    next_tasks,
-    produced_by,
-    subgraph_path,
-    task_statuses,
-)
-from langgraph.checkpoint.dynamodb.cli._thread_listing import (  # noqa: F401 (re-exported)
-    ThreadFilter,
-    list_threads,
-    require_thread,
-    thread_checkpoint_count,
-)
+from langgraph.checkpoint.dynamodb.cli._parser import console_main, main
+from langgraph.checkpoint.dynamodb.cli._stats import collect_stats
+from langgraph.checkpoint.dynamodb.cli._tasks import next_tasks
+from langgraph.checkpoint.dynamodb.cli._thread_listing import ThreadFilter, list_threads
 
 __all__ = [
     "EXIT_CREDENTIALS",
@@ -127,7 +77,9 @@ __all__ = [
     "EXIT_UNSUPPORTED",
     "EXIT_USAGE",
     "CLIError",
+    "ThreadFilter",
     "collect_stats",
+    "console_main",
     "describe_checkpoint",
     "describe_history",
     "diff_checkpoints",

@@ -62,7 +62,6 @@ from langgraph.checkpoint.dynamodb.cli._ui_conversation import conversation_page
 from langgraph.checkpoint.dynamodb.cli._ui_diff import diff_page, diff_section
 from langgraph.checkpoint.dynamodb.cli._ui_messages import message_channels, thread_conversation
 from langgraph.checkpoint.dynamodb.cli._ui_reads import (
-    SUMMARY_ITEMS,  # noqa: F401 (re-exported)
     checkpoint_tuple,
     conversation_read,
     newer_before,

@@ -23,6 +23,7 @@ from langgraph.checkpoint.dynamodb.errors import (
     StoreNotFoundError,
     ThreadTooLargeError,
     UnsupportedFormatError,
+    WriteContentionError,
 )
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
@@ -44,6 +45,7 @@ __all__ = [
     "StoreNotFoundError",
     "ThreadTooLargeError",
     "UnsupportedFormatError",
+    "WriteContentionError",
 ]
 
 

@@ -173,8 +173,9 @@ def delta_history(
     after it. What is never served from the cache, and read strongly
     consistent on every call, in the first round trip: the target
     checkpoint (a pruned or deleted one reads as nothing) and the thread
-    head's deleted lineages. The Query then starts below the cached part
-    of the chain, if any is missing.
+    head's deleted lineages, unless a listing read them just before and
+    vouches for them (``_fresh_target``). The Query then starts below the
+    cached part of the chain, if any is missing.
     """
 
     if not channels:
@@ -195,21 +196,12 @@ def delta_history(
         assert cid is not None
         # The fresh part, in one round trip: the target and the head (one
         # BatchGetItem), and the Query below the cached part if needed.
-        calls: list[Call] = [_target_and_head_call(s, pk, ns, cid)]
-        if start is not None:
-            q.size_page()
-            calls.append(ddb("query", **q.kwargs))
-        resps = yield Gather(calls)
-        fresh = yield from _batch_items(s, resps[0])
-        target_item = fresh.get(schema.checkpoint_sk(ns, cid))
-        q.dead = shapes.head_roots(fresh.get(schema.HEAD_SK))
+        target_item = yield from _fresh_target(s, q, cache, cid, start)
         if target_item is None or shapes.is_dead(target_item, q.dead):
             return {ch: {"writes": []} for ch in channels}  # pruned or deleted since
         q.records[cid] = CheckpointRecord(thread_id, ns, cid, target_item, [])
         # Same lineage as the target, so alive with it; checked anyway.
         q.records.update({k: r for k, r in cached.items() if not shapes.is_dead(r.item, q.dead)})
-        if start is not None:
-            q.take_page(resps[1])
     if cid is None:
         while q.lowest is None and not q.exhausted:
             yield from q.next_page()
@@ -222,6 +214,36 @@ def delta_history(
     chain, seeds, all_writes = yield from _walk(q, cid, target, channels)
     _remember_chain(cache, pk, target, chain, all_writes, cached)
     return (yield from _assemble(s, q, chain, seeds, channels))
+
+
+def _fresh_target(
+    s: BaseDynamoDBSaver, q: _ChainQuery, cache: chains.ChainCache, cid: str, start: str | None
+) -> Op[Item | None]:
+    """The target item and the thread's deleted roots (into ``q.dead``) as of now, and the Query
+    below the cached chain if ``start`` says one is needed: one round trip, or none at all.
+
+    A listing that just read the target (strongly consistent, deleted
+    lineages known) vouches for it once (``ChainCache.take_voucher``): the
+    history call ``get_state_history`` makes for each listed checkpoint
+    rebuilds it as that listing read it, without a request of its own.
+    Otherwise the target and the head are read again, in one BatchGetItem.
+    """
+    vouched = cache.take_voucher((q.pk, q.ns, cid))
+    calls: list[Call] = [] if vouched is not None else [_target_and_head_call(q.s, q.pk, q.ns, cid)]
+    if start is not None:
+        q.size_page()
+        calls.append(ddb("query", **q.kwargs))
+    resps = (yield Gather(calls)) if calls else []
+    target_item: Item | None
+    if vouched is not None:
+        target_item, q.dead = vouched
+    else:
+        fresh = yield from _batch_items(s, resps[0])
+        target_item = fresh.get(schema.checkpoint_sk(q.ns, cid))
+        q.dead = shapes.head_roots(fresh.get(schema.HEAD_SK))
+    if start is not None and (target_item is not None and not shapes.is_dead(target_item, q.dead)):
+        q.take_page(resps[-1])
+    return target_item
 
 
 def _walk(

@@ -451,7 +451,9 @@ def list_checkpoints(
     while True:
         resp = yield ddb("query", **kwargs)
         page, dead = _listed_page(thread_id, resp.get("Items", []), writes, dead)
-        notes.note(s.caches.chain_cache, pk, page)
+        # Strongly consistent, deleted lineages known: it vouches for the
+        # listed checkpoints to the history calls that follow (see chains).
+        notes.note(s.caches.chain_cache, pk, page, dead)
         emitted = yield from _emit_records(
             s, page, cid=cid, filter=filter, before_id=before_id, limit=remaining
         )

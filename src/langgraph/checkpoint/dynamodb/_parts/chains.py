@@ -18,6 +18,14 @@ What an entry may hold:
   long finished (with ``durability="async"`` LangGraph may put a child
   while the last writes of its parent are still in flight).
 
+A listing also *vouches* for the checkpoints it read alive: its Query is
+strongly consistent and knew the thread's deleted lineages, so the one
+delta-history call LangGraph makes right after it for each listed
+checkpoint takes that reading instead of reading the target and the head
+again (one request per checkpoint before). A voucher is used once, and
+only within ``VOUCH_SECONDS`` of the listing; forgetting a thread drops its
+vouchers with its entries.
+
 Bounded in entries and bytes, least recently used first out; keyed by
 ``(partition key, namespace, checkpoint id)`` (the partition key carries the
 tenant prefix, so tenants never share entries). Safe to share between
@@ -27,6 +35,7 @@ threads: every access holds a lock, and entries are never mutated.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,6 +50,12 @@ Key = tuple[str, str, str]
 #: about 1 MB), small next to what a saver process holds anyway.
 MAX_ENTRIES = 8192
 MAX_BYTES = 32 * 1024 * 1024
+#: How long a listing's reading answers for a checkpoint it listed: long
+#: enough for ``get_state_history`` to rebuild every state it listed, short
+#: enough that a later call reads the store again.
+VOUCH_SECONDS = 30.0
+#: Vouchers kept at most (a listing's worth; the oldest go first).
+MAX_VOUCHERS = 4 * MAX_ENTRIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,8 @@ class ChainCache:
         self._entries: OrderedDict[Key, Entry] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        #: Key -> (deleted lineages the listing knew, when it read them).
+        self._vouched: OrderedDict[Key, tuple[frozenset[str] | None, float]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -103,15 +120,36 @@ class ChainCache:
                 _, gone = self._entries.popitem(last=False)
                 self._bytes -= gone.size
 
+    def vouch(self, key: Key, dead: Iterable[str] | None) -> None:
+        """Note that a strongly consistent listing just read ``key`` alive, ``dead`` its thread's deleted roots."""
+        roots = frozenset(dead) if dead is not None else None
+        with self._lock:
+            self._vouched[key] = (roots, time.monotonic())
+            self._vouched.move_to_end(key)
+            while len(self._vouched) > MAX_VOUCHERS:
+                self._vouched.popitem(last=False)
+
+    def take_voucher(self, key: Key) -> tuple[Item, set[str] | None] | None:
+        """The listed item of ``key`` and the deleted roots known with it, once; None: read it fresh."""
+        with self._lock:
+            got = self._vouched.pop(key, None)
+            entry = self._entries.get(key)
+        if got is None or entry is None or time.monotonic() - got[1] > VOUCH_SECONDS:
+            return None
+        return entry.item, (set(got[0]) if got[0] is not None else None)
+
     def forget_partition(self, pk: str) -> None:
-        """Drop every entry of one thread (its partition key)."""
+        """Drop every entry and voucher of one thread (its partition key)."""
         with self._lock:
             for key in [k for k in self._entries if k[0] == pk]:
                 self._bytes -= self._entries.pop(key).size
+            for key in [k for k in self._vouched if k[0] == pk]:
+                del self._vouched[key]
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._vouched.clear()
             self._bytes = 0
 
 
@@ -155,7 +193,11 @@ class ListingNotes:
     has_child: set[str] = field(default_factory=set)
     confirmed: set[str] = field(default_factory=set)
 
-    def note(self, cache: ChainCache, pk: str, records: Iterable[CheckpointRecord]) -> None:
+    def note(
+        self, cache: ChainCache, pk: str, records: Iterable[CheckpointRecord], dead: set[str] | None = None
+    ) -> None:
+        """Cache what a walk will want of ``records`` (one page, newest first); vouch for the ones
+        that start walks, alive with ``dead`` the thread's deleted roots as the page was read."""
         for r in records:
             cid = r.checkpoint_id
             parent = parent_of(r.item)
@@ -163,6 +205,8 @@ class ListingNotes:
                 cache.put((pk, r.checkpoint_ns, cid), r.item, r.writes)
             elif needs_ancestors(r.item):
                 cache.put((pk, r.checkpoint_ns, cid), r.item, None)
+            if needs_ancestors(r.item):
+                cache.vouch((pk, r.checkpoint_ns, cid), dead)
             if parent is not None:
                 if needs_ancestors(r.item) and cid in self.has_child:
                     self.confirmed.add(parent)

@@ -187,7 +187,7 @@ def test_threads_scan_fallback_paginates_newest_first(store: dict[str, Any]) -> 
     assert run(*conn(store), "threads", "--page-token", "garbage!")[0] == cli.EXIT_USAGE
 
 
-def _put_head(store: dict[str, Any], thread_id: str, updated_ms: int) -> None:
+def _put_head(store: dict[str, Any], thread_id: str, updated_ms: int, shards: int = 4) -> None:
     """A thread head as the saver's activity tracking writes it (schema contract)."""
     boto3.client("dynamodb").put_item(
         TableName=store["table_name"],
@@ -197,7 +197,7 @@ def _put_head(store: dict[str, Any], thread_id: str, updated_ms: int) -> None:
             ATTR.KIND: {"S": schema.META_ITEM},
             ATTR.FORMAT: {"N": str(schema.FORMAT_VERSION)},
             ATTR.THREAD_ID: {"S": thread_id},
-            ATTR.THREAD_SHARD: {"S": schema.thread_shard(thread_id)},
+            ATTR.THREAD_SHARD: {"S": schema.thread_shard(thread_id, shards)},
             ATTR.UPDATED_AT: {"N": str(updated_ms)},
             schema.TTL_ATTRIBUTE: {"N": str(updated_ms // 1000 + 86400)},
         },
@@ -230,6 +230,50 @@ def test_threads_from_heads_index_merges_shards_across_pages(store: dict[str, An
         store["done"],
         store["waiting"],
     }
+
+
+def _list_all(store: dict[str, Any], limit: int) -> tuple[list[str], int]:
+    seen: list[str] = []
+    token, pages = None, 0
+    while True:
+        page = run_json(
+            *conn(store), "threads", "--limit", str(limit), *(["--page-token", token] if token else [])
+        )
+        assert page["source"] == "index"
+        seen += [t["thread_id"] for t in page["threads"]]
+        pages += 1
+        token = page["next_page_token"]
+        if not token:
+            return seen, pages
+        assert pages < 40
+
+
+def test_threads_listing_covers_every_shard_the_layout_records(store: dict[str, Any]) -> None:
+    """After the index grew to 16 shards, heads written with 4 (older writers) and 16 are each listed once."""
+    ddb = boto3.client("dynamodb")
+    layout = {ATTR.PK: {"S": schema.LAYOUT_PK}, ATTR.SK: {"S": schema.THREADS_LAYOUT_SK}}
+    base = 1_800_000_100_000
+    old = [f"old-{i}" for i in range(10)]
+    new = [f"new-{i}" for i in range(10)]
+    ddb.put_item(TableName=store["table_name"], Item={**layout, "n": {"N": "16"}})
+    try:
+        for i, t in enumerate(old):
+            _put_head(store, t, base + 2 * i * 1000, shards=4)
+        for i, t in enumerate(new):
+            _put_head(store, t, base + (2 * i + 1) * 1000, shards=16)
+        assert max(int(schema.thread_shard(t, 16)) for t in new) >= 4  # really past the old shards
+        seen, pages = _list_all(store, 3)
+        ours = [t for t in seen if t.startswith(("old-", "new-"))]
+        expected = [t for pair in zip(reversed(new), reversed(old), strict=True) for t in pair]
+        assert ours == expected  # newest first across all 16 shards, each once
+        assert pages >= 7
+    finally:
+        ddb.delete_item(TableName=store["table_name"], Key=layout)
+        for t in old + new:
+            ddb.delete_item(
+                TableName=store["table_name"],
+                Key={ATTR.PK: {"S": schema.partition_key(t)}, ATTR.SK: {"S": schema.HEAD_SK}},
+            )
 
 
 # ------------------------------------------------------------- show / diff

@@ -130,6 +130,19 @@ def test_page_tokens_round_trip_and_reject_garbage() -> None:
         assert err.value.exit_code == cli.EXIT_USAGE
 
 
+@pytest.mark.parametrize("count", [4, 16, 256])
+def test_index_tokens_carry_one_cursor_per_recorded_shard(count: int) -> None:
+    state = {"v": 1, "src": "index", "s": dict.fromkeys(map(str, range(count))), "f": {}}
+    assert decode_token(encode_token(state)) == state
+    for bad in (count + 1, count - 1, 512):  # no layout holds these counts
+        forged = {**state, "s": dict.fromkeys(map(str, range(bad)))}
+        with pytest.raises(cli.CLIError):
+            decode_token(encode_token(forged))
+    gap = {**state, "s": {**dict.fromkeys(map(str, range(1, count))), str(count): None}}
+    with pytest.raises(cli.CLIError):
+        decode_token(encode_token(gap))
+
+
 def _client_error(code: str, op: str = "Query") -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": "m"}}, op)
 

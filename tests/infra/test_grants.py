@@ -77,6 +77,13 @@ def test_grant_tenant_read_write_statements(custom) -> None:
             "Resource": _arn("StoreTable"),
         },
         {
+            # The threads index's layout item: read only, so no tenant widens every listing.
+            "Action": ["dynamodb:GetItem"],
+            "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LAYOUT_PK]}},
+            "Effect": "Allow",
+            "Resource": _arn("StoreTable"),
+        },
+        {
             "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
             "Effect": "Allow",
             "Resource": _join(_arn("StoreBucket"), f"/{s3_prefix}*"),
@@ -106,7 +113,7 @@ def test_tenant_patterns_are_prefix_free(custom) -> None:
     def patterns(tenant: str) -> tuple[str, str]:
         stmts = [s.to_statement_json() for s in store.tenant_read_write_statements(tenant)]
         (leading,) = stmts[0]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-        (listing,) = stmts[2]["Condition"]["StringLike"]["s3:prefix"]
+        (listing,) = stmts[3]["Condition"]["StringLike"]["s3:prefix"]
         return leading, listing
 
     a_pk, a_s3 = patterns("a")

@@ -401,6 +401,7 @@ def test_tenant_role_covers_a_lease_bound_tenant_saver(
         **names,
         s3_key_prefix="ckpt/",
         tenant_prefix="acme-",
+        track_threads=True,  # its heads' shard count: the grant's read of the layout item
         dynamodb_client=recorder.attach(boto3.client("dynamodb")),
         s3_client=recorder.attach(boto3.client("s3")),
     )

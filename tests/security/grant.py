@@ -9,6 +9,8 @@ the same ``schema`` functions and checks every call a client makes against
 them with IAM's StringLike semantics, from a botocore ``before-call`` hook:
 a call the real grant would deny raises :class:`AccessDenied` before it is
 sent. The attacker's client, and any saver the attacker runs, go through it.
+The grant's second statement, ``GetItem`` of the layout item
+(``schema.LAYOUT_PK``), is allowed as it is there.
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ class TenantGrant:
             self._deny(f"touch table(s) {sorted(tables - {self.table})}")
         if not pks:
             self._deny(f"call dynamodb:{op} without a partition key")
+        if op == "GetItem" and pks == [schema.LAYOUT_PK]:
+            return  # the threads index's layout: the grant's read-only statement
         for pk in pks:
             if not string_like(self.leading_keys, pk):
                 self._deny(f"touch partition {pk!r} (LeadingKeys {self.leading_keys!r})")

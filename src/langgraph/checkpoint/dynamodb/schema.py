@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -58,6 +59,8 @@ __all__ = [
     "RUN_INDEX_NAME",
     "S3_FIELD_ROOM",
     "S3_SHAPES",
+    "THREADS_INDEX_MAX_SHARDS",
+    "THREADS_INDEX_MIN_SHARDS",
     "THREADS_INDEX_NAME",
     "TOMBSTONE_ITEM",
     "TTL_ATTRIBUTE",
@@ -150,11 +153,13 @@ RUN_INDEX_NAME: Final = "run_id-index"
 #: writes or blob items, so TTL can never cut a chain out of a live thread.
 TTL_ATTRIBUTE: Final = "ttl"
 
-#: Sparse GSI over thread heads: threads by last activity (CLI ``threads``,
-#: the pruner's idle-thread policy) without a table scan.
+#: Sparse GSI over thread heads: threads by last activity without a table scan.
 THREADS_INDEX_NAME: Final = "threads-index"
-#: Thread heads are spread over this many GSI partitions (``ts`` = "0".."N-1").
-THREADS_INDEX_SHARDS: Final = 4
+#: Heads are spread over ``n`` GSI partitions (``ts`` = "0".."n-1"), ``n`` in the
+#: layout item (:data:`LAYOUT_PK`): doubled when a head write meets an index
+#: partition's 1,000 write units/s, up to the maximum. See ``_operations.heads``.
+THREADS_INDEX_MIN_SHARDS: Final = 4
+THREADS_INDEX_MAX_SHARDS: Final = 256
 
 #: The stream the reaper Lambda consumes (TTL deletions of thread heads).
 STREAM_VIEW_TYPE: Final = "KEYS_ONLY"
@@ -442,6 +447,9 @@ HEAD_SK: Final = f"{SEP}{META_ITEM}{SEP}thread"
 #: state). It contains a bare separator, which no escaped thread id or tenant
 #: partition does: it can't be a thread.
 LIFECYCLE_PK: Final = f"{SEP}lifecycle"
+#: Layout items' partition, apart from the cursors: tenants may read it.
+LAYOUT_PK: Final = f"{SEP}layout"
+THREADS_LAYOUT_SK: Final = "threads-index"
 LOCK_SK: Final = f"{SEP}{META_ITEM}{SEP}lock"
 META_PREFIX: Final = f"{SEP}{META_ITEM}{SEP}"
 #: Meta item of a thread an import is writing (``transfer.import_thread``): put
@@ -464,11 +472,13 @@ def run_key(run_id: str) -> str:
     return fit(run_id, run_id, MAX_PK_BYTES)
 
 
-def thread_shard(thread_id: str) -> str:
-    """Stable threads-index shard of a thread (not Python's salted hash)."""
-    import zlib
+def thread_shard(thread_id: str, shards: int = THREADS_INDEX_MIN_SHARDS) -> str:
+    """Stable threads-index shard of a thread (not Python's salted hash); doubling moves half.
 
-    return str(zlib.crc32(thread_id.encode()) % THREADS_INDEX_SHARDS)
+    >>> thread_shard("t1"), thread_shard("t1", 8)
+    ('3', '7')
+    """
+    return str(zlib.crc32(thread_id.encode()) % shards)
 
 
 _SHARD: Final = re.compile(r"-?[1-9][0-9]{0,2}")

@@ -67,6 +67,10 @@ class SaverCaches:
     def __init__(self, *, value_cache_bytes: int) -> None:
         # thread id -> head TTL this process last wrote (see heads).
         self._head_until: dict[str, int] = {}
+        # (threads-index shard count, trusted until): the table's layout as
+        # last read (see heads.index_shards). Counts only grow, so a stale
+        # one is still a count the table records.
+        self._index_shards: tuple[int, float] | None = None
         # (thread, ns, checkpoint id) -> delta counters of recently read
         # checkpoints. LangGraph reads a checkpoint, then asks for its delta
         # history: the counters size that Query so it is one round trip. Only
@@ -171,6 +175,16 @@ class SaverCaches:
     def forget_head(self, thread_id: str) -> None:
         """The next write of the thread writes its head again."""
         self._head_until.pop(thread_id, None)
+
+    def index_shards(self, now: float) -> int | None:
+        """The threads index's shard count as last read, while it is trusted."""
+        if self._index_shards is None or self._index_shards[1] < now:
+            return None
+        return self._index_shards[0]
+
+    def note_index_shards(self, shards: int, until: float) -> None:
+        """Record the shard count read from the table, trusted until ``until``."""
+        self._index_shards = (shards, until)
 
     # ------------------------------------------------------------ delta depth
 

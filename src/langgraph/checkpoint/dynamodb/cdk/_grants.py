@@ -245,7 +245,15 @@ def tenant_read_write_statements(store: CheckpointStore, tenant_prefix: str) -> 
             # partition key (run id, shard), and both indexes span tenants.
             resources=[store.table_arn],
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [leading]}},
-        )
+        ),
+        # The threads index's layout (its shard count, nothing of any
+        # tenant's): read, never written, so no tenant can widen every
+        # listing. Writers without it fall back to the minimum count.
+        iam.PolicyStatement(
+            actions=["dynamodb:GetItem"],
+            resources=[store.table_arn],
+            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LAYOUT_PK]}},
+        ),
     ]
     stmts += s3_statements(
         store, S3_READ_WRITE_ACTIONS, schema.tenant_s3_prefix(store.s3_key_prefix, tenant_prefix)

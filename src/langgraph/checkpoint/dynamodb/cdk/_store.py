@@ -461,9 +461,11 @@ class CheckpointStore(Construct):
         ``ForAllValues:StringLike`` ``dynamodb:LeadingKeys`` =
         ``[tenant_partition_prefix(P) + "*"]``, and the S3 object actions on
         ``bucket/<tenant_s3_prefix(prefix, P)>*`` (``ListBucket`` with the same
-        ``s3:prefix`` condition). Index queries are not granted: both indexes
-        span tenants, so ``delete_for_runs`` and thread listing are operator
-        tasks.
+        ``s3:prefix`` condition), plus ``GetItem`` of the threads index's
+        layout item (``schema.LAYOUT_PK``: the shard count heads are spread
+        over, nobody's data; read only, so no tenant can widen every
+        listing). Index queries are not granted: both indexes span tenants,
+        so ``delete_for_runs`` and thread listing are operator tasks.
 
         Example:
             >>> store.grant_tenant_read_write(acme_role, "acme-")  # doctest: +SKIP

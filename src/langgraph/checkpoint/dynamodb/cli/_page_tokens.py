@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._operations.heads import valid_shard_count
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_USAGE, CLIError
 from langgraph.checkpoint.dynamodb.schema import ATTR
 
@@ -61,8 +61,11 @@ def decode_token(token: str) -> dict[str, Any]:
             raise bad_token_error()
     else:
         cursors = state.get("s")
-        shards = {str(i) for i in range(schema.THREADS_INDEX_SHARDS)}
-        if not isinstance(cursors, dict) or set(cursors) != shards:
+        if (
+            not isinstance(cursors, dict)
+            or not valid_shard_count(len(cursors))
+            or set(cursors) != {str(i) for i in range(len(cursors))}
+        ):
             raise bad_token_error()
         for shard, cursor in cursors.items():
             if cursor is None or cursor == "done":

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._operations.heads import shard_count_of
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, EXIT_USAGE, CLIError, client_code
 from langgraph.checkpoint.dynamodb.cli._page_tokens import bad_token_error, decode_token, encode_token
@@ -100,7 +101,8 @@ def list_threads(
 
     * ``index``: the threads GSI over thread heads (``schema.HEAD_SK``
       items, sharded by ``ATTR.THREAD_SHARD`` and sorted by
-      ``ATTR.UPDATED_AT``): one Query per shard per page, merged. A time
+      ``ATTR.UPDATED_AT``): one Query per shard per page, merged, over
+      every shard the table's layout item records. A time
       window is part of each Query's key condition; a prefix is a filter
       on the partition key (DynamoDB reads past the heads it drops).
     * ``scan``: a Scan of the table's keys, grouped by thread, sorted by
@@ -165,8 +167,23 @@ def list_threads(
     return _threads_from_scan(saver, limit, state, flt, note="scan requested")
 
 
+def _index_shard_count(saver: Any) -> int:
+    """Every shard a writer may have used: the layout item, read strongly consistent."""
+    try:
+        resp = ddb_client(saver).get_item(
+            TableName=saver.table_name,
+            Key={ATTR.PK: {"S": schema.LAYOUT_PK}, ATTR.SK: {"S": schema.THREADS_LAYOUT_SK}},
+            ConsistentRead=True,
+        )
+    except Exception as exc:
+        if client_code(exc) != "AccessDeniedException":
+            raise
+        return schema.THREADS_INDEX_MIN_SHARDS  # what writers without the grant use too
+    return shard_count_of(resp.get("Item"))
+
+
 def _index_has_heads(saver: Any) -> bool:
-    for shard in range(schema.THREADS_INDEX_SHARDS):
+    for shard in range(_index_shard_count(saver)):
         resp = ddb_client(saver).query(
             TableName=saver.table_name,
             IndexName=schema.THREADS_INDEX_NAME,
@@ -256,7 +273,11 @@ def _threads_from_index(
     saver: Any, limit: int, state: dict[str, Any] | None, flt: ThreadFilter | None = None
 ) -> dict[str, Any]:
     flt = flt or ThreadFilter()
-    shards = [str(i) for i in range(schema.THREADS_INDEX_SHARDS)]
+    # A continued listing keeps its first page's shards: a head that moved
+    # to a newer shard since was refreshed after the listing began, and a
+    # listing never shows what changed after its first page.
+    count = len(state["s"]) if state else _index_shard_count(saver)
+    shards = [str(i) for i in range(count)]
     cursors: dict[str, Any] = dict(state["s"]) if state else dict.fromkeys(shards)
     fetched: list[tuple[str, dict[str, Any]]] = []
     exhausted: dict[str, bool] = {}

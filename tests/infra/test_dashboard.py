@@ -112,7 +112,7 @@ def test_one_pinned_dashboard_in_four_groups(reference: Synth) -> None:
     assert [h.split()[1] for h in headers] == ["Checkpoint", "Payload", "Maintenance", "Maintenance"]
     assert "jobs" in headers[3] and "LangGraph/Checkpoints" in headers[3]
     # docs/infrastructure.md prices it by this count (over 50: never a free dashboard).
-    assert len(_metrics(body)) == 102
+    assert len(_metrics(body)) == 126
     # Groups are rows: every widget after a header starts below it.
     tops = [w["y"] for w in body["widgets"] if w["type"] == "text"]
     assert tops == sorted(tops) and len(set(tops)) == 4
@@ -148,6 +148,11 @@ def test_table_widgets_watch_this_table(reference: Synth) -> None:
     ):
         assert {d.get("GlobalSecondaryIndexName") for d, _ in by_name[name]} == {None, *indexes}, name
         assert all(o["stat"] == "Sum" for _, o in by_name[name])
+    # Throttles by the reason DynamoDB gives (ThrottlingReasons), table and each GSI.
+    for kind in ("Read", "Write"):
+        for cause in ("KeyRangeThroughput", "ProvisionedThroughput", "MaxOnDemandThroughput", "AccountLimit"):
+            name = f"{kind}{cause}ThrottleEvents"
+            assert {d.get("GlobalSecondaryIndexName") for d, _ in by_name[name]} == {None, *indexes}, name
 
 
 def test_bucket_request_metrics_are_filtered_to_the_checkpoint_prefix(

@@ -4,8 +4,9 @@ Built by ``CheckpointStore`` (``MonitoringOptions.dashboard``, on by default); t
 come in four rows, each under a text header:
 
 * **Table**: requests per operation (``SuccessfulRequestLatency`` sample
-  count), throttles and system errors, consumed capacity (table and each
-  GSI), latency per operation;
+  count), throttles and system errors, throttles by reason (hot key range,
+  provisioned, on-demand maximum, account quota; table and each GSI),
+  consumed capacity (table and each GSI), latency per operation;
 * **Bucket** (with a bucket): requests, bytes up and down, errors and
   latency, from the bucket's request metrics configuration filtered to the
   checkpoint prefix; size and object count (S3's free daily storage metrics);
@@ -105,6 +106,12 @@ def _ddb(
     )
 
 
+#: The cause part of DynamoDB's per-reason throttle metrics ("CloudWatch
+#: throttling metrics", DynamoDB Developer Guide), one per ``ThrottlingReason``
+#: limit type.
+THROTTLE_CAUSES = ("KeyRangeThroughput", "ProvisionedThroughput", "MaxOnDemandThroughput", "AccountLimit")
+
+
 def _table_row(table_name: str) -> list[cloudwatch.IWidget]:
     # Index names come from the schema, as for the throttle alarms.
     indexes = [g["IndexName"] for g in schema.table_definition("unused").get("GlobalSecondaryIndexes", [])]
@@ -119,6 +126,14 @@ def _table_row(table_name: str) -> list[cloudwatch.IWidget]:
         _ddb(table_name, f"{kind}ThrottleEvents", index=ix, label=f"{kind}ThrottleEvents {ix}")
         for ix in indexes
         for kind in ("Read", "Write")
+    ]
+    # By cause, as DynamoDB reports it in ThrottlingReasons: a hot key (key
+    # range), provisioned capacity, the on-demand maximum, the account quota.
+    by_reason = [
+        _ddb(table_name, f"{kind}{cause}ThrottleEvents", index=ix, label=f"{kind}{cause} {ix or 'table'}")
+        for ix in (None, *indexes)
+        for kind in ("Read", "Write")
+        for cause in THROTTLE_CAUSES
     ]
     errors = [
         _ddb(table_name, "SystemErrors", operation=op, label=f"SystemErrors {op}") for op in TABLE_OPERATIONS
@@ -137,6 +152,7 @@ def _table_row(table_name: str) -> list[cloudwatch.IWidget]:
     return [
         _graph("Table requests per operation", requests, left_label="requests / 5 min"),
         _graph("Table throttles and system errors", throttles, right=errors, left_label="events"),
+        _graph("Table throttles by reason (table and each index)", by_reason, left_label="events"),
         _graph("Table consumed capacity", capacity, left_label="capacity units / 5 min"),
         _graph("Table latency per operation (average)", latency, left_label="ms"),
     ]

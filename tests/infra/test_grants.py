@@ -236,6 +236,22 @@ def _function_statements(
                 "Effect": "Allow",
                 "Resource": _join(_arn(table), "/index/run_id-index"),
             },
+            # A tracked store's copy writes the copy's head: its index shard
+            # count comes from the layout item (read only).
+            *(
+                [
+                    {
+                        "Action": ["dynamodb:GetItem"],
+                        "Condition": {
+                            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LAYOUT_PK]}
+                        },
+                        "Effect": "Allow",
+                        "Resource": _arn(table),
+                    }
+                ]
+                if tracked
+                else []
+            ),
             {
                 "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
                 "Effect": "Allow",

@@ -42,6 +42,7 @@ __all__ = [
     "function_statements",
     "grant_statements",
     "kms_statement",
+    "layout_read_statement",
     "maintenance_statements",
     "nag_resource_string",
     "read_statements",
@@ -235,6 +236,15 @@ def read_statements(store: CheckpointStore) -> list[iam.PolicyStatement]:
     return _with_kms(store, stmts, KMS_READ_ACTIONS)
 
 
+def layout_read_statement(table_arn: str) -> iam.PolicyStatement:
+    """``GetItem`` of the table's layout items only (``schema.LAYOUT_PK``): a head writer's shard count."""
+    return iam.PolicyStatement(
+        actions=["dynamodb:GetItem"],
+        resources=[table_arn],
+        conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LAYOUT_PK]}},
+    )
+
+
 def tenant_read_write_statements(store: CheckpointStore, tenant_prefix: str) -> list[iam.PolicyStatement]:
     """What ``CheckpointStore.grant_tenant_read_write`` attaches."""
     leading = schema.tenant_partition_prefix(tenant_prefix) + "*"
@@ -249,11 +259,7 @@ def tenant_read_write_statements(store: CheckpointStore, tenant_prefix: str) -> 
         # The threads index's layout (its shard count, nothing of any
         # tenant's): read, never written, so no tenant can widen every
         # listing. Writers without it fall back to the minimum count.
-        iam.PolicyStatement(
-            actions=["dynamodb:GetItem"],
-            resources=[store.table_arn],
-            conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [schema.LAYOUT_PK]}},
-        ),
+        layout_read_statement(store.table_arn),
     ]
     stmts += s3_statements(
         store, S3_READ_WRITE_ACTIONS, schema.tenant_s3_prefix(store.s3_key_prefix, tenant_prefix)
@@ -282,6 +288,10 @@ def function_statements(store: CheckpointStore, name: str) -> list[iam.PolicySta
                 actions=["dynamodb:Query"], resources=[f"{table_arn}/index/{schema.RUN_INDEX_NAME}"]
             )
         )
+    if name == "maintenance" and store.track_threads:
+        # copy_thread writes the copy's head: its shard comes from the
+        # threads index's layout item (read only; schema.LAYOUT_PK).
+        stmts.append(layout_read_statement(table_arn))
     if name in ("pruner", "orphan_sweeper"):
         stmts.append(
             iam.PolicyStatement(

@@ -166,6 +166,8 @@ class ContentionMiddleware:
     # -- WSGI ------------------------------------------------------------------
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if (environ.get("PATH_INFO") or "").startswith(CONTROL_PREFIX + "capacity"):
+            return self.app(environ, start_response)  # the throughput layer's (tests/support/throughput.py)
         if (environ.get("PATH_INFO") or "").startswith(CONTROL_PREFIX):
             return self._control(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET") or ""

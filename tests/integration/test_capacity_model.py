@@ -39,17 +39,28 @@ def saver_harness(
     h.close()
 
 
-def _replay(h: Harness, saver: Any, w: capacity.Workload) -> None:
-    """``THREADS`` threads of ``STEPS`` steps: put, ``fan_out`` put_writes, ``reads_per_step`` get_tuple."""
-    for _ in range(THREADS):
-        thread = f"cap-{uuid.uuid4().hex[:10]}"
-        conf = cfg(thread)
-        for step in range(STEPS):
+REFRESHES = 1
+LISTS = 1
+PRUNE_KEEP = 2
+
+
+def _replay(h: Harness, saver: Any, w: capacity.Workload, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``THREADS`` threads of ``STEPS`` steps (put, ``fan_out`` put_writes, ``reads_per_step``
+    get_tuple), then ``REFRESHES`` more steps each a day later (the head's refresh window past)."""
+    from langgraph.checkpoint.dynamodb import clock
+
+    threads, confs = [f"cap-{uuid.uuid4().hex[:10]}" for _ in range(THREADS)], {}
+    for step in range(STEPS + REFRESHES):
+        if step >= STEPS:
+            later = clock.now() + 86_400 * (step - STEPS + 1)
+            monkeypatch.setattr(clock, "now", lambda later=later: later)
+        for thread in threads:
+            conf = confs.get(thread) or cfg(thread)
             size = w.state_bytes + step * w.state_growth_bytes
             versions = {"state": str(step + 1)}
             cp = checkpoint_of({"state": os.urandom(size)}, versions)  # incompressible: its size is its size
             meta = {"step": step, "source": "loop", "run_id": f"run-{thread}"}
-            conf = h.call("put", conf, cp, meta, versions, saver=saver)
+            conf = confs[thread] = h.call("put", conf, cp, meta, versions, saver=saver)
             for task in range(w.fan_out):
                 h.call(
                     "put_writes",
@@ -60,16 +71,21 @@ def _replay(h: Harness, saver: Any, w: capacity.Workload) -> None:
                 )
             for _ in range(int(w.reads_per_step)):
                 assert h.call("get_tuple", cfg(thread), saver=saver) is not None
+    return threads
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_the_model_predicts_the_units_the_layer_counts_within_10_percent(
-    saver_harness: Harness, moto_endpoint: str, name: str
+    saver_harness: Harness, moto_endpoint: str, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w = WORKLOADS[name]
     h = saver_harness
     with h.other_saver(ttl=w.ttl_seconds) as saver, throughput.counting(moto_endpoint):
-        _replay(h, saver, w)
+        threads = _replay(h, saver, w, monkeypatch)
+        for thread in threads:
+            for _ in range(LISTS):
+                assert len(h.list(cfg(thread), saver=saver)) == STEPS + REFRESHES
+        h.call("prune", threads, keep_last=PRUNE_KEEP, saver=saver)
         state = throughput.capacity(moto_endpoint)
     table = h.table_name
     measured = {
@@ -78,7 +94,9 @@ def test_the_model_predicts_the_units_the_layer_counts_within_10_percent(
         "run_index_write": throughput.total(state, table, "write", "run_id-index"),
         "threads_index_write": throughput.total(state, table, "write", "threads-index"),
     }
-    predicted = capacity.replay_units(w, THREADS, STEPS)
+    predicted = capacity.replay_units(
+        w, THREADS, STEPS, lists=LISTS, prune_keep=PRUNE_KEEP, refreshes=REFRESHES
+    )
     print(name, h.variant, "measured", measured, "predicted", predicted)
     for what, units in measured.items():
         assert predicted[what] == pytest.approx(units, rel=0.10), (what, measured, predicted)

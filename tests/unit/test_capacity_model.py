@@ -65,3 +65,12 @@ def test_the_cli_prints_the_plan_as_json_and_text() -> None:
 def test_the_cli_refuses_an_impossible_workload() -> None:
     err = io.StringIO()
     assert main(["capacity", "--threads", "0"], stdout=io.StringIO(), stderr=err) == 2
+
+
+def test_docs_scale_holds_the_models_headroom_table() -> None:
+    from pathlib import Path
+
+    from langgraph.checkpoint.dynamodb.tools.capacity import headroom_table
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "scale.md").read_text()
+    assert headroom_table() in page, "regenerate docs/scale.md's table: print(headroom_table())"

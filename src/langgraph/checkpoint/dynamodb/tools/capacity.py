@@ -60,7 +60,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["PRICES", "Plan", "Workload", "plan", "replay_units"]
+__all__ = ["PRICES", "Plan", "Workload", "headroom_table", "plan", "render_text", "replay_units"]
 
 #: us-east-1 prices (see the module docstring for the date and sources).
 PRICES: dict[str, float] = {
@@ -239,14 +239,19 @@ def _rates(w: Workload, c: dict[str, dict[str, float]]) -> dict[str, float]:
     """Units per second, by component, in a steady state."""
     s = w.steps_per_second
     heads = head_refreshes_per_second(w)
-    touched = min(w.active_threads, s * w.prune_every_seconds) / max(1, w.prune_every_seconds)
+    period = max(1, w.prune_every_seconds)
+    touched = min(w.active_threads, s * period) / period
+    # A run reads each thread touched since the last one whole: what it keeps and what it deletes.
+    ckpt, writes = _sizes(w)
+    new = s * period / max(1.0, touched * period)
+    prune_read = _rcu((w.history_kept + new) * (ckpt + w.fan_out * writes))
     app_write = s * (c["put"]["table_write"] + w.fan_out * c["put_writes"]["table_write"])
     return {
         "app_table_write": app_write + heads * c["head_refresh"]["table_write"],
         "app_table_read": s * w.reads_per_step * c["get_tuple"]["table_read"]
         + w.lists_per_second * c["list"]["table_read"],
         "prune_table_write": s * c["prune_delete_step"]["table_write"],
-        "prune_table_read": touched * c["prune_read_thread"]["table_read"],
+        "prune_table_read": touched * prune_read,
         "run_index_write": s * (c["put"]["run_index_write"] + c["prune_delete_step"]["run_index_write"]),
         "threads_index_write": heads * c["head_refresh"]["threads_index_write"],
         "heads": heads,
@@ -404,26 +409,82 @@ def plan(w: Workload) -> Plan:
     )
 
 
-def replay_units(w: Workload, threads: int, steps: int) -> dict[str, float]:
-    """Units a finite replay costs: ``threads`` fresh threads of ``steps`` steps each, every step a
-    ``put``, ``fan_out`` ``put_writes`` and ``reads_per_step`` ``get_tuple`` (what the validation test runs).
+def replay_units(
+    w: Workload,
+    threads: int,
+    steps: int,
+    *,
+    lists: int = 0,
+    prune_keep: int | None = None,
+    refreshes: int = 0,
+) -> dict[str, float]:
+    """Units a finite replay costs (what the validation test runs): ``threads`` fresh threads of
+    ``steps`` steps each, every step a ``put``, ``fan_out`` ``put_writes`` and ``reads_per_step``
+    ``get_tuple``; then per thread ``refreshes`` head refreshes (one more step each, a refresh window
+    later), ``lists`` whole-namespace ``list`` calls, and a prune keeping ``prune_keep`` checkpoints.
 
-    The growth is that of :class:`Workload` (step ``i``'s checkpoint is ``state_bytes + i * growth``);
-    each tracked thread's head is written once, entering the threads index (one unit).
+    Step ``i``'s checkpoint is ``state_bytes + i * state_growth_bytes``; each tracked thread's head
+    is written once, entering the threads index (one unit), and each refresh moves it (two).
     """
     out = {"table_write": 0.0, "table_read": 0.0, "run_index_write": 0.0, "threads_index_write": 0.0}
-    for i in range(steps):
+    sizes = []
+    for i in range(steps + refreshes):
         grown = Workload(
             **{**asdict(w), "state_bytes": w.state_bytes + i * w.state_growth_bytes, "state_growth_bytes": 0}
         )
         c = request_costs(grown)
+        ckpt, writes = _sizes(grown)
+        sizes.append((ckpt, writes))
         out["table_write"] += threads * (c["put"]["table_write"] + w.fan_out * c["put_writes"]["table_write"])
         out["table_read"] += threads * w.reads_per_step * c["get_tuple"]["table_read"]
         out["run_index_write"] += threads * c["put"]["run_index_write"]
     if _tracked(w):
-        out["table_write"] += threads * _wcu(HEAD_BYTES)
-        out["threads_index_write"] += threads
+        out["table_write"] += threads * (1 + refreshes) * _wcu(HEAD_BYTES)
+        out["threads_index_write"] += threads * (1 + 2 * refreshes)
+    namespace = sum(ckpt + w.fan_out * writes for ckpt, writes in sizes)
+    out["table_read"] += threads * lists * _rcu(namespace)
+    if prune_keep is not None:
+        out["table_read"] += threads * _rcu(namespace + (HEAD_BYTES if _tracked(w) else 0))
+        for ckpt, writes in sizes[: max(0, len(sizes) - prune_keep)]:
+            out["table_write"] += threads * (_wcu(ckpt) + w.fan_out * _wcu(writes))
+            out["run_index_write"] += threads
     return out
+
+
+def headroom_table(
+    rates: tuple[float, ...] = (1_000, 10_000, 100_000), threads: int = 10**7, **workload: Any
+) -> str:
+    """A Markdown table of every component's load and headroom at these step rates (docs/scale.md's)."""
+    settings = {"ttl_seconds": 7 * 86_400, **workload}
+    plans = [plan(Workload(active_threads=threads, steps_per_second=r, **settings)) for r in rates]
+    head = " | ".join(f"{r:,.0f} steps/s: load (headroom)" for r in rates)
+    lines = [f"| component | limit | {head} |", "|---|---|" + "---|" * len(rates)]
+    for name in [row["name"] for row in _table_rows(plans[0])]:
+        cells = []
+        for p in plans:
+            row = next(x for x in p.headroom if x["name"] == name)
+            h = "∞" if row["headroom"] == math.inf else f"{row['headroom']:,.2f}x"
+            cells.append(f"{row['load']:,.1f} ({h})")
+        lines.append(f"| {name} | {row['limit']:,.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _table_rows(p: Plan) -> list[dict[str, Any]]:
+    """The rows in the order ``_headroom`` lists them (partitions first), not by headroom."""
+    names = [
+        "table partition writes (one thread)",
+        "table partition reads (one thread)",
+        "threads-index partition writes (one shard)",
+        "run_id-index partition writes (one run)",
+        "table writes (per-table quota)",
+        "table reads (per-table quota)",
+        "run_id-index writes (per-index quota)",
+        "threads-index writes (per-index quota)",
+        "S3 PUT (a new bucket's one partition)",
+        "S3 GET (a new bucket's one partition)",
+    ]
+    by_name = {row["name"]: row for row in p.headroom}
+    return [by_name[n] for n in names if n in by_name]
 
 
 def render_text(p: Plan) -> str:

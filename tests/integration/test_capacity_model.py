@@ -27,6 +27,9 @@ WORKLOADS = {
         state_bytes=1000, state_growth_bytes=1200, write_bytes=300, ttl_seconds=86400
     ),
     "large-20k-fanout-3": capacity.Workload(state_bytes=20000, fan_out=3, write_bytes=3000),
+    "lease-bound-6k-fanout-2": capacity.Workload(
+        state_bytes=6000, fan_out=2, write_bytes=1500, ttl_seconds=86400, lease_bound=True
+    ),
 }
 
 
@@ -44,12 +47,27 @@ LISTS = 1
 PRUNE_KEEP = 2
 
 
+def _lease_call(h: Harness, lease: Any, name: str) -> Any:
+    """``lease.name()``, awaited on the harness's loop for an async lease."""
+    result = getattr(lease, name)()
+    return h.loop.run(result) if h.is_async else result
+
+
 def _replay(h: Harness, saver: Any, w: capacity.Workload, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """``THREADS`` threads of ``STEPS`` steps (put, ``fan_out`` put_writes, ``reads_per_step``
     get_tuple), then ``REFRESHES`` more steps each a day later (the head's refresh window past)."""
     from langgraph.checkpoint.dynamodb import clock
 
+    from langgraph.checkpoint.dynamodb.lock import AsyncThreadLease, ThreadLease
+
     threads, confs = [f"cap-{uuid.uuid4().hex[:10]}" for _ in range(THREADS)], {}
+    kind = AsyncThreadLease if h.is_async else ThreadLease
+    leases = {t: kind(saver, t, lease_seconds=600, heartbeat=False) for t in threads} if w.lease_bound else {}
+    writers = {}
+    for t in threads:
+        if t in leases:
+            _lease_call(h, leases[t], "acquire")
+        writers[t] = leases[t].bind() if t in leases else saver
     for step in range(STEPS + REFRESHES):
         if step >= STEPS:
             later = clock.now() + 86_400 * (step - STEPS + 1)
@@ -60,17 +78,19 @@ def _replay(h: Harness, saver: Any, w: capacity.Workload, monkeypatch: pytest.Mo
             versions = {"state": str(step + 1)}
             cp = checkpoint_of({"state": os.urandom(size)}, versions)  # incompressible: its size is its size
             meta = {"step": step, "source": "loop", "run_id": f"run-{thread}"}
-            conf = confs[thread] = h.call("put", conf, cp, meta, versions, saver=saver)
+            conf = confs[thread] = h.call("put", conf, cp, meta, versions, saver=writers[thread])
             for task in range(w.fan_out):
                 h.call(
                     "put_writes",
                     conf,
                     [("state", os.urandom(w.write_bytes))],
                     f"task-{step}-{task}",
-                    saver=saver,
+                    saver=writers[thread],
                 )
             for _ in range(int(w.reads_per_step)):
                 assert h.call("get_tuple", cfg(thread), saver=saver) is not None
+    for lease in leases.values():
+        _lease_call(h, lease, "release")
     return threads
 
 

@@ -74,3 +74,13 @@ def test_docs_scale_holds_the_models_headroom_table() -> None:
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "scale.md").read_text()
     assert headroom_table() in page, "regenerate docs/scale.md's table: print(headroom_table())"
+
+
+def test_lease_bound_writes_cost_a_transaction_and_a_lock_check() -> None:
+    plain = plan(Workload(state_bytes=2000, write_bytes=900)).per_request
+    bound = plan(Workload(state_bytes=2000, write_bytes=900, lease_bound=True)).per_request
+    assert bound["put"]["table_write"] == 2 * plain["put"]["table_write"] + 2
+    assert bound["put_writes"]["table_write"] == 2 * plain["put_writes"]["table_write"] + 2
+    out = io.StringIO()
+    assert main(["capacity", "--lease-bound", "--json"], stdout=out) == 0
+    assert json.loads(out.getvalue())["workload"]["lease_bound"] is True

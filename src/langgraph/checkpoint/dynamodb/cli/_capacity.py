@@ -35,6 +35,7 @@ _OPTIONS: dict[str, tuple[str, Any, str]] = {
     "--large-values-per-step": ("large_values_per_step", float, "values over the S3 threshold per step"),
     "--shards": ("threads_index_shards", int, "partition key values of the threads index"),
     "--processes": ("processes", int, "processes writing"),
+    "--steps-per-lease": ("steps_per_lease", int, "steps per lease (with --lease-bound)"),
 }
 
 
@@ -55,6 +56,12 @@ def register(add: Any) -> None:
         p.add_argument(
             option, dest=name, type=kind, default=defaults[name], help=f"{help_} (default {defaults[name]})"
         )
+    p.add_argument(
+        "--lease-bound",
+        dest="lease_bound",
+        action="store_true",
+        help="writes through ThreadLease.bind (each a transaction with a lock check)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
 
@@ -63,7 +70,8 @@ def cmd_capacity(ctx: Ctx) -> int:
 
     args: argparse.Namespace = ctx.args
     try:
-        workload = Workload(**{name: getattr(args, name) for name, _, _ in _OPTIONS.values()})
+        chosen = {name: getattr(args, name) for name, _, _ in _OPTIONS.values()}
+        workload = Workload(**chosen, lease_bound=args.lease_bound)
     except ValueError as exc:
         raise CLIError(str(exc), EXIT_USAGE, "usage") from exc
     result = plan(workload)

@@ -18,6 +18,10 @@ holds the prediction within 10% of what the layer counted):
   ``PutObject`` each). The item carries the run id, so it also writes one
   entry of the keys-only ``run_id-index`` (under 1 KB: one unit).
 - ``put_writes``: one ``PutItem`` per task (its writes item).
+- Lease-bound (``ThreadLease.bind``): each ``put``/``put_writes`` is one
+  ``TransactWriteItems`` of the write and a ``ConditionCheck`` on the lock item
+  (every action at twice its units); a lease costs one ``UpdateItem`` to take
+  and one to release.
 - ``get_tuple`` (latest): one strongly consistent ``Query`` whose page is
   sized to the latest checkpoint and its writes items (``read.latest_limit``).
 - ``list`` (a whole namespace): one strongly consistent ``Query`` reading every
@@ -119,6 +123,8 @@ class Workload:
         request_latency_ms: one maintenance request's latency (for Lambda concurrency).
         lambda_memory_mb: the maintenance functions' memory.
         provisioned_utilization: target utilization when provisioning (auto scaling's target).
+        lease_bound: writes through ``ThreadLease.bind`` (each a transaction with a lock check).
+        steps_per_lease: steps per lease taken (one acquire and one release each).
     """
 
     active_threads: int = 10_000
@@ -142,6 +148,8 @@ class Workload:
     request_latency_ms: float = 10.0
     lambda_memory_mb: int = 512
     provisioned_utilization: float = 0.7
+    lease_bound: bool = False
+    steps_per_lease: int = 5
 
     def __post_init__(self) -> None:
         if self.active_threads < 1 or self.steps_per_second < 0 or self.threads_index_shards < 1:
@@ -208,9 +216,15 @@ def request_costs(w: Workload) -> dict[str, dict[str, float]]:
     """Units each saver call costs: table reads/writes and index writes."""
     ckpt, writes = _sizes(w)
     step_read = ckpt + w.fan_out * writes
+    # Lease-bound (lock/_commit.py): a TransactWriteItems of the write and a ConditionCheck on the
+    # thread's lock item (under 1 KB), each action at twice its units. Concurrent writes share one
+    # transaction (one check), so per request this is an upper bound.
+    tx, check = (2, 2) if w.lease_bound else (1, 0)
     return {
-        "put": {"table_write": _wcu(ckpt), "run_index_write": 1, "requests": 1},
-        "put_writes": {"table_write": _wcu(writes), "requests": 1},
+        "put": {"table_write": tx * _wcu(ckpt) + check, "run_index_write": 1, "requests": 1},
+        "put_writes": {"table_write": tx * _wcu(writes) + check, "requests": 1},
+        # ThreadLease: one UpdateItem of the lock item to take it, one to release it.
+        "lease": {"table_write": 2 if w.lease_bound else 0, "requests": 2 if w.lease_bound else 0},
         "get_tuple": {"table_read": _rcu(step_read), "requests": 1},
         "list": {"table_read": _rcu(w.history_kept * step_read), "requests": 1},
         "head_refresh": {"table_write": _wcu(HEAD_BYTES), "threads_index_write": 2, "requests": 1},
@@ -246,6 +260,7 @@ def _rates(w: Workload, c: dict[str, dict[str, float]]) -> dict[str, float]:
     new = s * period / max(1.0, touched * period)
     prune_read = _rcu((w.history_kept + new) * (ckpt + w.fan_out * writes))
     app_write = s * (c["put"]["table_write"] + w.fan_out * c["put_writes"]["table_write"])
+    app_write += s / max(1, w.steps_per_lease) * c["lease"]["table_write"]
     return {
         "app_table_write": app_write + heads * c["head_refresh"]["table_write"],
         "app_table_read": s * w.reads_per_step * c["get_tuple"]["table_read"]
@@ -420,13 +435,14 @@ def replay_units(
 ) -> dict[str, float]:
     """Units a finite replay costs (what the validation test runs): ``threads`` fresh threads of
     ``steps`` steps each, every step a ``put``, ``fan_out`` ``put_writes`` and ``reads_per_step``
-    ``get_tuple``; then per thread ``refreshes`` head refreshes (one more step each, a refresh window
+    ``get_tuple`` (under one lease per thread when ``lease_bound``); then per thread ``refreshes`` head refreshes (one more step each, a refresh window
     later), ``lists`` whole-namespace ``list`` calls, and a prune keeping ``prune_keep`` checkpoints.
 
     Step ``i``'s checkpoint is ``state_bytes + i * state_growth_bytes``; each tracked thread's head
     is written once, entering the threads index (one unit), and each refresh moves it (two).
     """
     out = {"table_write": 0.0, "table_read": 0.0, "run_index_write": 0.0, "threads_index_write": 0.0}
+    out["table_write"] += threads * request_costs(w)["lease"]["table_write"]  # one lease per thread
     sizes = []
     for i in range(steps + refreshes):
         grown = Workload(

@@ -57,7 +57,6 @@ def _replay(h: Harness, saver: Any, w: capacity.Workload, monkeypatch: pytest.Mo
     """``THREADS`` threads of ``STEPS`` steps (put, ``fan_out`` put_writes, ``reads_per_step``
     get_tuple), then ``REFRESHES`` more steps each a day later (the head's refresh window past)."""
     from langgraph.checkpoint.dynamodb import clock
-
     from langgraph.checkpoint.dynamodb.lock import AsyncThreadLease, ThreadLease
 
     threads, confs = [f"cap-{uuid.uuid4().hex[:10]}" for _ in range(THREADS)], {}

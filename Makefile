@@ -79,6 +79,7 @@ format: setup
 bench: setup  ## benchmarks against the reference saver; writes docs/benchmarks.md (and benchmarks/asset_cold.json)
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks.asset_cold
+	$(BIN)/python -m benchmarks.throughput  # workloads on the throughput layer (docs/scale.md)
 
 synth: setup  ## cdk synth, offline
 	bash infra/synth.sh

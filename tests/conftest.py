@@ -14,6 +14,8 @@ when a server stops.
 Outside the server's lock, tests/support/contention.py models DynamoDB's
 transaction conflicts (``CONTENTION=on|off``, default off): the ``contention``
 fixture turns it on for one test and gives its endpoint.
+Inside the lock, tests/support/throughput.py counts capacity units and, with a
+scale, throttles as AWS does (``THROUGHPUT=on``, ``THROUGHPUT_SCALE``; default off).
 
 moto enforces no IAM: every request a Lambda handler issues is attributed to
 its function and checked against the role the synthesized reference stack

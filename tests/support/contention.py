@@ -57,7 +57,9 @@ loaded machine varies: tests assert what must hold whatever is throttled.
 Not modelled (said plainly): ``TransactGetItems`` conflicts, ``BatchWriteItem``
 items that meet a transaction or a bucket, a transaction meeting a single write
 in flight, idempotency tokens, reads, indexes, table-level limits, split for
-heat. Only DynamoDB's JSON protocol is looked at.
+heat (tests/support/throughput.py, inside the server's lock, counts and limits
+reads, index writes, tables and S3 exactly; this layer's ``throttle`` stays the
+approximate, write-only one). Only DynamoDB's JSON protocol is looked at.
 
 By ``CONTENTION`` (``on``; ``off``, the default) and at run time through the
 control endpoints under ``/__contention__/`` (``status``, ``mode``, ``hold``,
@@ -166,6 +168,8 @@ class ContentionMiddleware:
     # -- WSGI ------------------------------------------------------------------
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if (environ.get("PATH_INFO") or "").startswith(CONTROL_PREFIX + "capacity"):
+            return self.app(environ, start_response)  # the throughput layer's (tests/support/throughput.py)
         if (environ.get("PATH_INFO") or "").startswith(CONTROL_PREFIX):
             return self._control(environ, start_response)
         target = environ.get("HTTP_X_AMZ_TARGET") or ""

@@ -42,6 +42,7 @@ from werkzeug.serving import run_simple
 
 from tests.support.contention import ContentionMiddleware
 from tests.support.strict_aws import StrictAWSMiddleware
+from tests.support.throughput import ThroughputMiddleware
 
 
 def _wire(value: Any) -> Any:
@@ -218,7 +219,11 @@ def main() -> None:
     os.environ.setdefault("MOTO_PORT", str(port))
     # The checks read moto's backend (key schemas, the item an update starts from):
     # they run inside the lock, like the request itself.
-    app = StrictAWSMiddleware(DomainDispatcherApplication(create_backend_app), os.environ.get("STRICT_AWS"))
+    # Capacity is counted (and throttled) inside the lock too: it reads the items a write replaces
+    # (tests/support/throughput.py).
+    app = ThroughputMiddleware(
+        StrictAWSMiddleware(DomainDispatcherApplication(create_backend_app), os.environ.get("STRICT_AWS"))
+    )
     lock = threading.Lock()
 
     def serial(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:

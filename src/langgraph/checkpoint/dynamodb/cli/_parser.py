@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from langgraph.checkpoint.dynamodb.cli import _capacity, _migrate, _ui
 from langgraph.checkpoint.dynamodb.cli import _doctor_export_import as doctor_export_import
-from langgraph.checkpoint.dynamodb.cli import _migrate, _ui
 from langgraph.checkpoint.dynamodb.cli._base import (
     CREDENTIAL_CODES,
     DEFAULT_LOCAL_BUCKET,
@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_export_import.register(add)
     _migrate.register(add)
     _ui.register(add)
+    _capacity.register(add)
     return parser
 
 

@@ -64,6 +64,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.dynamodb import schema
+
 __all__ = ["PRICES", "Plan", "Workload", "headroom_table", "plan", "render_text", "replay_units"]
 
 #: us-east-1 prices (see the module docstring for the date and sources).
@@ -118,7 +120,9 @@ class Workload:
         prune_every_seconds: the pruner's schedule.
         s3_threshold: values larger than this go to S3.
         large_values_per_step: values over ``s3_threshold`` written per step.
-        threads_index_shards: partition key values of the threads index.
+        threads_index_shards: partition key values of the threads index (``None``: as the table
+            grows it, the smallest power of two from 4 that keeps a shard within a partition's
+            1,000 write units a second, at most 256; see ``_operations.heads``).
         processes: processes writing (each refreshes heads on its own).
         request_latency_ms: one maintenance request's latency (for Lambda concurrency).
         lambda_memory_mb: the maintenance functions' memory.
@@ -143,7 +147,7 @@ class Workload:
     prune_every_seconds: int = 3600
     s3_threshold: int = 64 * 1024
     large_values_per_step: float = 0.0
-    threads_index_shards: int = 4
+    threads_index_shards: int | None = None
     processes: int = 1
     request_latency_ms: float = 10.0
     lambda_memory_mb: int = 512
@@ -152,7 +156,8 @@ class Workload:
     steps_per_lease: int = 5
 
     def __post_init__(self) -> None:
-        if self.active_threads < 1 or self.steps_per_second < 0 or self.threads_index_shards < 1:
+        shards = self.threads_index_shards
+        if self.active_threads < 1 or self.steps_per_second < 0 or (shards is not None and shards < 1):
             raise ValueError("active_threads and threads_index_shards must be >= 1, steps_per_second >= 0")
         if not 0 < self.provisioned_utilization <= 1:
             raise ValueError("provisioned_utilization must be in (0, 1]")
@@ -274,8 +279,21 @@ def _rates(w: Workload, c: dict[str, dict[str, float]]) -> dict[str, float]:
     }
 
 
+def grown_index_shards(write_units_per_second: float) -> int:
+    """The shard count the threads index settles at under a load: doubled from the minimum while a shard is over.
+
+    >>> grown_index_shards(100), grown_index_shards(55_600), grown_index_shards(1e9)
+    (4, 64, 256)
+    """
+    n = schema.THREADS_INDEX_MIN_SHARDS
+    while n < schema.THREADS_INDEX_MAX_SHARDS and write_units_per_second / n > PARTITION_WCU:
+        n *= 2
+    return n
+
+
 def _hottest(w: Workload, c: dict[str, dict[str, float]], r: dict[str, float]) -> dict[str, dict[str, float]]:
     b = w.busiest_thread_steps_per_second
+    shards = w.threads_index_shards or grown_index_shards(r["threads_index_write"])
     return {
         "table_partition": {
             "write_units_per_second": b
@@ -284,7 +302,8 @@ def _hottest(w: Workload, c: dict[str, dict[str, float]], r: dict[str, float]) -
             "fan_out_burst_units": w.fan_out * c["put_writes"]["table_write"],
         },
         "threads_index_partition": {
-            "write_units_per_second": r["threads_index_write"] / w.threads_index_shards
+            "write_units_per_second": r["threads_index_write"] / shards,
+            "shards": shards,
         },
         "run_index_partition": {"write_units_per_second": b * c["put"]["run_index_write"]},
     }

@@ -339,7 +339,7 @@ def test_other_errors_of_the_head_write_escape(mode: str, now: list[float]) -> N
     saver, script = scripted_saver(mode, ttl=3600)
     script.when(
         "update_item",
-        ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "UpdateItem"),
+        ClientError({"Error": {"Code": "ValidationException"}}, "UpdateItem"),
     )
     with pytest.raises(ClientError):
         _put(saver, {"a": 1})

@@ -109,25 +109,25 @@ def test_a_lost_grow_race_takes_the_winners_count(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_at_the_maximum_the_throttle_reaches_the_caller(mode: str) -> None:
+def test_at_the_maximum_the_head_write_is_paced_until_it_lands(mode: str) -> None:
     saver, script = scripted_saver(mode, track_threads=True)
     script.when("get_item", _layout({"N": str(schema.THREADS_INDEX_MAX_SHARDS)}), _layout({"N": "256"}))
-    script.when("update_item", _throttle())
-    with pytest.raises(ClientError) as err:
-        _put(saver, "t1")
-    assert err.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    script.when("update_item", _throttle(), _throttle())
+    _put(saver, "t1")
     assert _layout_writes(script) == []  # nothing above the maximum is ever written
+    methods = script.methods()
+    assert methods.count("sleep") == 2 and len(_head_writes(script)) == 3  # waited twice, then landed
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_table_throttle_does_not_grow_the_index(mode: str) -> None:
+def test_a_table_throttle_does_not_grow_the_index_and_is_paced(mode: str) -> None:
     saver, script = scripted_saver(mode, track_threads=True)
     script.when(
         "update_item", _throttle("TableWriteKeyRangeThroughputExceeded", "arn:aws:dynamodb:::table/t")
     )
-    with pytest.raises(ClientError):
-        _put(saver, "t1")
+    _put(saver, "t1")
     assert _layout_writes(script) == []
+    assert script.methods().count("sleep") == 1 and len(_head_writes(script)) == 2
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -31,6 +31,8 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+from botocore.exceptions import ClientError
+
 from langgraph.checkpoint.dynamodb._engine import ops
 from langgraph.checkpoint.dynamodb._engine.fairness import Slots, pass_turn
 from langgraph.checkpoint.dynamodb._engine.ops import (
@@ -44,6 +46,7 @@ from langgraph.checkpoint.dynamodb._engine.ops import (
     body_budget,
     checked_body,
 )
+from langgraph.checkpoint.dynamodb._engine.pacing import ThrottlePacer
 from langgraph.checkpoint.dynamodb.errors import PayloadLimitError
 
 __all__ = [
@@ -237,6 +240,18 @@ class SyncDriver(_Driver[ClientHolder]):
         return self._pool
 
     def call(self, call: Call) -> Any:
+        """Send one call, again while it is throttled (``pacing``); a ``get_object`` body is read into ``bytes``."""
+        pacer = ThrottlePacer()
+        while True:
+            try:
+                return self._call_once(call)
+            except ClientError as exc:
+                delay = pacer.next_delay(exc) if call.paced else None
+                if delay is None:
+                    raise
+                time.sleep(delay)
+
+    def _call_once(self, call: Call) -> Any:
         """Send one call; a ``get_object`` body is read (within ``max_bytes``) into ``bytes``."""
         client = self.holder.clients.get(call.service)
         if client is None:
@@ -388,6 +403,18 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         return slot
 
     async def call(self, call: Call) -> Any:
+        """Send one call, again while it is throttled (``pacing``); see :meth:`_call_once`."""
+        pacer = ThrottlePacer()
+        while True:
+            try:
+                return await self._call_once(call)
+            except ClientError as exc:
+                delay = pacer.next_delay(exc) if call.paced else None
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+
+    async def _call_once(self, call: Call) -> Any:
         """Send one call; a ``get_object`` body is read (within ``max_bytes``) into ``bytes``.
 
         With ``max_in_flight`` the call first waits for a free slot of its

@@ -40,6 +40,10 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
     #: Largest ``get_object`` body the driver may read; ``None``: no limit.
     max_bytes: int | None = None
+    #: Whether the driver sends it again while it is throttled (``pacing``);
+    #: ``False`` for an operation that answers a throttle itself (a head write
+    #: the threads index throttles widens the index instead).
+    paced: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,15 @@ head write meets the index's partition limit.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb import clock, schema
 from langgraph.checkpoint.dynamodb._engine.aws import error_code
-from langgraph.checkpoint.dynamodb._engine.ops import Op, ddb
+from langgraph.checkpoint.dynamodb._engine.ops import Op, Sleep, ddb
+from langgraph.checkpoint.dynamodb._engine.pacing import ThrottlePacer
 from langgraph.checkpoint.dynamodb._operations.deleting import reap_thread
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb.base import BaseDynamoDBSaver
@@ -34,6 +36,24 @@ LAYOUT_SECONDS = 300
 
 def _layout_key() -> dict[str, Any]:
     return {ATTR.PK: {"S": schema.LAYOUT_PK}, ATTR.SK: {"S": schema.THREADS_LAYOUT_SK}}
+
+
+def index_write_throttled(exc: ClientError) -> bool:
+    """Whether DynamoDB throttled a write because a threads-index partition was over its limit.
+
+    DynamoDB names the cause in ``ThrottlingReasons`` (API reference,
+    ``ThrottlingReason``: ``IndexWriteKeyRangeThroughputExceeded``, its
+    resource the index's ARN).
+    """
+    if error_code(exc) != "ProvisionedThroughputExceededException":
+        return False
+    suffix = f"/index/{schema.THREADS_INDEX_NAME}"
+    return any(
+        isinstance(r, dict)
+        and str(r.get("reason", "")).startswith("IndexWrite")
+        and str(r.get("resource", "")).endswith(suffix)
+        for r in exc.response.get("ThrottlingReasons") or []
+    )
 
 
 def shard_count_of(item: dict[str, Any] | None) -> int:
@@ -109,25 +129,6 @@ def grow_index(s: BaseDynamoDBSaver, seen: int) -> Op[int]:
     return (yield from index_shards(s, fresh=True))
 
 
-def index_write_throttled(exc: ClientError) -> bool:
-    """Whether DynamoDB throttled a write because the threads index's partition was over its limit.
-
-    DynamoDB names the cause in ``ThrottlingReasons`` (API reference,
-    ``ThrottlingReason``: ``IndexWriteKeyRangeThroughputExceeded``, its
-    resource the index's ARN).
-    """
-    if error_code(exc) != "ProvisionedThroughputExceededException":
-        return False
-    reasons = exc.response.get("ThrottlingReasons") or []
-    suffix = f"/index/{schema.THREADS_INDEX_NAME}"
-    return any(
-        isinstance(r, dict)
-        and str(r.get("reason", "")).startswith("IndexWrite")
-        and str(r.get("resource", "")).endswith(suffix)
-        for r in reasons
-    )
-
-
 def thread_alive(s: BaseDynamoDBSaver, thread_id: str) -> Op[bool]:
     """Whether a thread whose items carry a past activity stamp is still alive.
 
@@ -201,10 +202,11 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
     if conditions:
         kwargs["ConditionExpression"] = " AND ".join(conditions)
     shards = yield from index_shards(s)
+    pacer = ThrottlePacer()
     while True:
         shard = {":ts": {"S": schema.thread_shard(thread_id, shards)}}
         try:
-            resp = yield ddb(
+            head_write = ddb(
                 "update_item",
                 TableName=s.table_name,
                 Key={ATTR.PK: {"S": s.keys.pk(thread_id)}, ATTR.SK: {"S": schema.HEAD_SK}},
@@ -213,6 +215,8 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
                 ExpressionAttributeValues={**values, **shard},
                 **kwargs,
             )
+            # Not paced by the driver: an index throttle is answered here.
+            resp = yield dataclasses.replace(head_write, paced=False)
             break
         except ClientError as exc:
             if index_write_throttled(exc):
@@ -222,7 +226,11 @@ def on_activity(s: BaseDynamoDBSaver, thread_id: str, root: str | None = None) -
                 if grown > shards:
                     shards = grown
                     continue
-                raise
+            # Any other throttle, or the index at its widest: wait, as the driver would.
+            delay = pacer.next_delay(exc)
+            if delay is not None:
+                yield Sleep(delay)
+                continue
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             s.caches.note_head(thread_id, need)

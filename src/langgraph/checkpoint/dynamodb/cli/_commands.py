@@ -282,7 +282,6 @@ def cmd_threads(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit(page)
         return EXIT_OK
-    ctx.out(f"source: {page['source']} ({page['note']})")
     if page["source"] == "index":
         cols = [("thread_id", "THREAD"), ("updated_at", "LAST ACTIVITY"), ("expires_at", "EXPIRES")]
     else:
@@ -296,6 +295,9 @@ def cmd_threads(ctx: Ctx) -> int:
         ctx.table(render_table(page["threads"], cols, max_width=80, no_truncate=("thread_id",)))
     else:
         ctx.out("no threads" + (" match" if given or args.page_token else ""))
+    # After the threads, not before: a new user's first listing opens with their threads,
+    # and how they were found (the index, or a scan for want of heads) is a footnote.
+    ctx.out(f"source: {page['source']} ({page['note']})")
     if page["next_page_token"]:
         ctx.out(f"more: --page-token {page['next_page_token']}")
     return EXIT_OK

@@ -328,7 +328,16 @@ def map_exception(exc: BaseException, args: argparse.Namespace | None, saver: An
     if isinstance(exc, NoRegionError):
         return CLIError("no AWS region: pass --region or set AWS_REGION", EXIT_USAGE, "no_region")
     if isinstance(exc, EndpointConnectionError):
-        return CLIError(f"cannot reach the endpoint: {exc}", EXIT_ERROR, "endpoint_unreachable")
+        from langgraph.checkpoint.dynamodb._engine.aws import endpoint_advice
+        from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError
+
+        if isinstance(exc, EndpointUnreachableError):  # the saver's: it already says what to do
+            return CLIError(str(exc), EXIT_ERROR, "endpoint_unreachable")
+        # The library's wording, so the CLI and a program on the same endpoint say the same.
+        url = str(getattr(exc, "kwargs", {}).get("endpoint_url", "?"))
+        return CLIError(
+            f"cannot reach the endpoint {url}: {endpoint_advice(url)}", EXIT_ERROR, "endpoint_unreachable"
+        )
     if isinstance(exc, ClientError):
         code = client_code(exc)
         op = getattr(exc, "operation_name", "")

@@ -22,8 +22,7 @@ __all__ = [
     "ThreadTooLargeError",
     "UnsupportedFormatError",
     "WriteContentionError",
-    "missing_extra",
-]
+]  # and missing_extra, the package's own helper for its extras (not an error class to catch)
 
 #: The distribution's name, as ``pip install`` spells it.
 _DISTRIBUTION = "langgraph-checkpoint-dynamodb-s3"

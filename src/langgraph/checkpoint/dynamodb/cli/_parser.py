@@ -199,6 +199,21 @@ def _add_local(add: Add) -> None:
         help=f"S3 key prefix of the saver it sets up (env {ENV_S3_PREFIX}; default checkpoints/)",
     )
     p.add_argument("--json", action="store_true", default=sup, help="print one JSON line instead")
+    p.add_argument(
+        "--function",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:FUNCTION",
+        help="also serve Lambda Invoke of function NAME by running MODULE:FUNCTION here "
+        "(repeatable; the current directory is on the path)",
+    )
+    p.add_argument(
+        "--function-timeout",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="the served functions' timeout: their context's deadline (default 900)",
+    )
 
 
 def _add_threads(add: Add) -> None:

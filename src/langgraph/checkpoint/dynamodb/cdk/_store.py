@@ -30,7 +30,6 @@ from langgraph.checkpoint.dynamodb.cdk._functions import (
     create_reaper,
     shared_function_settings,
 )
-from langgraph.checkpoint.dynamodb.cdk._outputs import add_outputs
 from langgraph.checkpoint.dynamodb.cdk._options import (
     BucketOptions,
     FunctionOptions,
@@ -42,6 +41,7 @@ from langgraph.checkpoint.dynamodb.cdk._options import (
     StoreOptions,
     resolve_options,
 )
+from langgraph.checkpoint.dynamodb.cdk._outputs import add_outputs
 from langgraph.checkpoint.dynamodb.cdk._storage import create_buckets, create_table
 
 __all__ = ["CheckpointStore"]

@@ -183,7 +183,8 @@ def test_threads_scan_fallback_paginates_newest_first(store: dict[str, Any]) -> 
     assert [t["thread_id"] for t in second["threads"]] == [store["done"]]
     assert second["next_page_token"] is None
     code, out, _ = run(*conn(store), "threads")
-    assert code == 0 and out.startswith("source: scan (")
+    # The threads first, how they were found last (issue 39: not an opening "no thread heads" line).
+    assert code == 0 and out.startswith("THREAD ") and out.splitlines()[-1].startswith("source: scan (")
     assert run(*conn(store), "threads", "--page-token", "garbage!")[0] == cli.EXIT_USAGE
 
 

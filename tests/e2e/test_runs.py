@@ -311,9 +311,19 @@ def test_the_docs_handler_drains_and_continues_itself(
 
     RUNS.clear()
     out = ns["handler"]({"thread_id": (thread := new_thread()), "text": "hi"}, Context(1.5))
+    duplicates = 0
     while out["status"] == "drained":
         assert sent and sent[-1]["checkpoint_id"] == out["checkpoint_id"]
-        out = ns["handler"](sent[-1], Context(1.5))
+        event = sent[-1]
+        out = ns["handler"](event, Context(1.5))
+        # Lambda's asynchronous Invoke (and SQS) may deliver an event twice: the duplicate
+        # replays the first run's result and must queue no second continuation (issue 39).
+        queued = len(sent)
+        again = ns["handler"](event, Context(1.5))
+        assert again["replayed"] and again["checkpoint_id"] == out["checkpoint_id"], again
+        assert len(sent) == queued, "a replayed result queued another continuation"
+        duplicates += 1
+    assert duplicates >= 1
     assert out["status"] == "done" and len(sent) >= 1 and set(RUNS.values()) == {1} and len(RUNS) == 10
     state = ns["graph"].get_state(cfg(thread))
     assert state.values["messages"] == ["hi", *(f"m{i}" for i in range(10))]

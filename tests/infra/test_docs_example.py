@@ -64,6 +64,17 @@ def test_docs_agent_example_is_nag_clean(tmp_path: Path) -> None:
         for r in template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
     )
+    (agent,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"] == "my_agent.handler.handler"
+    ]
+    # docs/lambda.md measured about 160 MB in a cold function: Lambda's 128 MB default is too little.
+    assert agent["Properties"].get("MemorySize", 128) >= 160, agent["Properties"].get("MemorySize")
+    assert (
+        "CheckpointsTableName" in template["Outputs"]
+        and "CheckpointsPrunerFunctionName" in template["Outputs"]
+    )
     assert handlers == [
         "langgraph.checkpoint.dynamodb.lambdas.maintenance.handler",
         "langgraph.checkpoint.dynamodb.lambdas.orphan_sweeper.handler",

@@ -26,7 +26,7 @@ MODES = ["sync", "async"]
 def _call(mode: str, loop: Any, saver: Any, name: str, *args: Any) -> Any:
     if mode == "sync":
         return getattr(saver, name)(*args)
-    return loop.run(getattr(saver, "a" + name)(*args))
+    return loop.run(getattr(saver, name if name == "setup" else "a" + name)(*args))
 
 
 def _saver(mode: str, **kw: Any) -> Any:
@@ -73,6 +73,7 @@ def test_missing_bucket_is_named_with_advice(
         _close(mode, loop_thread, saver)
     text = str(info.value)
     assert repr(bucket) in text and "setup()" in text and "LANGGRAPH_DYNAMODB_BUCKET" in text, text
+    assert "langgraph-dynamodb doctor" in text, text  # issue 39: the first use of the bucket names doctor
     assert info.value.response["Error"]["Code"] == "NoSuchBucket"
 
 
@@ -107,3 +108,99 @@ def test_only_loopback_endpoints_skip_retries() -> None:
     assert is_local_endpoint("http://[::1]:8000")
     assert not is_local_endpoint("https://dynamodb.eu-west-1.amazonaws.com")
     assert not is_local_endpoint("http://10.0.0.5:4566") and not is_local_endpoint(None)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_missing_table_and_bucket_name_doctor(mode: str, moto_endpoint: str, loop_thread: Any) -> None:
+    """Issue 39, item 4: a store error names the command that checks the whole set-up."""
+    saver = _saver(mode, table_name=f"no-such-table-{uuid.uuid4().hex[:8]}")
+    try:
+        with pytest.raises(errors.StoreNotFoundError, match="langgraph-dynamodb doctor"):
+            _call(mode, loop_thread, saver, "get_tuple", cfg(new_thread()))
+    finally:
+        _close(mode, loop_thread, saver)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_setup_refuses_a_bucket_in_another_region(
+    mode: str, moto_endpoint: str, loop_thread: Any, names: dict[str, str]
+) -> None:
+    """A bucket name that is taken in another region is caught by ``setup()``, not mid-run."""
+    import boto3
+
+    bucket = f"eu-bucket-{uuid.uuid4().hex[:8]}"
+    boto3.client("s3", region_name="eu-west-1").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    saver = _saver(mode, table_name=names["table_name"], bucket_name=bucket, region_name="us-east-1")
+    try:
+        with pytest.raises(errors.BucketUnusableError) as info:
+            _call(mode, loop_thread, saver, "setup")
+    finally:
+        _close(mode, loop_thread, saver)
+    text = str(info.value)
+    assert repr(bucket) in text and "eu-west-1" in text and "langgraph-dynamodb doctor" in text, text
+    assert isinstance(info.value, ClientError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_setup_accepts_its_own_bucket_again(
+    mode: str, moto_endpoint: str, loop_thread: Any, names: dict[str, str]
+) -> None:
+    """The region check passes a bucket in the saver's own region (a second ``setup()`` is a no-op)."""
+    saver = _saver(mode, table_name=names["table_name"], bucket_name=names["bucket_name"])
+    try:
+        _call(mode, loop_thread, saver, "setup")
+        _call(mode, loop_thread, saver, "setup")
+    finally:
+        _close(mode, loop_thread, saver)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_missing_credentials_get_a_hint(
+    mode: str, moto_endpoint: str, loop_thread: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No credentials anywhere: a message that says where they come from, like the missing region's."""
+    from botocore.exceptions import NoCredentialsError
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    saver = _saver(mode, table_name="t")
+    try:
+        with pytest.raises(errors.CredentialsNotFoundError) as info:
+            _call(mode, loop_thread, saver, "get_tuple", cfg(new_thread()))
+    finally:
+        _close(mode, loop_thread, saver)
+    text = str(info.value)
+    assert "AWS_ACCESS_KEY_ID" in text and "local.env" in text and "doctor" in text, text
+    assert isinstance(info.value, NoCredentialsError) and isinstance(info.value, CheckpointStoreError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_empty_thread_id_says_it_is_empty(mode: str, moto_endpoint: str, loop_thread: Any) -> None:
+    saver = _saver(mode, table_name="t")
+    try:
+        with pytest.raises(ValueError, match="thread_id'] is empty"):
+            _call(mode, loop_thread, saver, "get_tuple", {"configurable": {"thread_id": ""}})
+        with pytest.raises(ValueError, match="thread_id'] is required"):
+            _call(mode, loop_thread, saver, "get_tuple", {"configurable": {}})
+    finally:
+        _close(mode, loop_thread, saver)
+
+
+@pytest.mark.parametrize("code", ["AccessDenied", "403", "PermanentRedirect"])
+def test_a_bucket_that_is_not_ours_is_named_with_doctor(code: str) -> None:
+    """S3's 403/301 (no IAM in moto): the first request that meets the bucket says what to check."""
+    from langgraph.checkpoint.dynamodb._engine.aws import translate_errors
+
+    class _Saver:
+        table_name, bucket_name, clients = "t", "someone-elses", {}
+
+    def op() -> Any:
+        raise ClientError({"Error": {"Code": code, "Message": "denied"}}, "PutObject")
+        yield  # a generator, like every operation
+
+    with pytest.raises(errors.BucketUnusableError) as info:
+        next(translate_errors(op(), _Saver()))
+    assert "'someone-elses'" in str(info.value) and "langgraph-dynamodb doctor" in str(info.value)
+    assert info.value.response["Error"]["Code"] == code

@@ -294,19 +294,33 @@ def test_the_savers_clients_work_from_the_callers_loop_through_the_io_loop(store
 # ------------------------------------------- the default mode across loops
 
 
-def test_a_saver_kept_across_asyncio_runs_says_what_to_do(store: dict[str, str]) -> None:
-    """Default mode, one saver at module level, never closed: the second loop gets a clear error."""
+def test_a_saver_kept_across_asyncio_runs_reopens_its_clients(store: dict[str, str]) -> None:
+    """Default mode, one saver at module level, never closed: each ``asyncio.run`` closes its clients.
+
+    Issue 39: ``asyncio.run`` finalizes the loop's async generators, among them the
+    saver's closer, so the clients are closed on their loop (no ``Unclosed client
+    session`` at exit) and the next loop opens its own.
+    """
     saver = AsyncDynamoDBSaver(**store)
     thread = new_thread()
     assert asyncio.run(saver.aget_tuple(cfg(thread))) is None
-    with pytest.raises(RuntimeError, match="io_thread=True"):
-        asyncio.run(saver.aget_tuple(cfg(thread)))
+    assert asyncio.run(saver.aget_tuple(cfg(thread))) is None
 
     async def listing() -> list[Any]:
         return [t async for t in saver.alist(cfg(thread))]
 
-    with pytest.raises(RuntimeError, match="async with saver"):
-        asyncio.run(listing())
+    assert asyncio.run(listing()) == []
+
+
+def test_a_saver_whose_loop_was_closed_by_hand_says_what_to_do(store: dict[str, str]) -> None:
+    """A loop closed without ``shutdown_asyncgens()`` leaves the clients open: a clear error, not a deep one."""
+    saver = AsyncDynamoDBSaver(**store)
+    thread = new_thread()
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(saver.aget_tuple(cfg(thread))) is None
+    loop.close()  # no shutdown_asyncgens: the saver's closer never ran
+    with pytest.raises(RuntimeError, match="io_thread=True"):
+        asyncio.run(saver.aget_tuple(cfg(thread)))
 
 
 def test_a_saver_entered_in_each_loop_serves_them_all(store: dict[str, str]) -> None:

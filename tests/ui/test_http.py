@@ -199,4 +199,8 @@ def test_diff_against_an_unknown_checkpoint_says_so_in_place(inspector: str, ui_
     tid = ui_store.threads["archive"]
     status, _, body = request(inspector, q("/checkpoint", thread=tid, against="no-such-id"))
     assert status == 200  # the checkpoint itself is there: only the comparison is not
-    assert 'class="error">checkpoint no-such-id not found' in body and 'table class="channels"' in body
+    # The CLI's own wording (one resolver for both, issue 39): the id shell-quoted, as the CLI prints it.
+    assert (
+        'class="error">checkpoint &#x27;no-such-id&#x27; not found' in body
+        and 'table class="channels"' in body
+    )

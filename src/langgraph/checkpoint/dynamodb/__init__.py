@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.dynamodb.errors import (
+    BucketUnusableError,
     CheckpointStoreError,
     CiphertextBindingError,
     CorruptPayloadError,
+    CredentialsNotFoundError,
     EndpointUnreachableError,
     KeyTooLongError,
     MissingPayloadError,
@@ -32,9 +34,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncDynamoDBSaver",
+    "BucketUnusableError",
     "CheckpointStoreError",
     "CiphertextBindingError",
     "CorruptPayloadError",
+    "CredentialsNotFoundError",
     "DynamoDBSaver",
     "EndpointUnreachableError",
     "KeyTooLongError",

@@ -156,6 +156,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         self._session = session
         self._clients: dict[str, Any] = {"dynamodb": dynamodb_client, "s3": s3_client}
         self._stack: AsyncExitStack | None = None
+        self._loop_end_closer: AsyncIterator[None] | None = None
         self._owned_names: set[str] = set()
         self._bound_loop: asyncio.AbstractEventLoop | None = None
         self._open_lock: asyncio.Lock | None = None
@@ -273,6 +274,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                 session = share_models(get_session())
             if self._stack is None:
                 self._stack = AsyncExitStack()
+                await self._close_when_the_loop_ends(self._stack)
             for name in need:
                 factory = getattr(session, "create_client", None) or session.client
                 cm = factory(
@@ -287,6 +289,28 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
                 self._clients[name] = client
                 fail_fast_on_local_endpoint(self._clients[name])
                 self._owned_names.add(name)
+
+    async def _close_when_the_loop_ends(self, stack: AsyncExitStack) -> None:
+        """Close ``stack``'s clients when the running loop shuts down, if nobody closed them before.
+
+        A program that never closes its saver (no ``async with``, no
+        ``aclose()``) used to end with aiohttp's ``Unclosed client session``
+        warnings. asyncio finalizes the async generators a loop started when
+        it shuts down (``asyncio.run`` calls ``loop.shutdown_asyncgens()``),
+        so one suspended here closes the clients on their own loop, before it
+        closes. It closes only the clients it was made for: a saver closed and
+        reopened on another loop is left alone.
+        """
+
+        async def closer() -> AsyncIterator[None]:
+            try:
+                yield
+            finally:
+                if self._stack is stack:
+                    await self.aclose()
+
+        self._loop_end_closer = closer()
+        await anext(self._loop_end_closer)  # started on this loop: asyncio now tracks it
 
     # --------------------------------------------------------------- driver
 

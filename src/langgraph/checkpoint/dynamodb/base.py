@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
-from langgraph.checkpoint.dynamodb._engine.aws import client_config, error_code
+from langgraph.checkpoint.dynamodb._engine.aws import check_bucket_region, client_config, error_code
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb._parts.binding import Bind
 from langgraph.checkpoint.dynamodb._parts.caches import Location, Placement, SaverCaches
@@ -370,13 +370,13 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             )
         if self.bucket_name is None:
             return
+        region = getattr(getattr(self._clients.get("s3"), "meta", None), "region_name", None)
         try:
-            yield s3("head_bucket", Bucket=self.bucket_name)
+            head = yield s3("head_bucket", Bucket=self.bucket_name)
         except ClientError as exc:
             if error_code(exc) not in ("404", "NoSuchBucket", "NotFound"):
-                raise
+                raise  # 403 / 301: translated to BucketUnusableError, naming doctor
             # Outside us-east-1, S3 refuses a CreateBucket that does not name the region.
-            region = getattr(getattr(self._clients.get("s3"), "meta", None), "region_name", None)
             where: dict[str, Any] = {}
             if isinstance(region, str) and region not in ("", "us-east-1"):
                 where["CreateBucketConfiguration"] = {"LocationConstraint": region}
@@ -385,6 +385,8 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             except ClientError as exc2:
                 if error_code(exc2) not in ("BucketAlreadyOwnedByYou",):
                     raise
+            return
+        check_bucket_region(self.bucket_name, head, region)
 
     # ---------------------------------------------------------------- writes
 

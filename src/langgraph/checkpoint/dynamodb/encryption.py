@@ -44,6 +44,7 @@ from typing import Any, Final
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
+from langgraph.checkpoint.dynamodb.errors import missing_extra
 from langgraph.checkpoint.dynamodb.serde import StateTypesSerializer
 
 __all__ = ["ENV_KEYS", "AesKeyRing"]
@@ -89,7 +90,10 @@ class AesKeyRing:
             raise ValueError(f"current key {current!r} is not in the ring ({', '.join(sorted(keys))})")
         self._keys = dict(keys)
         self.current = current
-        from Crypto.Cipher import AES  # pycryptodome: an optional dependency, imported when used
+        try:
+            from Crypto.Cipher import AES  # pycryptodome: an optional dependency, imported when used
+        except ImportError as exc:
+            raise missing_extra(exc, extra="encryption", feature="AesKeyRing (pycryptodome)") from exc
 
         self._aes: Any = AES
 

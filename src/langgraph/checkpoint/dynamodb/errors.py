@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError, EndpointConnectionError, NoRegionError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
 
 __all__ = [
+    "BucketUnusableError",
     "CheckpointStoreError",
     "CiphertextBindingError",
     "CorruptPayloadError",
+    "CredentialsNotFoundError",
     "EndpointUnreachableError",
     "KeyTooLongError",
     "MissingPayloadError",
@@ -20,7 +22,31 @@ __all__ = [
     "ThreadTooLargeError",
     "UnsupportedFormatError",
     "WriteContentionError",
-]
+]  # and missing_extra, the package's own helper for its extras (not an error class to catch)
+
+#: The distribution's name, as ``pip install`` spells it.
+_DISTRIBUTION = "langgraph-checkpoint-dynamodb-s3"
+
+
+def missing_extra(exc: ImportError, *, extra: str, feature: str) -> ModuleNotFoundError:
+    """The error to raise when an optional extra is not installed: it names the extra.
+
+    A bare ``ModuleNotFoundError: No module named 'jsii'`` says neither which
+    feature wanted it nor what to install; this says both. Raise it ``from``
+    the original error. Still a ``ModuleNotFoundError`` (an ``ImportError``),
+    with the missing module's ``name``.
+
+    Example:
+        >>> try:
+        ...     import not_installed_here  # doctest: +SKIP
+        ... except ImportError as exc:
+        ...     raise missing_extra(exc, extra="cdk", feature="the CDK construct") from exc
+    """
+    return ModuleNotFoundError(
+        f"{feature} needs the {extra!r} extra (missing module: {exc.name or exc}): "
+        f'pip install "{_DISTRIBUTION}[{extra}]"',
+        name=exc.name,
+    )
 
 
 class CheckpointStoreError(Exception):
@@ -111,6 +137,18 @@ class StoreNotFoundError(CheckpointStoreError, ClientError):
     """
 
 
+class BucketUnusableError(CheckpointStoreError, ClientError):
+    """The bucket the saver was configured with answers, but not to this saver: another region, or no access.
+
+    S3 says so only when a request reaches the bucket, and a saver sends
+    none until a value is too large for its item: ``setup()`` checks it
+    first, and otherwise the first request that meets the bucket raises
+    this. Still a botocore ``ClientError`` with the original ``response``;
+    the message names the bucket, the region and endpoint, and
+    ``langgraph-dynamodb doctor``, which checks the whole store.
+    """
+
+
 class WriteContentionError(CheckpointStoreError, ClientError):
     """A write was refused as contended (a transaction conflict, throttling) on every retry; nothing landed.
 
@@ -147,4 +185,21 @@ class RegionNotSetError(CheckpointStoreError, NoRegionError):
         "no AWS region for the saver's clients: set AWS_REGION (or AWS_DEFAULT_REGION), or pass "
         "region_name=...; with `langgraph-dynamodb local`, source the environment file it wrote "
         "(. ./local.env) in this shell"
+    )
+
+
+class CredentialsNotFoundError(CheckpointStoreError, NoCredentialsError):
+    """No AWS credentials for the requests the saver sends.
+
+    Still a botocore ``NoCredentialsError``; the message says where
+    credentials come from (on a laptop against the local endpoint, the usual
+    cause is the same as for a missing region: the environment file it wrote
+    was not sourced in this shell).
+    """
+
+    fmt = (
+        "no AWS credentials for the saver's requests: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+        "AWS_PROFILE, or run where a role is attached (Lambda, ECS, EC2), or pass a session= with "
+        "credentials; with `langgraph-dynamodb local`, source the environment file it wrote "
+        "(. ./local.env) in this shell; `langgraph-dynamodb doctor` checks the whole set-up"
     )

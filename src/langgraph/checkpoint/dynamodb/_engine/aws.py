@@ -24,19 +24,30 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoRegionError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+)
 from botocore.loaders import Loader, create_loader
 
 from langgraph.checkpoint.dynamodb._engine.ops import Op
 from langgraph.checkpoint.dynamodb.config import ENV_BUCKET, ENV_SETUP, ENV_TABLE, region_from_env
 from langgraph.checkpoint.dynamodb.errors import (
+    BucketUnusableError,
+    CheckpointStoreError,
+    CredentialsNotFoundError,
     EndpointUnreachableError,
     RegionNotSetError,
     StoreNotFoundError,
 )
 
 __all__ = [
+    "check_bucket_region",
     "client_region",
+    "endpoint_advice",
     "error_code",
     "fail_fast_on_local_endpoint",
     "is_local_endpoint",
@@ -44,6 +55,23 @@ __all__ = [
 ]
 
 _BUCKET_CODES = frozenset({"NoSuchBucket"})
+#: S3's answers for a bucket that exists but not for this saver: in another
+#: region (301 ``PermanentRedirect``, or a signature for the wrong region),
+#: or not ours / not granted (403). ``HeadBucket`` has no body, so its codes
+#: are the bare status. DynamoDB's denial is ``AccessDeniedException``.
+_BUCKET_UNUSABLE_CODES = frozenset(
+    {
+        "PermanentRedirect",
+        "301",
+        "AuthorizationHeaderMalformed",
+        "IllegalLocationConstraintException",
+        "AccessDenied",
+        "403",
+        "BucketAlreadyExists",  # setup(): the name is another account's
+    }
+)
+#: What every store error ends with: the one command that checks it all.
+DOCTOR_HINT = "`langgraph-dynamodb doctor` checks the table, the bucket, the region and the grants"
 
 R = TypeVar("R")
 
@@ -224,43 +252,88 @@ def _where(saver: Any) -> str:
     return f" (region {meta.region_name}, endpoint {meta.endpoint_url})"
 
 
+def _missing(kind: str, name: str, field: str, where: str, op: str) -> str:
+    return (
+        f"{kind} {name!r} not found{where} in {op}. "
+        "Create it: call saver.setup() (development; under the LangGraph server, set "
+        f"{ENV_SETUP}=1), or deploy the CDK construct "
+        f"langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the {field} "
+        "or the region (region_name= / AWS_REGION). " + DOCTOR_HINT + "."
+    )
+
+
+def _translate_client_error(exc: ClientError, saver: Any) -> Exception | None:
+    code = error_code(exc)
+    op = exc.operation_name
+    if code == "ResourceNotFoundException":
+        message = _missing(
+            "DynamoDB table", saver.table_name, f"table name (table_name= / {ENV_TABLE})", _where(saver), op
+        )
+    elif code in _BUCKET_CODES:
+        message = _missing(
+            "S3 bucket", saver.bucket_name, f"bucket name (bucket_name= / {ENV_BUCKET})", _where(saver), op
+        )
+    elif code in _BUCKET_UNUSABLE_CODES and saver.bucket_name is not None:
+        unusable = BucketUnusableError(exc.response, op)
+        unusable.args = (
+            f"S3 bucket {saver.bucket_name!r} cannot be used{_where(saver)} in {op} ({code}): it is "
+            "in another region, or it is not yours, or this role has no grant on it. Fix the bucket "
+            f"name (bucket_name= / {ENV_BUCKET}), the region (region_name= / AWS_REGION) or the "
+            f"grant (CheckpointStore.grant_read_write). {DOCTOR_HINT}.",
+        )
+        return unusable
+    else:
+        return None
+    err = StoreNotFoundError(exc.response, op)
+    err.args = (message,)
+    return err
+
+
+def check_bucket_region(bucket: str, head: Any, region: str | None) -> None:
+    """``setup()``: refuse a bucket that lives in another region than the saver's clients.
+
+    botocore follows S3's redirect to the bucket's region, so such a bucket
+    works, but each payload then crosses regions (latency, transfer cost),
+    and a name that is someone else's bucket elsewhere is usually a typo.
+    ``HeadBucket`` answers with the bucket's region (``x-amz-bucket-region``),
+    so saying so costs nothing beyond the request ``setup()`` already sends.
+    """
+    actual = head.get("BucketRegion") if isinstance(head, dict) else None
+    if not actual or not region or actual == region:
+        return
+    err = BucketUnusableError(
+        {"Error": {"Code": "PermanentRedirect", "Message": f"the bucket is in {actual}"}}, "HeadBucket"
+    )
+    err.args = (
+        f"S3 bucket {bucket!r} is in region {actual}, but the saver's clients are in {region}: "
+        "fix the bucket name (bucket_name= / "
+        f"{ENV_BUCKET}) or the region (region_name= / AWS_REGION). {DOCTOR_HINT}.",
+    )
+    raise err
+
+
+def endpoint_advice(url: str) -> str:
+    """What to do when nothing answers at ``url``: the library's and the CLI's one wording."""
+    if is_local_endpoint(url):
+        return (
+            "nothing listens there: start the local endpoint (langgraph-dynamodb local) or fix "
+            "endpoint_url= / AWS_ENDPOINT_URL"
+        )
+    return "check the network, the region (region_name= / AWS_REGION) and endpoint_url= / AWS_ENDPOINT_URL"
+
+
 def _translate(exc: Exception, saver: Any) -> Exception | None:
     """The error to raise instead of ``exc``, or ``None`` to let ``exc`` through."""
-    if isinstance(exc, ClientError) and not isinstance(exc, StoreNotFoundError):
-        code = exc.response.get("Error", {}).get("Code", "")
-        op = exc.operation_name
-        if code == "ResourceNotFoundException":
-            message = (
-                f"DynamoDB table {saver.table_name!r} not found{_where(saver)} in {op}. "
-                "Create it: call saver.setup() (development; under the LangGraph server, set "
-                f"{ENV_SETUP}=1), or deploy the CDK construct "
-                "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the table name "
-                f"(table_name= / {ENV_TABLE}) or the region (region_name= / AWS_REGION)."
-            )
-        elif code in _BUCKET_CODES:
-            message = (
-                f"S3 bucket {saver.bucket_name!r} not found{_where(saver)} in {op}. "
-                "Create it: call saver.setup() (development; under the LangGraph server, set "
-                f"{ENV_SETUP}=1), or deploy the CDK construct "
-                "langgraph.checkpoint.dynamodb.cdk.CheckpointStore; or fix the bucket name "
-                f"(bucket_name= / {ENV_BUCKET}) or the region (region_name= / AWS_REGION)."
-            )
-        else:
-            return None
-        err = StoreNotFoundError(exc.response, op)
-        err.args = (message,)
-        return err
-    if isinstance(exc, EndpointConnectionError) and not isinstance(exc, EndpointUnreachableError):
+    if isinstance(exc, CheckpointStoreError):
+        return None  # already says what to do
+    if isinstance(exc, ClientError):
+        return _translate_client_error(exc, saver)
+    if isinstance(exc, NoCredentialsError):
+        return CredentialsNotFoundError()
+    if isinstance(exc, EndpointConnectionError):
         url = str(getattr(exc, "kwargs", {}).get("endpoint_url", "?"))
-        if is_local_endpoint(url):
-            advice = (
-                "nothing listens there: start the local endpoint (langgraph-dynamodb local) or fix "
-                "endpoint_url= / AWS_ENDPOINT_URL"
-            )
-        else:
-            advice = "check the network, the region (region_name= / AWS_REGION) and endpoint_url= / AWS_ENDPOINT_URL"
         return EndpointUnreachableError(
-            endpoint_url=url, message=f"cannot reach the endpoint {url}: {advice}", error=exc
+            endpoint_url=url, message=f"cannot reach the endpoint {url}: {endpoint_advice(url)}", error=exc
         )
     return None
 

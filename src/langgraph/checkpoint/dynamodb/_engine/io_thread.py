@@ -14,6 +14,7 @@ calls run there; :class:`IOState` is the saver's handle on its thread.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
 import functools
@@ -132,6 +133,25 @@ def _copy_outcome(task: asyncio.Task[Any], fut: asyncio.Future[Any]) -> None:
 _Item = tuple[str, Any]
 
 
+#: The I/O threads still running, stopped at interpreter exit (see ``_stop_at_exit``).
+_LIVE: weakref.WeakSet[IOThread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    """Stop every I/O thread before the interpreter ends: their clients are closed on their loop.
+
+    A daemon thread is dropped at exit mid-flight, and the clients a saver
+    opened there would end with aiohttp's ``Unclosed client session``
+    warnings. Stopping the loop finalizes its async generators, among them
+    the saver's closer (``AsyncDynamoDBSaver._close_when_the_loop_ends``).
+    atexit handlers run while daemon threads still do.
+    """
+    for io in list(_LIVE):
+        with contextlib.suppress(Exception):
+            io.stop(timeout=5)
+
+
 class IOThread:
     """An event loop running in a dedicated daemon thread, which callers on other loops await.
 
@@ -168,6 +188,7 @@ class IOThread:
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self.thread.start()
         self._ready.wait()
+        _LIVE.add(self)
 
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)

@@ -164,8 +164,13 @@ class ThreadKeys:
         if not isinstance(conf, Mapping):
             raise ValueError("config['configurable'] is missing: pass {'configurable': {'thread_id': ...}}")
         thread_id = conf.get("thread_id")
-        if thread_id is None or thread_id == "":
+        if thread_id is None:
             raise ValueError("config['configurable']['thread_id'] is required")
+        if thread_id == "":
+            # Given, but empty: say so, or the caller looks for a missing key that is there.
+            raise ValueError(
+                "config['configurable']['thread_id'] is empty: a thread id needs at least one character"
+            )
         if not isinstance(thread_id, str):
             if isinstance(thread_id, (int, uuid.UUID)) and not isinstance(thread_id, bool):
                 thread_id = str(thread_id)

@@ -14,6 +14,15 @@ Example:
     ... )
 """
 
+from langgraph.checkpoint.dynamodb.errors import missing_extra
+
+try:  # first, so that a missing extra is named rather than met as a bare `No module named 'jsii'`
+    import aws_cdk  # noqa: F401
+    import cdk_nag  # noqa: F401
+    import constructs  # noqa: F401
+except ImportError as _exc:
+    raise missing_extra(_exc, extra="cdk", feature="langgraph.checkpoint.dynamodb.cdk") from _exc
+
 from langgraph.checkpoint.dynamodb.cdk._bundling import (
     PipLocalBundling,
     bundle_python_lambda,

@@ -8,7 +8,7 @@ The construct wires the concerns together; each lives in a module of its own:
 
 from __future__ import annotations
 
-from aws_cdk import Annotations, ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -41,6 +41,7 @@ from langgraph.checkpoint.dynamodb.cdk._options import (
     StoreOptions,
     resolve_options,
 )
+from langgraph.checkpoint.dynamodb.cdk._outputs import add_outputs
 from langgraph.checkpoint.dynamodb.cdk._storage import create_buckets, create_table
 
 __all__ = ["CheckpointStore"]
@@ -217,6 +218,9 @@ class CheckpointStore(Construct):
         self.dashboard: cloudwatch.Dashboard | None = (
             self._create_dashboard() if monitoring.dashboard else None
         )
+        #: The stack outputs, by name: ``table_name``, ``table_arn``, ``bucket_name``,
+        #: ``<function>_function_name`` per maintenance function, ``alarm_topic_arn``.
+        self.outputs: dict[str, CfnOutput] = add_outputs(self)
 
     def _create_table(self, table_name: str | None, deletion_protection: bool | None) -> None:
         #: The L1 table (its logical id pinned, ``<id>Table``).

@@ -26,6 +26,7 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     CLIError,
     StdoutClosed,
 )
+from langgraph.checkpoint.dynamodb.cli._checkpoint_refs import resolve_checkpoint
 from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (
     as_list,
     describe_checkpoint,
@@ -194,43 +195,7 @@ def make_saver(args: argparse.Namespace) -> Any:
 
 def _resolve_checkpoint(ctx: Ctx, thread_id: str, ref: str | None, ns: str) -> Any:
     """A checkpoint tuple from a full id, a unique id prefix or suffix (``short_id``), or ``latest``/nothing."""
-    saver = ctx.saver
-    base = {"thread_id": thread_id, "checkpoint_ns": ns}
-    if ref in (None, "", "latest"):
-        tup = saver.get_tuple({"configurable": base})
-        if tup is None:
-            require_thread(saver, thread_id)
-            raise CLIError(
-                f"thread {shell_quote(thread_id)} has no checkpoint in namespace {shell_quote(ns)}",
-                EXIT_NOT_FOUND,
-                "checkpoint_not_found",
-            )
-        return tup
-    assert ref is not None
-    tup = saver.get_tuple({"configurable": {**base, "checkpoint_id": ref}})
-    if tup is not None:
-        return tup
-    matches = [
-        t
-        for t in saver.list({"configurable": base})
-        if (cid := t.config["configurable"]["checkpoint_id"]).startswith(ref) or cid.endswith(ref)
-    ]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        require_thread(saver, thread_id)
-        raise CLIError(
-            f"checkpoint {shell_quote(ref)} not found in thread {shell_quote(thread_id)}",
-            EXIT_NOT_FOUND,
-            "checkpoint_not_found",
-        )
-    shown = ", ".join(m.config["configurable"]["checkpoint_id"] for m in matches[:5])
-    raise CLIError(
-        f"checkpoint {ref!r} is ambiguous: {len(matches)} checkpoints start or end with it ({shown}"
-        f"{', ...' if len(matches) > 5 else ''}); give more of the id",
-        EXIT_USAGE,
-        "ambiguous_checkpoint",
-    )
+    return resolve_checkpoint(ctx.saver, thread_id, ns, ref)
 
 
 def _confirm(ctx: Ctx, question: str) -> None:
@@ -282,7 +247,6 @@ def cmd_threads(ctx: Ctx) -> int:
     if ctx.json:
         ctx.emit(page)
         return EXIT_OK
-    ctx.out(f"source: {page['source']} ({page['note']})")
     if page["source"] == "index":
         cols = [("thread_id", "THREAD"), ("updated_at", "LAST ACTIVITY"), ("expires_at", "EXPIRES")]
     else:
@@ -296,6 +260,9 @@ def cmd_threads(ctx: Ctx) -> int:
         ctx.table(render_table(page["threads"], cols, max_width=80, no_truncate=("thread_id",)))
     else:
         ctx.out("no threads" + (" match" if given or args.page_token else ""))
+    # After the threads, not before: a new user's first listing opens with their threads,
+    # and how they were found (the index, or a scan for want of heads) is a footnote.
+    ctx.out(f"source: {page['source']} ({page['note']})")
     if page["next_page_token"]:
         ctx.out(f"more: --page-token {page['next_page_token']}")
     return EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from typing import Any
@@ -18,6 +19,7 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     CLIError,
 )
 from langgraph.checkpoint.dynamodb.cli._commands import EXIT_AT_ONCE, Ctx, connection_settings
+from langgraph.checkpoint.dynamodb.tools._local_lambda import parse_function_specs
 
 __all__ = ["cmd_local"]
 
@@ -75,7 +77,17 @@ def cmd_local(ctx: Ctx) -> int:
     bucket = args.bucket or DEFAULT_LOCAL_BUCKET
     region = config.region_from_env(args.region) or "us-east-1"
     try:
-        aws = LocalAWS(args.host, args.port, region=region)
+        functions = parse_function_specs(getattr(args, "function", []) or [])
+    except ValueError as exc:
+        raise CLIError(str(exc), EXIT_USAGE, "usage") from exc
+    try:
+        aws = LocalAWS(
+            args.host,
+            args.port,
+            region=region,
+            functions=functions,
+            function_timeout=getattr(args, "function_timeout", 900.0),
+        )
     except ValueError as exc:
         raise CLIError(str(exc), EXIT_USAGE, "bad_host") from exc
     try:
@@ -90,6 +102,9 @@ def cmd_local(ctx: Ctx) -> int:
         ).close()
         env = aws.env(table_name=table, bucket_name=bucket)
         lines = aws.export_lines(table_name=table, bucket_name=bucket)
+        if functions:
+            # The handlers run in this process: they read the store and endpoint from its environment.
+            os.environ.update(env)
         if args.env_file:
             with open(args.env_file, "w", encoding="utf-8") as fh:
                 fh.write("\n".join(lines) + "\n")
@@ -99,6 +114,8 @@ def cmd_local(ctx: Ctx) -> int:
             ctx.out(json.dumps(info))
         else:
             ctx.out(f"# local AWS endpoint (moto) on {aws.endpoint_url}: table {table!r}, bucket {bucket!r}")
+            for name, target in functions.items():
+                ctx.out(f"# Lambda function {name!r}: Invoke runs {target} here")
             ctx.out("# in another shell:")
             for line in lines:
                 ctx.out(line)

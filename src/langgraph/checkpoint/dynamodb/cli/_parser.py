@@ -200,6 +200,21 @@ def _add_local(add: Add) -> None:
         help=f"S3 key prefix of the saver it sets up (env {ENV_S3_PREFIX}; default checkpoints/)",
     )
     p.add_argument("--json", action="store_true", default=sup, help="print one JSON line instead")
+    p.add_argument(
+        "--function",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:FUNCTION",
+        help="also serve Lambda Invoke of function NAME by running MODULE:FUNCTION here "
+        "(repeatable; the current directory is on the path)",
+    )
+    p.add_argument(
+        "--function-timeout",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="the served functions' timeout: their context's deadline (default 900)",
+    )
 
 
 def _add_threads(add: Add) -> None:
@@ -329,7 +344,16 @@ def map_exception(exc: BaseException, args: argparse.Namespace | None, saver: An
     if isinstance(exc, NoRegionError):
         return CLIError("no AWS region: pass --region or set AWS_REGION", EXIT_USAGE, "no_region")
     if isinstance(exc, EndpointConnectionError):
-        return CLIError(f"cannot reach the endpoint: {exc}", EXIT_ERROR, "endpoint_unreachable")
+        from langgraph.checkpoint.dynamodb._engine.aws import endpoint_advice
+        from langgraph.checkpoint.dynamodb.errors import EndpointUnreachableError
+
+        if isinstance(exc, EndpointUnreachableError):  # the saver's: it already says what to do
+            return CLIError(str(exc), EXIT_ERROR, "endpoint_unreachable")
+        # The library's wording, so the CLI and a program on the same endpoint say the same.
+        url = str(getattr(exc, "kwargs", {}).get("endpoint_url", "?"))
+        return CLIError(
+            f"cannot reach the endpoint {url}: {endpoint_advice(url)}", EXIT_ERROR, "endpoint_unreachable"
+        )
     if isinstance(exc, ClientError):
         code = client_code(exc)
         op = getattr(exc, "operation_name", "")

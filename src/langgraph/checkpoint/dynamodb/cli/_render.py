@@ -279,8 +279,22 @@ def fmt_writes(
 
 
 def fmt_next(tasks: Sequence[Mapping[str, Any]]) -> str:
+    """The next tasks, one entry per (node, status), counted: a fan-out of 200 is one line.
+
+    Example:
+        >>> fmt_next([{"name": "plan", "status": "pending"}] + [{"name": "worker", "status": "done"}] * 3)
+        'plan, worker \u00d73 (done)'
+    """
+    groups: dict[tuple[str, str], int] = {}
+    for t in tasks:  # insertion order: the order LangGraph would run them
+        key = (t["name"], t["status"])
+        groups[key] = groups.get(key, 0) + 1
     return (
-        ", ".join(t["name"] + ("" if t["status"] == "pending" else f" ({t['status']})") for t in tasks) or "-"
+        ", ".join(
+            name + (f" \u00d7{n}" if n > 1 else "") + ("" if status == "pending" else f" ({status})")
+            for (name, status), n in groups.items()
+        )
+        or "-"
     )
 
 

@@ -13,7 +13,8 @@ from typing import Any, Final
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._parts import shapes
 from langgraph.checkpoint.dynamodb._parts.shapes import item_size
-from langgraph.checkpoint.dynamodb.cli._base import EXIT_NOT_FOUND, CLIError, client_code
+from langgraph.checkpoint.dynamodb.cli._base import client_code
+from langgraph.checkpoint.dynamodb.cli._checkpoint_refs import resolve_checkpoint
 from langgraph.checkpoint.dynamodb.cli._tasks import next_tasks
 from langgraph.checkpoint.dynamodb.errors import CheckpointStoreError
 from langgraph.checkpoint.dynamodb.schema import ATTR
@@ -176,17 +177,12 @@ def value_location(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id
 
 
 def checkpoint_tuple(saver: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Any:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-    if checkpoint_id:
-        conf["checkpoint_id"] = checkpoint_id
-    tup = saver.get_tuple({"configurable": conf})
-    if tup is None:
-        raise CLIError(
-            f"checkpoint {checkpoint_id or 'latest'} not found in thread {thread_id!r}, namespace {checkpoint_ns!r}",
-            EXIT_NOT_FOUND,
-            "checkpoint_not_found",
-        )
-    return tup
+    """The checkpoint an inspector URL names: every form the CLI accepts (``cli._checkpoint_refs``).
+
+    A full id, ``latest`` (or none), or a unique prefix or suffix: the short
+    ids the pages display, pasted into ``/checkpoint?id=`` or the diff form.
+    """
+    return resolve_checkpoint(saver, thread_id, checkpoint_ns, checkpoint_id)
 
 
 def newer_before(saver: Any, thread_id: str, checkpoint_ns: str, newest: str, limit: int) -> str | None:

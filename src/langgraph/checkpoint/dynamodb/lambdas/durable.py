@@ -51,6 +51,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from langgraph.checkpoint.dynamodb.errors import missing_extra
 from langgraph.checkpoint.dynamodb.lambdas.runs import RunResult, arun_with_deadline, run_with_deadline
 
 if TYPE_CHECKING:
@@ -302,6 +303,16 @@ def resume_map(raw: Any, ids: Sequence[str]) -> dict[str, Any]:
 # ------------------------------------------------------------ the loop
 
 
+def _require_sdk() -> None:
+    """The durable-execution SDK, or an error that names the extra it comes in."""
+    try:
+        import aws_durable_execution_sdk_python  # noqa: F401
+    except ImportError as exc:
+        raise missing_extra(
+            exc, extra="durable", feature="lambdas.durable (Lambda durable functions)"
+        ) from exc
+
+
 def _seconds(value: float | Duration) -> Duration:
     from aws_durable_execution_sdk_python.config import Duration
 
@@ -404,6 +415,7 @@ def run_durable(
         ...     config = {"configurable": {"thread_id": event["thread_id"]}}
         ...     return run_durable(context, graph, event["input"], config, submit=notify).to_dict()
     """
+    _require_sdk()
     from aws_durable_execution_sdk_python import CallbackTimeoutError
     from aws_durable_execution_sdk_python.config import StepConfig, WaitForCallbackConfig
     from aws_durable_execution_sdk_python.serdes import JsonSerDes
@@ -501,6 +513,7 @@ def durable_handler(
     Example:
         >>> handler = durable_handler(graph, submit=notify, callback_timeout=86400)  # doctest: +SKIP
     """
+    _require_sdk()
     from aws_durable_execution_sdk_python import durable_execution
 
     def handler(event: Any, context: DurableContext) -> dict[str, Any]:

@@ -498,7 +498,7 @@ def run_continuation(
     Example:
         >>> def handler(event, context):  # doctest: +SKIP
         ...     out = run_continuation(graph, saver, event, context=context)
-        ...     if out["status"] == "drained":
+        ...     if out["status"] == "drained" and not out["replayed"]:  # a duplicate: sent already
         ...         send_continuation(out, function_name=context.function_name)
         ...     return out
     """

@@ -61,6 +61,31 @@ def isolated_aws_env(endpoint_url: str, region: str = "us-east-1") -> dict[str, 
     }
 
 
+def _served_with_functions(base: type, functions: Mapping[str, str], timeout: float, region: str) -> Any:
+    """A ``ThreadedMotoServer`` subclass whose WSGI app also serves Lambda ``Invoke`` of ``functions``."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    from langgraph.checkpoint.dynamodb.tools._local_lambda import LambdaInvokeApp
+
+    class WithFunctions(base):  # type: ignore[misc, valid-type]
+        def _server_entry(self) -> None:  # moto's own, with the app wrapped
+            app = LambdaInvokeApp(
+                DomainDispatcherApplication(create_backend_app), functions, timeout_s=timeout, region=region
+            )
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return WithFunctions
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -80,6 +105,12 @@ class LocalAWS:
         allow_non_loopback: bind to another address anyway. The server has
             no authentication: anyone who reaches it can read and change
             everything in it.
+        functions: Lambda functions whose ``Invoke`` this endpoint serves,
+            name -> ``"module:function"`` (imported on first invoke, the
+            current directory first on ``sys.path``); each runs in this
+            process with a context whose deadline is ``function_timeout``
+            seconds. Other functions are moto's (which cannot run them).
+        function_timeout: the served functions' timeout, in seconds.
 
     Example:
         ```python
@@ -100,6 +131,8 @@ class LocalAWS:
         *,
         region: str = "us-east-1",
         allow_non_loopback: bool = False,
+        functions: Mapping[str, str] | None = None,
+        function_timeout: float = 900.0,
     ) -> None:
         if not allow_non_loopback and not _is_loopback(host):
             raise ValueError(
@@ -109,6 +142,9 @@ class LocalAWS:
         self.host = host
         self.port = port
         self.region = region
+        #: Lambda functions served here: name -> ``module:function`` (``tools._local_lambda``).
+        self.functions = dict(functions or {})
+        self.function_timeout = function_timeout
         self._server: Any = None
         self._endpoint_url: str | None = None
 
@@ -137,7 +173,11 @@ class LocalAWS:
                 probe.bind((self.host, self.port))
         # werkzeug logs every request at INFO; a local endpoint should be quiet.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+        server = (
+            _served_with_functions(ThreadedMotoServer, self.functions, self.function_timeout, self.region)
+            if self.functions
+            else ThreadedMotoServer
+        )(ip_address=self.host, port=self.port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
         self._server = server

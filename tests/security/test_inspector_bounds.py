@@ -156,3 +156,46 @@ def test_a_non_numeric_step_does_not_break_the_threads_page(saver: DynamoDBSaver
     assert good in html and odd in html
     stored = page_checkpoint(saver, {"thread": [odd]})
     assert "x / loop" in stored
+
+
+ODD_QUERIES = [
+    ("/", {"limit": ["x"]}),
+    ("/", {"active": ["soon"]}),
+    ("/", {"page": ["not-a-token"]}),
+    ("/", {"step": ["x"]}),
+    ("/thread", {"keep_last": ["x"]}),
+    ("/thread", {"before": ["x"]}),
+    ("/thread", {"limit": ["-5"], "marks": ["1"]}),
+    ("/checkpoint", {"id": ["x"]}),
+    ("/checkpoint", {"against": ["x"]}),
+    ("/conversation", {"id": ["x"]}),
+    ("/diff", {"a": ["x"], "b": ["y"]}),
+    ("/value", {"id": ["x"], "channel": ["v"]}),
+]
+
+
+@pytest.mark.parametrize(("path", "query"), ODD_QUERIES, ids=[f"{p}{sorted(q)}" for p, q in ODD_QUERIES])
+def test_odd_query_parameters_are_a_page_or_a_refusal(
+    saver: DynamoDBSaver, path: str, query: dict[str, list[str]]
+) -> None:
+    """Bad input is answered (a page, or a ``CLIError`` the server sends as 400/404), never a 500."""
+    from langgraph.checkpoint.dynamodb.cli._base import CLIError
+    from langgraph.checkpoint.dynamodb.cli._ui import _ROUTES
+
+    thread = new_thread()
+    _put(saver, thread, {"v": 1}, None)
+    route = value_text if path == "/value" else _ROUTES[path]
+    try:
+        route(saver, {"thread": [thread], "id": [thread], **query} if path != "/" else query)
+    except CLIError as err:
+        assert err.message  # said, in the page (400, or 404 for what is not there)
+
+
+def test_a_terminal_preview_renders_only_what_it_shows() -> None:
+    """The CLI's one-line previews (``history``, ``state``, ``diff``) cut the value while rendering it too."""
+    from langgraph.checkpoint.dynamodb.cli._render import short
+
+    bomb = _hostile()
+    text, peak = _measured(lambda: short(bomb, 60))
+    assert text.startswith("[[[[") and len(text) <= 60
+    assert peak < 1_000_000, f"peak {peak:,} bytes for a 60-column preview"

@@ -30,6 +30,7 @@ from langgraph.checkpoint.dynamodb.cli._ui import (
     page_checkpoint,
     page_conversation,
     page_diff,
+    page_thread,
     page_threads,
     value_text,
 )
@@ -180,11 +181,18 @@ def test_odd_query_parameters_are_a_page_or_a_refusal(
 ) -> None:
     """Bad input is answered (a page, or a ``CLIError`` the server sends as 400/404), never a 500."""
     from langgraph.checkpoint.dynamodb.cli._base import CLIError
-    from langgraph.checkpoint.dynamodb.cli._ui import _ROUTES
 
     thread = new_thread()
     _put(saver, thread, {"v": 1}, None)
-    route = value_text if path == "/value" else _ROUTES[path]
+    routes = {
+        "/": page_threads,
+        "/thread": page_thread,
+        "/checkpoint": page_checkpoint,
+        "/conversation": page_conversation,
+        "/diff": page_diff,
+        "/value": value_text,
+    }
+    route = routes[path]
     try:
         route(saver, {"thread": [thread], "id": [thread], **query} if path != "/" else query)
     except CLIError as err:

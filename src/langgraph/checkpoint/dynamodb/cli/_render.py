@@ -12,6 +12,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TextIO
 
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_json
+
 
 def jsonable(value: Any, _depth: int = 0) -> Any:
     """A JSON-compatible rendering of a state value (messages, dataclasses, sets, bytes...).
@@ -75,9 +77,13 @@ def short_id(checkpoint_id: str | None) -> str:
 
 def short(value: Any, width: int = 60) -> str:
     """A one-line preview of a value, at most ``width`` terminal columns."""
-    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False, default=str)
     if isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)
+    else:
+        # Rendered only as far as a preview can show (``_bounded``): a small stored
+        # value can be megabytes of JSON. A column is at least a quarter of a
+        # character here (wide characters take two, combining ones none, rarely many).
+        text = bounded_json(value, 4 * width + 64, indent=None).text
     return _fit(" ".join(text.split()), width)
 
 

@@ -192,7 +192,7 @@ def next_tasks(
     Args:
         checkpoint: a decoded checkpoint.
         pending_writes: the checkpoint's pending writes.
-        step: the checkpoint's ``metadata["step"]`` (for task ids).
+        step: the checkpoint's ``metadata["step"]`` (for task ids; anything but an integer counts as unknown).
         checkpoint_ns: the checkpoint's namespace (for task ids).
 
     Returns:
@@ -210,6 +210,10 @@ def next_tasks(
     versions: Mapping[str, Any] = checkpoint.get("channel_versions", {})
     seen_all: Mapping[str, Mapping[str, Any]] = checkpoint.get("versions_seen", {})
     statuses = task_statuses(pending_writes)
+    if not isinstance(step, int) or isinstance(step, bool):
+        # Stored metadata is untrusted: a step that is not an integer ("x", a
+        # bool) gives no task ids, as no step does, rather than an error.
+        step = None
     task_step = (step if step is not None else 0) + 1
     tasks: list[dict[str, Any]] = []
     sends = values.get(_TASKS)

@@ -49,6 +49,7 @@ from langgraph.checkpoint.dynamodb.cli._base import (
     CLIError,
     when_text,
 )
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_page, bounded_text
 from langgraph.checkpoint.dynamodb.cli._checkpoint_views import (
     describe_checkpoint,
     diff_checkpoints,
@@ -82,6 +83,8 @@ MIN_TOKEN_LENGTH: Final = 16
 #: Checkpoints per timeline page, threads per threads page.
 TIMELINE_PAGE: Final = 50
 THREADS_PAGE: Final = 25
+#: Characters of one value ``GET /value`` answers (the whole value, unless its text is larger).
+VALUE_CHARS: Final = 1_000_000
 #: Threads-page rows summarised at once (each is two requests).
 SUMMARY_WORKERS: Final = 8
 _STATIC: Final = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
@@ -255,6 +258,7 @@ def _required(query: Mapping[str, list[str]], name: str) -> str:
     return value
 
 
+@bounded_page
 def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
     prefix = _one(query, "prefix", "") or ""
     active = (_one(query, "active", "") or "").strip()
@@ -286,6 +290,7 @@ def page_threads(saver: Any, query: Mapping[str, list[str]]) -> str:
     )
 
 
+@bounded_page
 def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
     thread_id = _required(query, "id")
     ns = _one(query, "ns", "") or ""
@@ -309,6 +314,7 @@ def page_thread(saver: Any, query: Mapping[str, list[str]]) -> str:
     )
 
 
+@bounded_page
 def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
     thread_id = _required(query, "thread")
     ns = _one(query, "ns", "") or ""
@@ -355,6 +361,7 @@ def page_checkpoint(saver: Any, query: Mapping[str, list[str]]) -> str:
     )
 
 
+@bounded_page
 def page_conversation(saver: Any, query: Mapping[str, list[str]]) -> str:
     """``/conversation?thread=&ns=&id=``: the message lists at a checkpoint, with the interrupts on its way."""
     thread_id = _required(query, "thread")
@@ -363,6 +370,7 @@ def page_conversation(saver: Any, query: Mapping[str, list[str]]) -> str:
     return conversation_page(thread_id, ns, read, thread_conversation(read["chain"]))
 
 
+@bounded_page
 def page_diff(saver: Any, query: Mapping[str, list[str]]) -> str:
     """``/diff?thread=&ns=&a=&b=``: two checkpoints of a namespace (``a`` defaults to ``b``'s parent)."""
     thread_id = _required(query, "thread")
@@ -399,8 +407,14 @@ def value_text(saver: Any, query: Mapping[str, list[str]]) -> str:
         raise CLIError(
             f"channel {channel!r} has no value at this checkpoint", EXIT_NOT_FOUND, "channel_not_found"
         )
-    value = values[channel]
-    return value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+    # Whole, up to VALUE_CHARS: past it the text says where it was cut (its indented
+    # JSON can be thousands of times its stored size; ``_bounded`` stops there).
+    shown = bounded_text(values[channel], VALUE_CHARS)
+    return (
+        shown.text
+        if shown.complete
+        else shown.text + f"\n… cut: the value's text is over {VALUE_CHARS:,} characters\n"
+    )
 
 
 _ROUTES: Final[dict[str, Callable[[Any, Mapping[str, list[str]]], str]]] = {

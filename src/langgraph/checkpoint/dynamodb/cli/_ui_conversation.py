@@ -9,19 +9,24 @@ resumed them. Every stored string goes through ``e`` (``_ui_pages``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_json, bounded_text
 from langgraph.checkpoint.dynamodb.cli._ui_messages import call_text, text_of
-from langgraph.checkpoint.dynamodb.cli._ui_pages import e, href, layout, ns_label, sid
+from langgraph.checkpoint.dynamodb.cli._ui_pages import WHOLE_CHARS, e, href, layout, ns_label, sid
 
 #: Messages a conversation shows, the newest (a page stays light whatever the thread's length).
 SHOWN_MESSAGES: Final = 500
 
 
+#: Characters of a message's text shown in its bubble (its raw JSON: ``WHOLE_CHARS``).
+TEXT_CHARS: Final = 20_000
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Indented JSON of a message or question, cut at ``WHOLE_CHARS`` before it is built."""
+    return bounded_json(value, WHOLE_CHARS).text
 
 
 def _calls_html(m: Mapping[str, Any], key: str) -> str:
@@ -49,7 +54,7 @@ def message_html(m: Mapping[str, Any], index: int, key: str, *, number: int | No
         who += " · " + e(m.get("name") or (answers or {}).get("call") or "?") + target
     elif m.get("name"):
         who += " · " + e(m["name"])
-    text = text_of(m.get("content"))
+    text = bounded_text(text_of(m.get("content")), TEXT_CHARS).text
     body = f'<div class="text">{e(text)}</div>' if text.strip() else ""
     return (
         f'<li class="msg {e(role)}" id="{e(key)}-{index}" data-role="{e(role)}">'
@@ -66,7 +71,7 @@ def event_html(ev: Mapping[str, Any]) -> str:
     for item in ev["items"]:
         question = item["question"]
         shown = question.get("question") if isinstance(question, Mapping) else None
-        text = shown if isinstance(shown, str) else question if isinstance(question, str) else _json(question)
+        text = bounded_text(shown if isinstance(shown, str) else question, TEXT_CHARS).text
         answer = (
             f'<div class="answer">answered: <q>{e(_answer_text(item["answer"]))}</q></div>'
             if item["answered"]
@@ -84,7 +89,7 @@ def event_html(ev: Mapping[str, Any]) -> str:
 
 
 def _answer_text(answer: Any) -> str:
-    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    return bounded_text(answer, TEXT_CHARS, indent=None).text
 
 
 def messages_html(

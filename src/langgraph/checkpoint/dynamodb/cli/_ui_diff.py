@@ -8,13 +8,21 @@ removed and changed; the whole values stay one click away (``<details>``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_text
 from langgraph.checkpoint.dynamodb.cli._ui_conversation import messages_html
 from langgraph.checkpoint.dynamodb.cli._ui_messages import conversation, delta_summary, message_change
-from langgraph.checkpoint.dynamodb.cli._ui_pages import e, href, layout, ns_label, short_text, sid
+from langgraph.checkpoint.dynamodb.cli._ui_pages import (
+    WHOLE_CHARS,
+    e,
+    href,
+    layout,
+    ns_label,
+    short_text,
+    sid,
+)
 
 #: Messages one side of a diff renders (more: counted, and in the whole value).
 DIFF_MESSAGES: Final = 100
@@ -34,11 +42,10 @@ def dict_delta(a: Any, b: Any) -> dict[str, list[str]] | None:
 def _whole(value: Any, label: str) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    return (
-        f'<details class="raw"><summary>{e(label)}</summary>'
-        f'<pre class="value">{e(short_text(text, 20_000))}</pre></details>'
-    )
+    # Cut while it is rendered (``_bounded``), never after: indented JSON can be
+    # thousands of times the value's stored size.
+    text = bounded_text(value, WHOLE_CHARS).text
+    return f'<details class="raw"><summary>{e(label)}</summary><pre class="value">{e(text)}</pre></details>'
 
 
 def _side(msgs: list[dict[str, Any]], key: str, first: int, total: int, word: str) -> str:

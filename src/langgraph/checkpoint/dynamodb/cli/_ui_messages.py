@@ -15,10 +15,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_json
 from langgraph.checkpoint.dynamodb.cli._render import jsonable
 from langgraph.checkpoint.dynamodb.cli._tasks import (
     INTERRUPT_CHANNEL,
@@ -27,6 +29,11 @@ from langgraph.checkpoint.dynamodb.cli._tasks import (
     is_internal_channel,
     next_tasks,
 )
+
+#: Characters of a non-text content or a tool call's arguments shown (``_bounded``: cut as it is rendered).
+TEXT_CHARS: Final = 20_000
+#: A tool call's arguments shown by name (more are counted).
+CALL_ARGS: Final = 50
 
 #: LangChain's message types and OpenAI-style roles, as the view names them.
 ROLES: Final = {
@@ -107,16 +114,22 @@ def text_of(content: Any) -> str:
             elif isinstance(block, Mapping):
                 parts.append(f"[{block.get('type', 'block')}]")
         return "\n".join(parts)
-    return json.dumps(jsonable(content), ensure_ascii=False)
+    return bounded_json(content, TEXT_CHARS, indent=None).text
 
 
 def call_text(call: Mapping[str, Any]) -> str:
     """``name(a=1, b="x")``: a tool call on one line."""
     args = call.get("args")
     if isinstance(args, Mapping):
-        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+        # Each argument within its share, the arguments within TEXT_CHARS: a call is one line.
+        shown = list(itertools.islice(args.items(), CALL_ARGS))
+        inner = ", ".join(
+            f"{k}={bounded_json(v, TEXT_CHARS // CALL_ARGS, indent=None).text}" for k, v in shown
+        )
+        if len(args) > len(shown):
+            inner += f", … {len(args) - len(shown):,} more"
     else:
-        inner = "" if args in (None, "") else json.dumps(args, ensure_ascii=False)
+        inner = "" if args in (None, "") else bounded_json(args, TEXT_CHARS, indent=None).text
     return f"{call.get('name')}({inner})"
 
 

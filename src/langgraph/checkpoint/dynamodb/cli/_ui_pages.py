@@ -11,13 +11,13 @@ styles anyway, so styles and the one script come from ``/static/``.
 from __future__ import annotations
 
 import html
-import json
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from langgraph.checkpoint.dynamodb.cli._bounded import bounded_text, short
 from langgraph.checkpoint.dynamodb.cli._commands import type_label
-from langgraph.checkpoint.dynamodb.cli._render import human_bytes, jsonable, short_id
+from langgraph.checkpoint.dynamodb.cli._render import human_bytes, short_id
 from langgraph.checkpoint.dynamodb.cli._tasks import (
     ERROR_CHANNEL,
     INTERRUPT_CHANNEL,
@@ -28,6 +28,8 @@ from langgraph.checkpoint.dynamodb.cli._tasks import (
 #: Values longer than this (as text) are collapsed to a preview and loaded on demand.
 COLLAPSE_AT: Final = 1500
 PREVIEW: Final = 300
+#: Characters of one value shown whole on a page (metadata, a diff's whole values, a raw message).
+WHOLE_CHARS: Final = 20_000
 
 
 def e(value: Any) -> str:
@@ -41,13 +43,14 @@ def _url(path: str, **params: Any) -> str:
     return e(f"{path}?{query}" if query else path)
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(jsonable(value), indent=2, ensure_ascii=False)
+def _text(value: Any, max_chars: int = WHOLE_CHARS) -> str:
+    """A value as indented text, at most ``max_chars`` of it (``_bounded``: cut before it is built)."""
+    return bounded_text(value, max_chars).text
 
 
 def _short(value: Any, width: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """One line of at most ``width`` characters (``_bounded.short``)."""
+    return short(value, width)
 
 
 def when_text(iso: str | None) -> str:
@@ -434,13 +437,16 @@ def thread_page(
 
 
 def _value_html(value: Any, load_url: str, key: str) -> str:
-    text = _text(value)
-    if len(text) <= COLLAPSE_AT:
-        return f'<pre class="value">{e(text)}</pre>'
+    # Rendered only up to the collapse point: a value's whole text can be
+    # thousands of times its stored size, and GET /value loads it on demand.
+    shown = bounded_text(value, COLLAPSE_AT + 1)
+    if shown.complete and len(shown.text) <= COLLAPSE_AT:
+        return f'<pre class="value">{e(shown.text)}</pre>'
+    size = f"{len(value):,} characters" if isinstance(value, str) else "over 1,500 characters"
     return (
-        f'<pre class="value collapsed" id="v-{e(key)}">{e(text[:PREVIEW])}…</pre>'
+        f'<pre class="value collapsed" id="v-{e(key)}">{e(shown.text[:PREVIEW])}…</pre>'
         f'<button type="button" class="load" data-url="{load_url}" data-target="v-{e(key)}">'
-        f"load whole value ({len(text):,} characters)</button>"
+        f"load whole value ({size})</button>"
         f' <a class="dim" href="{load_url}">raw</a>'
     )
 

@@ -163,7 +163,7 @@ def test_an_unhandled_error_escapes_translated(mode: str) -> None:
 def test_gather_with_return_exceptions_puts_errors_in_place(mode: str) -> None:
     def get(**kw: Any) -> Any:
         if kw["Key"] == "bad":
-            raise _error("ProvisionedThroughputExceededException")
+            raise _error("ValidationException")
         return {"Item": kw["Key"]}
 
     client = fake(mode, get_item=get)
@@ -180,10 +180,7 @@ def test_gather_with_return_exceptions_puts_errors_in_place(mode: str) -> None:
     assert out[0] == {"Item": "a"} and out[2] == {"Item": "c"}
     assert isinstance(out[1], ClientError)
     # Without return_exceptions the failure is thrown into the op (which handles it here).
-    assert run(mode, Clients(dynamodb=client), op(False)) == (
-        "raised",
-        "ProvisionedThroughputExceededException",
-    )
+    assert run(mode, Clients(dynamodb=client), op(False)) == ("raised", "ValidationException")
 
 
 @pytest.mark.parametrize("mode", MODES)

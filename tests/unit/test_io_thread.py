@@ -178,6 +178,34 @@ def test_stop_joins_the_thread_and_later_submissions_fail_clearly() -> None:
     io.stop()  # idempotent
 
 
+def test_a_second_stop_does_not_cut_the_loops_final_work_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The saver's finalizer and the exit hook both stop the loop: the later ask must not end its cleanup."""
+    errors: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    io = IOThread()
+    finalizing = threading.Event()
+
+    async def generator() -> AsyncIterator[int]:
+        try:
+            yield 1
+        finally:  # runs in the loop's shutdown_asyncgens: slow, as closing clients is
+            finalizing.set()
+            await asyncio.sleep(0.3)
+
+    async def start() -> Any:
+        gen = generator()
+        await gen.__anext__()
+        return gen
+
+    gen = io.run_blocking(start())
+    io.stop_soon()
+    assert finalizing.wait(5)
+    io.stop_soon()  # lands while the generator is being finalized
+    io.thread.join(5)
+    del gen
+    assert not io.thread.is_alive() and errors == []
+
+
 def test_a_burst_of_submissions_wakes_the_io_loop_once_not_once_each(io: IOThread) -> None:
     """Each wake-up is a pipe write on the caller's thread, which gives up the GIL: they are batched."""
     wakeups = 0

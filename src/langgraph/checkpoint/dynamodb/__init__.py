@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.dynamodb._engine.pacing import throttle_stats
 from langgraph.checkpoint.dynamodb.errors import (
     BucketUnusableError,
     CheckpointStoreError,
@@ -50,6 +51,7 @@ __all__ = [
     "ThreadTooLargeError",
     "UnsupportedFormatError",
     "WriteContentionError",
+    "throttle_stats",
 ]
 
 

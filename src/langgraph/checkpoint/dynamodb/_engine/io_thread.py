@@ -184,6 +184,7 @@ class IOThread:
             weakref.WeakKeyDictionary()
         )
         self._outbox_lock = threading.Lock()
+        self._stopping = False
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self.thread.start()
@@ -312,7 +313,16 @@ class IOThread:
             producer.cancel()
 
     def stop_soon(self) -> None:
-        """Ask the loop to stop, from any thread (this one too), without waiting for it."""
+        """Ask the loop to stop, from any thread (this one too), without waiting for it; once.
+
+        Asked once only: a second ``loop.stop`` (the saver's finalizer and the
+        exit hook both ask) would land while the loop finishes its work
+        (``_main``), and end that early.
+        """
+        with self._outbox_lock:
+            if self._stopping:
+                return
+            self._stopping = True
         with contextlib.suppress(RuntimeError):  # closed already
             self.loop.call_soon_threadsafe(self.loop.stop)
 

@@ -88,7 +88,9 @@ def write_stats() -> dict[str, int]:
 
     ``fenced_writes`` (calls fenced by a lease), ``transactions`` (the
     ``TransactWriteItems`` that carried them), ``conflict_retries`` and
-    ``throttle_retries`` (a request refused as contended and sent again),
+    ``throttle_retries`` (a request refused as contended and sent again; most
+    throttles are paced by the drivers before they get here, counted by
+    cause in ``langgraph.checkpoint.dynamodb.throttle_stats()``),
     ``gave_up`` (retries exhausted: :class:`~langgraph.checkpoint.dynamodb.errors.WriteContentionError`).
 
     Example:

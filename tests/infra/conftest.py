@@ -133,7 +133,10 @@ def custom(cdk_env: None, tmp_path_factory: pytest.TempPathFactory, fake_lambdas
             schedule=events.Schedule.cron(minute="30", hour="3"), grace_hours=48
         ),
         reaper_options=ReaperOptions(batch_size=50, retry_attempts=3),
-        function_options=FunctionOptions(code_dir=fake_lambdas),
+        # A raised table quota, a quarter of it for each maintenance function.
+        function_options=FunctionOptions(
+            code_dir=fake_lambdas, capacity_share=0.25, table_quota_units=80_000
+        ),
         monitoring_options=MonitoringOptions(alarm_topic=topic),
         maintenance_options=MaintenanceOptions(time_budget=Duration.seconds(20)),
     )

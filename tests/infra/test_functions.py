@@ -39,6 +39,9 @@ def test_handlers_runtime_and_environment(reference) -> None:
         "LANGGRAPH_DYNAMODB_S3_KEY_PREFIX": "checkpoints/",
         # The jobs' embedded metrics (the dashboard reads the same namespace).
         "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE": "LangGraph/Checkpoints",
+        # Each job's capacity budget: a tenth of the table's 40,000-unit quota.
+        "MAINTENANCE_READ_UNITS": "4000",
+        "MAINTENANCE_WRITE_UNITS": "4000",
     }
     expected_env = {
         "Pruner": {**common, "PRUNE_KEEP_LAST": "20", "PRUNE_IDLE_DAYS": "30", "TIME_BUDGET_SECONDS": "270"},
@@ -80,7 +83,11 @@ def test_custom_settings_reach_the_environment(custom) -> None:
         "LANGGRAPH_DYNAMODB_TTL_SECONDS": str(7 * 86400),
         "LANGGRAPH_DYNAMODB_TRACK_THREADS": "1",
     }
-    metrics_env = {"LANGGRAPH_DYNAMODB_METRICS_NAMESPACE": "LangGraph/Checkpoints"}
+    metrics_env = {
+        "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE": "LangGraph/Checkpoints",
+        "MAINTENANCE_READ_UNITS": "20000",
+        "MAINTENANCE_WRITE_UNITS": "20000",
+    }
     _, pruner = _fn(custom, "Custom", "Pruner", "Store")
     assert pruner["Properties"]["Environment"]["Variables"] == {
         **saver_env,
@@ -407,6 +414,24 @@ def test_reserved_concurrency_is_validated(custom) -> None:
         CheckpointStore(
             Stack(App(), "S"), "Store", function_options=FunctionOptions(reserved_concurrency=0, code_dir=".")
         )
+
+
+def test_the_capacity_share_is_split_over_concurrent_runs_and_validated(custom) -> None:
+    from langgraph.checkpoint.dynamodb.cdk import FunctionOptions
+
+    # No reserved concurrency: the budget is per run.
+    for fn in custom.resources("Unversioned", "AWS::Lambda::Function").values():
+        env = fn["Properties"]["Environment"]["Variables"]
+        if "LANGGRAPH_DYNAMODB_TABLE" in env:
+            assert env["MAINTENANCE_WRITE_UNITS"] == "4000"
+    assert FunctionOptions(reserved_concurrency=4, capacity_share=0.2).capacity_environment() == {
+        "MAINTENANCE_READ_UNITS": "2000",
+        "MAINTENANCE_WRITE_UNITS": "2000",
+    }
+    assert FunctionOptions(capacity_share=None).capacity_environment() == {}
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="capacity_share"):
+            FunctionOptions(capacity_share=bad)
 
 
 def test_dead_letter_queues_follow_the_removal_policy(reference, custom) -> None:

@@ -117,6 +117,8 @@ def store(
         "LANGGRAPH_DYNAMODB_METRICS_NAMESPACE",
         "LANGGRAPH_DYNAMODB_TTL_SECONDS",
         "TIME_BUDGET_SECONDS",
+        "MAINTENANCE_READ_UNITS",
+        "MAINTENANCE_WRITE_UNITS",
     ):
         monkeypatch.delenv(var, raising=False)
     handlers.reset_saver()
@@ -207,6 +209,31 @@ def test_pruner_emits_its_counts(store: dict[str, str], monkeypatch: pytest.Monk
     # The line is also the structured record Logs Insights queries (same fields as returned).
     assert {k: doc[k] for k in out if k != "policy"} == {k: v for k, v in out.items() if k != "policy"}
     assert "_aws" not in out
+
+
+def test_a_pruner_with_a_capacity_budget_is_held_to_it(
+    store: dict[str, str], moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from tests.support import throughput
+
+    writer = DynamoDBSaver(table_name=store["table_name"], bucket_name=store["bucket_name"])
+    now = time.time()
+    for _ in range(2):
+        _chain(writer, f"t-{uuid.uuid4().hex[:8]}", [now - 3 * 86400 + i for i in range(8)], os.urandom(3000))
+    writer.close()
+    monkeypatch.setenv("PRUNE_KEEP_LAST", "1")
+    monkeypatch.setenv("MAINTENANCE_READ_UNITS", "40")
+    monkeypatch.setenv("MAINTENANCE_WRITE_UNITS", "40")
+
+    with throughput.counting(moto_endpoint):  # ConsumedCapacity as DynamoDB reports it
+        out = pruner.handler({"source": "aws.events"}, None)
+
+    # The deletes (14 items of over 3 KB) cost more than a second of 40 units: the job waited.
+    assert out["checkpoints_deleted"] == 14 and out["capacity_waited_seconds"] > 0
+    assert out["capacity_throttles"] == 0
+    monkeypatch.setenv("MAINTENANCE_WRITE_UNITS", "lots")
+    with pytest.raises(ValueError, match="MAINTENANCE_WRITE_UNITS must be a positive number"):
+        pruner.handler({"source": "aws.events"}, None)
 
 
 def test_reaper_emits_its_counts(store: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:

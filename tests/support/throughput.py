@@ -386,6 +386,8 @@ class ThroughputMiddleware:
                 return self._throttled(start_response, op, empty, uses, writes, account, region)
             for scope, table, index, pk, kind, units in uses:
                 self.units[(scope, table, index, pk, kind)] += units
+            if landed and params.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
+                out, headers = _with_consumed(out, headers, op, uses)
         start_response(status, headers)
         return out
 
@@ -694,6 +696,33 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     return body
+
+
+def _with_consumed(
+    out: list[bytes], headers: list[tuple[str, str]], op: str, uses: Iterable[Use]
+) -> tuple[list[bytes], list[tuple[str, str]]]:
+    """The response with ``ConsumedCapacity`` as DynamoDB reports it: the units counted here, per table.
+
+    moto reports its own figures (a 3 KB put as 1 unit); a client that paces
+    itself by them (a capacity budget) must see what AWS would send: the
+    table's and its indexes' units together (``TOTAL``), one entry for a
+    single-item call or a ``Query``, a list for batches and transactions.
+    """
+    try:
+        payload = json.loads(b"".join(out) or b"{}")
+    except ValueError:
+        return out, headers
+    per_table: Counter[str] = Counter()
+    for _scope, table, _index, _pk, _kind, units in uses:
+        per_table[table] += units
+    entries = [{"TableName": t, "CapacityUnits": float(u)} for t, u in per_table.items()]
+    if op in ("BatchGetItem", "BatchWriteItem", "TransactWriteItems", "TransactGetItems"):
+        payload["ConsumedCapacity"] = entries
+    elif entries:
+        payload["ConsumedCapacity"] = entries[0]
+    data = json.dumps(payload).encode()
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-length", "x-amz-crc32")]
+    return [data], [*kept, ("Content-Length", str(len(data)))]
 
 
 def _answer(start_response: Callable[..., Any], payload: Mapping[str, Any]) -> list[bytes]:

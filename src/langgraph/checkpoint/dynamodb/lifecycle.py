@@ -18,6 +18,9 @@ How threads expire (``ttl`` on the savers):
   by ``dynamodb.amazonaws.com``; the reaper Lambda (``reap_thread``) deletes
   the rest of the thread and its S3 objects. ``purge_expired`` does the same
   without streams, for deployments without the Lambda.
+* Maintenance runs within a capacity budget (``capacity_budget``): at most
+  the read and write units a second it is given, fewer while it meets
+  throttles, so it never starves the application of the table's capacity.
 * Readers treat a thread whose stamps and head are past their time as gone,
   so nobody ever sees a partially deleted thread.
 """
@@ -30,12 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import schema
+from langgraph.checkpoint.dynamodb._engine.budget import CapacityBudget, capacity_budget
 
 __all__ = [
+    "CapacityBudget",
     "ExpiredThread",
     "PrunePolicy",
     "PruneResult",
     "SweepReport",
+    "capacity_budget",
     "expired_threads_from_stream",
 ]
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import threading
 import time
 import weakref
@@ -34,6 +36,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.dynamodb._engine import ops
+from langgraph.checkpoint.dynamodb._engine.budget import budgeted
 from langgraph.checkpoint.dynamodb._engine.fairness import Slots, pass_turn
 from langgraph.checkpoint.dynamodb._engine.ops import (
     Call,
@@ -119,6 +122,11 @@ def _advance(op: Op[Any], resp: Any, exc: BaseException | None) -> Any:
 
 def _emitted(value: Any) -> TypeError:
     return TypeError(f"operation emitted {value!r}; drive it with iter(), not run()")
+
+
+def _in_context(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` run in a copy of the caller's context: a pool thread has its own, and the budget must follow."""
+    return functools.partial(contextvars.copy_context().run, fn)
 
 
 def _no_client(service: str) -> RuntimeError:
@@ -240,16 +248,28 @@ class SyncDriver(_Driver[ClientHolder]):
         return self._pool
 
     def call(self, call: Call) -> Any:
-        """Send one call, again while it is throttled (``pacing``); a ``get_object`` body is read into ``bytes``."""
+        """Send one call, again while it is throttled (``pacing``), within the capacity budget (``budget``).
+
+        A ``get_object`` body is read into ``bytes``.
+        """
+        call, budget = budgeted(call)
         pacer = ThrottlePacer()
         while True:
+            if budget is not None and (wait := budget.delay(call.method)) > 0:
+                time.sleep(wait)
             try:
-                return self._call_once(call)
+                resp = self._call_once(call)
             except ClientError as exc:
                 delay = pacer.next_delay(exc) if call.paced else None
                 if delay is None:
                     raise
+                if budget is not None:
+                    budget.throttled(call.method)
                 time.sleep(delay)
+                continue
+            if budget is not None and (wait := budget.charge(call.method, resp)) > 0:
+                time.sleep(wait)
+            return resp
 
     def _call_once(self, call: Call) -> Any:
         """Send one call; a ``get_object`` body is read (within ``max_bytes``) into ``bytes``."""
@@ -281,14 +301,14 @@ class SyncDriver(_Driver[ClientHolder]):
         if not self._keep_pool:
             workers = min(self.max_concurrency, len(req.calls))
             with ThreadPoolExecutor(workers, thread_name_prefix=self._thread_name_prefix) as own:
-                return self._collect(req, [own.submit(self.call, c) for c in req.calls])
+                return self._collect(req, [own.submit(_in_context(self.call), c) for c in req.calls])
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     self.max_concurrency, thread_name_prefix=self._thread_name_prefix
                 )
             pool = self._pool
-        return self._collect(req, [pool.submit(self.call, c) for c in req.calls])
+        return self._collect(req, [pool.submit(_in_context(self.call), c) for c in req.calls])
 
     @staticmethod
     def _collect(req: Gather, futures: list[Future[Any]]) -> list[Any]:
@@ -403,16 +423,28 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         return slot
 
     async def call(self, call: Call) -> Any:
-        """Send one call, again while it is throttled (``pacing``); see :meth:`_call_once`."""
+        """Send one call, again while it is throttled (``pacing``), within the capacity budget (``budget``).
+
+        See :meth:`_call_once`.
+        """
+        call, budget = budgeted(call)
         pacer = ThrottlePacer()
         while True:
+            if budget is not None and (wait := budget.delay(call.method)) > 0:
+                await asyncio.sleep(wait)
             try:
-                return await self._call_once(call)
+                resp = await self._call_once(call)
             except ClientError as exc:
                 delay = pacer.next_delay(exc) if call.paced else None
                 if delay is None:
                     raise
+                if budget is not None:
+                    budget.throttled(call.method)
                 await asyncio.sleep(delay)
+                continue
+            if budget is not None and (wait := budget.charge(call.method, resp)) > 0:
+                await asyncio.sleep(wait)
+            return resp
 
     async def _call_once(self, call: Call) -> Any:
         """Send one call; a ``get_object`` body is read (within ``max_bytes``) into ``bytes``.

@@ -202,6 +202,8 @@ class SharedFunctionSettings:
     #: ``LANGGRAPH_DYNAMODB_METRICS_NAMESPACE``, explicit even for the default,
     #: so that the dashboard and the handlers read one value ("" turns the metrics off).
     metrics_environment: Mapping[str, str]
+    #: The capacity budget of each run (``FunctionOptions.capacity_share``).
+    capacity_environment: Mapping[str, str]
 
 
 def shared_function_settings(options: FunctionOptions, namespace: str | None) -> SharedFunctionSettings:
@@ -218,6 +220,7 @@ def shared_function_settings(options: FunctionOptions, namespace: str | None) ->
         architecture=options.architecture,
         log_retention=options.log_retention,
         metrics_environment={ENV_METRICS_NAMESPACE: namespace or ""},
+        capacity_environment=options.capacity_environment(),
     )
 
 
@@ -279,7 +282,12 @@ def maintenance_function(
         # Logs name thread ids and S3 keys: same key as the data they describe.
         encryption_key=store.logs_key(),
     )
-    env = {**store.saver_environment, **shared.metrics_environment, **environment}
+    env = {
+        **store.saver_environment,
+        **shared.metrics_environment,
+        **shared.capacity_environment,
+        **environment,
+    }
     fn = lambda_.Function(
         store,
         construct_id,

@@ -24,6 +24,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 
+from langgraph.checkpoint.dynamodb.lambdas.handlers import ENV_READ_UNITS, ENV_WRITE_UNITS
 from langgraph.checkpoint.dynamodb.lambdas.metrics import (
     DEFAULT_NAMESPACE,
     ENV_METRICS_NAMESPACE,
@@ -196,9 +197,19 @@ class FunctionOptions:
             reserves nothing (accounts whose concurrency limit is too low to
             reserve any); the caps then are the schedules and, for the reaper,
             one invocation per stream shard.
+        capacity_share: Share of the table's per-table throughput quota
+            (40,000 read and 40,000 write units a second on demand, AWS's
+            default; ``table_quota_units`` for a raised one) that each
+            maintenance function may take, split over its concurrent runs
+            (``MAINTENANCE_READ_UNITS``/``..._WRITE_UNITS``; default 0.1:
+            4,000 units a second; ``None``: unlimited). It takes less while
+            it meets throttles (``lifecycle.capacity_budget``).
+        table_quota_units: The table's per-table quota that
+            ``capacity_share`` is a share of (default 40,000).
 
     Raises:
-        ValueError: ``reserved_concurrency`` below 1.
+        ValueError: ``reserved_concurrency`` below 1, ``capacity_share``
+            outside (0, 1], ``table_quota_units`` below 1.
 
     Example:
         >>> from aws_cdk import aws_lambda as lambda_
@@ -212,10 +223,28 @@ class FunctionOptions:
     architecture: lambda_.Architecture = lambda_.Architecture.X86_64
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     reserved_concurrency: int | None = 1
+    capacity_share: float | None = 0.1
+    table_quota_units: int = 40_000
 
     def __post_init__(self) -> None:
         if self.reserved_concurrency is not None and self.reserved_concurrency < 1:
             raise ValueError("FunctionOptions.reserved_concurrency must be >= 1 (None reserves nothing)")
+        if self.capacity_share is not None and not 0 < self.capacity_share <= 1:
+            raise ValueError("FunctionOptions.capacity_share must be in (0, 1] (None: unlimited)")
+        if self.table_quota_units < 1:
+            raise ValueError("FunctionOptions.table_quota_units must be >= 1")
+
+    def capacity_environment(self) -> dict[str, str]:
+        """``MAINTENANCE_READ_UNITS``/``..._WRITE_UNITS`` of each run (empty: unlimited).
+
+        Example:
+            >>> FunctionOptions().capacity_environment()
+            {'MAINTENANCE_READ_UNITS': '4000', 'MAINTENANCE_WRITE_UNITS': '4000'}
+        """
+        if self.capacity_share is None:
+            return {}
+        units = max(1, int(self.capacity_share * self.table_quota_units / (self.reserved_concurrency or 1)))
+        return {ENV_READ_UNITS: str(units), ENV_WRITE_UNITS: str(units)}
 
 
 @dataclass(frozen=True, kw_only=True)

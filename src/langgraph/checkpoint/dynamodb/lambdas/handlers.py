@@ -11,16 +11,18 @@ threads for expired).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import clock
+from langgraph.checkpoint.dynamodb._engine.budget import CapacityBudget, capacity_budget
 from langgraph.checkpoint.dynamodb.config import saver_kwargs_from_env
 from langgraph.checkpoint.dynamodb.encryption import ENV_KEYS, AesKeyRing
 from langgraph.checkpoint.dynamodb.lambdas import metrics
@@ -28,9 +30,11 @@ from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = [
     "StoreConfig",
+    "budget_fields",
     "cached_saver",
     "deadline_from_context",
     "get_saver",
+    "job_budget",
     "log_event",
     "reset_saver",
     "use_saver",
@@ -40,6 +44,11 @@ logger = logging.getLogger("langgraph.checkpoint.dynamodb")
 
 #: Seconds kept in reserve before the Lambda timeout to finish a page cleanly.
 SAFETY_SECONDS = 10.0
+#: A maintenance job's read and write units per second (per concurrent run;
+#: unset or empty: not limited). The construct sets them from
+#: ``FunctionOptions.capacity_share``.
+ENV_READ_UNITS = "MAINTENANCE_READ_UNITS"
+ENV_WRITE_UNITS = "MAINTENANCE_WRITE_UNITS"
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,51 @@ def deadline_from_context(context: Any, *, budget: float | None = None) -> float
     if budget is not None:
         limits.append(now + budget)
     return min(limits) if limits else now + 600
+
+
+def _units(env: Mapping[str, str], name: str) -> float | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of capacity units per second, not {raw!r}")
+    return value
+
+
+@contextlib.contextmanager
+def job_budget(env: Mapping[str, str] | None = None) -> Iterator[CapacityBudget | None]:
+    """The maintenance job's capacity budget (``MAINTENANCE_READ_UNITS``/``..._WRITE_UNITS``), if set.
+
+    Within the block, the saver's DynamoDB requests take at most those units
+    per second, and less while they meet throttles (``lifecycle.capacity_budget``).
+
+    Example:
+        >>> with job_budget({"MAINTENANCE_WRITE_UNITS": "400"}) as budget:
+        ...     budget.stats()["write_units_per_second"]
+        400.0
+    """
+    env = os.environ if env is None else env
+    reads, writes = _units(env, ENV_READ_UNITS), _units(env, ENV_WRITE_UNITS)
+    if reads is None and writes is None:
+        yield None
+        return
+    with capacity_budget(read_units=reads, write_units=writes) as budget:
+        yield budget
+
+
+def budget_fields(budget: CapacityBudget | None) -> dict[str, Any]:
+    """What a job's log record says of its budget: seconds held back, throttles met (empty: none)."""
+    if budget is None:
+        return {}
+    stats = budget.stats()
+    return {
+        "capacity_waited_seconds": round(stats["waited_seconds"], 3),
+        "capacity_throttles": int(stats["throttles"]),
+    }
 
 
 def log_event(job: str, **fields: Any) -> dict[str, Any]:

@@ -47,7 +47,12 @@ from typing import Any, ClassVar, Literal, cast
 from langgraph.checkpoint.dynamodb._operations.steps import DEFAULT_BATCH_SIZE, StepResult
 from langgraph.checkpoint.dynamodb.errors import CiphertextBindingError
 from langgraph.checkpoint.dynamodb.lambdas import tokens
-from langgraph.checkpoint.dynamodb.lambdas.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import (
+    deadline_from_context,
+    get_saver,
+    job_budget,
+    log_event,
+)
 from langgraph.checkpoint.dynamodb.saver import DynamoDBSaver
 
 __all__ = [
@@ -344,7 +349,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         request = parse_event(event)
         budget = os.environ.get("TIME_BUDGET_SECONDS")
         deadline = deadline_from_context(context, budget=float(budget) if budget else None)
-        step = run(request, deadline=deadline)
+        with job_budget():
+            step = run(request, deadline=deadline)
     except (EventError, ValueError, TypeError, RecursionError, CiphertextBindingError) as exc:
         # Refused before or without changing anything (bad event, foreign or
         # malformed token, a copy target that is not empty): the caller's

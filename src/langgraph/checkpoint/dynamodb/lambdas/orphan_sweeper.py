@@ -9,7 +9,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from langgraph.checkpoint.dynamodb.lambdas.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import (
+    budget_fields,
+    deadline_from_context,
+    get_saver,
+    job_budget,
+    log_event,
+)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -22,5 +28,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     grace_hours = float(os.environ.get("ORPHAN_GRACE_HOURS", "24"))
     budget = os.environ.get("TIME_BUDGET_SECONDS")
     deadline = deadline_from_context(context, budget=float(budget) if budget else None)
-    report = get_saver().sweep_orphans(grace_seconds=grace_hours * 3600, deadline=deadline)
-    return log_event("orphan_sweeper", grace_hours=grace_hours, **report.to_dict())
+    with job_budget() as capacity:
+        report = get_saver().sweep_orphans(grace_seconds=grace_hours * 3600, deadline=deadline)
+    return log_event("orphan_sweeper", grace_hours=grace_hours, **report.to_dict(), **budget_fields(capacity))

@@ -11,7 +11,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from langgraph.checkpoint.dynamodb.lambdas.handlers import deadline_from_context, get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import (
+    budget_fields,
+    deadline_from_context,
+    get_saver,
+    job_budget,
+    log_event,
+)
 from langgraph.checkpoint.dynamodb.lifecycle import PrunePolicy
 
 
@@ -25,5 +31,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     policy = PrunePolicy.from_env()
     budget = os.environ.get("TIME_BUDGET_SECONDS")
     deadline = deadline_from_context(context, budget=float(budget) if budget else None)
-    report = get_saver().run_pruner(policy, deadline=deadline)
-    return log_event("pruner", policy=policy, **report.to_dict())
+    with job_budget() as capacity:
+        report = get_saver().run_pruner(policy, deadline=deadline)
+    return log_event("pruner", policy=policy, **report.to_dict(), **budget_fields(capacity))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.checkpoint.dynamodb.lambdas.handlers import get_saver, log_event
+from langgraph.checkpoint.dynamodb.lambdas.handlers import budget_fields, get_saver, job_budget, log_event
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -19,5 +19,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         >>> handler({"Records": []}, None)  # doctest: +SKIP
         {'job': 'reaper', 'records': 0, ...}
     """
-    report = get_saver().reap_expired_stream(event)
-    return log_event("reaper", records=len(event.get("Records", [])), **report.to_dict())
+    with job_budget() as capacity:
+        report = get_saver().reap_expired_stream(event)
+    records = len(event.get("Records", []))
+    return log_event("reaper", records=records, **report.to_dict(), **budget_fields(capacity))

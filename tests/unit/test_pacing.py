@@ -129,3 +129,28 @@ def test_backoff_is_full_jitter_under_a_doubling_ceiling(monkeypatch: pytest.Mon
     for _ in range(5):
         assert pacer.next_delay(HOT_KEY) == 0.0
     assert ceilings == [0.001, 0.002, 0.004, 0.004, 0.004]
+
+
+def test_within_paced_until_no_request_waits_past_the_deadline() -> None:
+    import time
+
+    err = ClientError({"Error": {"Code": "ThrottlingException"}}, "PutItem")
+    with pacing.paced_until(time.time() - 1):
+        assert pacing.ThrottlePacer().next_delay(err) is None
+        with pacing.paced_until(time.time() + 3600):  # an inner deadline never extends the outer one
+            assert pacing.ThrottlePacer().next_delay(err) is None
+    with pacing.paced_until(time.time() + 3600):
+        assert pacing.ThrottlePacer().next_delay(err) is not None
+    assert pacing.ThrottlePacer().next_delay(err) is not None
+
+
+def test_the_throttle_behind_a_wrapped_error_is_found() -> None:
+    err = ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "PutItem")
+    try:
+        try:
+            raise err
+        except ClientError as inner:
+            raise RuntimeError("the saver's own error") from inner
+    except RuntimeError as outer:
+        assert pacing.chained_throttle(outer) == ["ProvisionedThroughputExceededException"]
+    assert pacing.chained_throttle(ValueError("no")) is None

@@ -12,6 +12,10 @@ throttled request again with full-jitter exponential backoff, for up to
 :data:`PATIENCE_SECONDS` of waiting per request, and only then lets the
 throttle reach the operation (which counts it: ``tracing``).
 
+Within :func:`paced_until` no request waits past a deadline: a run that
+must end before its Lambda invocation does sees the throttle in time
+(``lambdas.runs`` then ends the run as drained, resumable).
+
 Every wait is counted by its cause (:func:`throttle_stats`: the
 ``ThrottlingReasons`` DynamoDB names, the error code otherwise) and, with
 OpenTelemetry tracing on, recorded as an event on the current span.
@@ -25,15 +29,26 @@ is at its widest).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
 import sys
 import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-__all__ = ["PATIENCE_SECONDS", "ThrottlePacer", "throttle_reasons", "throttle_stats"]
+__all__ = [
+    "PATIENCE_SECONDS",
+    "ThrottlePacer",
+    "chained_throttle",
+    "paced_until",
+    "throttle_reasons",
+    "throttle_stats",
+]
 
 #: Most seconds one request waits for throttles to pass, after botocore's own retries.
 PATIENCE_SECONDS: Final = 60.0
@@ -48,6 +63,39 @@ _THROTTLE_CODES: Final = frozenset(
 
 _stats: Counter[str] = Counter()
 _stats_lock = threading.Lock()
+#: Epoch seconds past which no request waits for a throttle (``paced_until``).
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "langgraph_dynamodb_pacing_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def paced_until(deadline: float) -> Iterator[None]:
+    """No request started in the block waits for a throttle past ``deadline`` (epoch seconds).
+
+    A run that must end before a Lambda deadline (``lambdas.runs``) would
+    rather see the throttle in time to hand the thread on than be killed
+    while it waits.
+    """
+    current = _deadline.get()
+    token = _deadline.set(deadline if current is None else min(current, deadline))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def chained_throttle(exc: BaseException) -> list[str] | None:
+    """The throttle behind ``exc`` (itself, or what it was raised from), or ``None``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        reasons = throttle_reasons(current)
+        if reasons is not None:
+            return reasons
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def throttle_reasons(exc: BaseException) -> list[str] | None:
@@ -99,10 +147,11 @@ class ThrottlePacer:
         True
     """
 
-    __slots__ = ("_attempt", "_patience", "_waited")
+    __slots__ = ("_attempt", "_deadline", "_patience", "_waited")
 
     def __init__(self, patience: float | None = None) -> None:
         self._patience = PATIENCE_SECONDS if patience is None else patience
+        self._deadline = _deadline.get()
         self._attempt = 0
         self._waited = 0.0
 
@@ -113,6 +162,8 @@ class ThrottlePacer:
             return None
         delay = random.uniform(0, min(CAP_SECONDS, BASE_SECONDS * 2**self._attempt))
         if self._waited + delay > self._patience:
+            return None
+        if self._deadline is not None and time.time() + delay > self._deadline:
             return None
         self._attempt += 1
         self._waited += delay

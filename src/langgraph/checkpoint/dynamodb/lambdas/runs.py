@@ -54,6 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from langgraph.checkpoint.dynamodb._engine.pacing import chained_throttle, paced_until
 from langgraph.checkpoint.dynamodb.lock import StaleCheckpointError, run_once
 
 __all__ = [
@@ -91,7 +92,8 @@ class RunResult:
             is at (for ``drained``, the one to resume from).
         output: the graph's last state values (``None`` when drained).
         interrupts: the pending interrupts (``interrupted``).
-        reason: why it drained (``"deadline"``, or the reason a caller gave).
+        reason: why it drained (``"deadline"``; ``"throttled"``: DynamoDB throttled a write until
+            too close to the deadline; or the reason a caller gave).
         supersteps: supersteps this run completed.
         longest_superstep_s: the longest of them, in seconds (what the margin follows).
 
@@ -179,6 +181,17 @@ class DeadlineWatch:
             return self._fixed
         return max(self._min, self._factor * self.longest)
 
+    def pacing_deadline(self) -> float:
+        """Epoch seconds past which no request waits for a throttle: twice the margin before the deadline.
+
+        Throttles past it reach the run, which ends as drained (``"throttled"``)
+        while there is still time to hand the thread on. Twice: LangGraph
+        writes checkpoints and pending writes in the background and raises
+        their error at a later step, so the run goes on for a while after the
+        write gave up.
+        """
+        return time.time() + self._remaining() - 2 * self.margin
+
     def boundary(self) -> None:
         """A superstep ended: its duration feeds the margin; drain now if already within it."""
         now = time.monotonic()
@@ -244,10 +257,30 @@ def _config_ids(config: Mapping[str, Any]) -> tuple[str, str]:
     return thread_id, ns if isinstance(ns, str) else ""
 
 
+def _throttled(exc: Exception) -> str:
+    """``"throttled"`` for a run a throttle stopped near its deadline; any other error is raised again.
+
+    The throttled write applied nothing, and LangGraph saved every
+    superstep before it (and the pending writes of the tasks that finished):
+    the thread resumes from its latest checkpoint like a drained run.
+    """
+    if chained_throttle(exc) is None:
+        raise exc
+    return "throttled"
+
+
 def _result(
-    state: Any, thread_id: str, ns: str, watch: DeadlineWatch, output: Any, drained: str | None
+    state: Any,
+    thread_id: str,
+    ns: str,
+    watch: DeadlineWatch,
+    output: Any,
+    drained: str | None,
+    throttle: Exception | None = None,
 ) -> RunResult:
     conf = (getattr(state, "config", None) or {}).get("configurable", {})
+    if throttle is not None and not conf.get("checkpoint_id"):
+        raise throttle  # nothing was saved to resume from: the invocation must fail (and be retried)
     interrupts = tuple(getattr(state, "interrupts", ()) or ())
     status: Status = "drained" if drained is not None else "interrupted" if interrupts else "done"
     return RunResult(
@@ -326,7 +359,8 @@ def run_with_deadline(
     watch = _watch(context, remaining, deadline, margin, min_margin, margin_factor, poll_interval)
     output: Any = None
     drained: str | None = None
-    with watch.watching():
+    throttle: Exception | None = None
+    with watch.watching(), paced_until(watch.pacing_deadline()):
         try:
             for chunk in graph.stream(
                 input, config, stream_mode="values", control=watch.control, **stream_kwargs
@@ -335,7 +369,9 @@ def run_with_deadline(
                 watch.boundary()
         except GraphDrained as exc:
             drained = exc.reason
-    return _result(graph.get_state(config), thread_id, ns, watch, output, drained)
+        except Exception as exc:
+            drained, throttle = _throttled(exc), exc
+    return _result(graph.get_state(config), thread_id, ns, watch, output, drained, throttle)
 
 
 async def arun_with_deadline(
@@ -363,7 +399,8 @@ async def arun_with_deadline(
     watch = _watch(context, remaining, deadline, margin, min_margin, margin_factor, poll_interval)
     output: Any = None
     drained: str | None = None
-    with watch.watching():
+    throttle: Exception | None = None
+    with watch.watching(), paced_until(watch.pacing_deadline()):
         try:
             async for chunk in graph.astream(
                 input, config, stream_mode="values", control=watch.control, **stream_kwargs
@@ -372,7 +409,9 @@ async def arun_with_deadline(
                 watch.boundary()
         except GraphDrained as exc:
             drained = exc.reason
-    return _result(await graph.aget_state(config), thread_id, ns, watch, output, drained)
+        except Exception as exc:
+            drained, throttle = _throttled(exc), exc
+    return _result(await graph.aget_state(config), thread_id, ns, watch, output, drained, throttle)
 
 
 # ------------------------------------------------------------ continuation

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint format bench synth deploy-local soak clean
+.PHONY: setup demo test test-fast lint format bench synth deploy-local soak pressure clean
 
 # pipefail: the install below is piped through a filter, and a failed pip must still stop make.
 SHELL := /bin/bash
@@ -89,6 +89,9 @@ deploy-local: setup  ## cdk deploy into a local moto server, then run a graph ag
 
 soak: setup  ## long fault-injection and differential runs
 	SOAK=1 $(BIN)/python -m pytest -q tests/reliability tests/security/test_reuse.py tests/e2e/test_fanout.py
+
+pressure: setup  ## the lifecycle, drain, maintenance and lock tiers at 1/100 of AWS's throughput, with transaction conflicts
+	THROUGHPUT=on THROUGHPUT_SCALE=0.01 CONTENTION=on $(BIN)/python -m pytest -q -n 2 tests/lifecycle tests/e2e/test_fanout.py tests/e2e/test_runs.py tests/lambdas/test_maintenance.py tests/lambdas/test_agent_lock.py tests/integration/test_delta.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache cdk.out node_modules

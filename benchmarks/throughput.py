@@ -7,11 +7,12 @@ tests/support/contention.py) and runs, with the sync saver:
 1. **model**: the capacity model's validation workloads, larger (``--threads``
    threads of ``--steps`` steps), counting only: requests and units counted
    beside the model's prediction (``tools.capacity.replay_units``);
-2. **fan-out**: one thread, one step of ``--fan-out`` tasks written by 16
-   workers at once, with the layer's limits at ``--scale`` of AWS's (one
-   partition key value: 1,000 x scale write units a second, wall clock):
-   time against the partition-rate floor (the step's write units / the rate),
-   throttles by reason, retries the saver needed, conflicts.
+2. **fan-out**: one thread, one step of ``--fan-out`` tasks (500, then
+   10,000: a step of 10,000 ``Send`` s) written by 16 workers at once, with
+   the layer's limits at ``--scale`` of AWS's (one partition key value:
+   1,000 x scale write units a second, wall clock): time against the
+   partition-rate floor (the step's write units / the rate), throttles by
+   reason, retries the saver needed, throttles the drivers paced, conflicts.
 
 Writes ``benchmarks/throughput.json`` and prints a summary. Not part of the
 timed suite; ``make bench`` runs it. Numbers depend on the machine (moto is
@@ -128,6 +129,9 @@ def _fan_out(endpoint: str, tasks: int, scale: float) -> dict[str, Any]:
         except Exception as exc:
             failures.append(type(exc).__name__)
 
+    from langgraph.checkpoint.dynamodb import throttle_stats
+
+    paced_before = sum(throttle_stats().values())
     with contention.enabled(endpoint, hold_ms=0), throughput.counting(endpoint, scale=scale):
         started = time.monotonic()
         with ThreadPoolExecutor(16) as pool:
@@ -147,6 +151,7 @@ def _fan_out(endpoint: str, tasks: int, scale: float) -> dict[str, Any]:
         "ratio_to_floor": round(elapsed / floor, 2) if floor else None,
         "throttles": state["throttles"],
         "retried_responses": retries["n"],
+        "paced_by_the_driver": sum(throttle_stats().values()) - paced_before,
         "failures": len(failures),
         "conflicts": conflicts.get("transaction_conflicts", 0) + conflicts.get("write_conflicts", 0),
     }
@@ -158,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=10)
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--fan-out", type=int, default=500)
+    parser.add_argument("--fan-out", type=int, nargs="+", default=[500, 10_000])
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
@@ -171,14 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = {
             "model": _model(endpoint, args.threads, args.steps),
-            "fan_out": _fan_out(endpoint, args.fan_out, args.scale),
+            "fan_out": [_fan_out(endpoint, n, args.scale) for n in args.fan_out],
         }
     finally:
         stop(proc)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     for row in result["model"]:
         print(f"{row['workload']}: measured {row['measured_units']} predicted {row['predicted_units']}")
-    print(f"fan-out: {json.dumps(result['fan_out'])}")
+    for row in result["fan_out"]:
+        print(f"fan-out: {json.dumps(row)}")
     return 0
 
 

@@ -27,6 +27,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._engine.aws import check_bucket_region, client_config, error_code
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._engine.pacing import PATIENCE_SECONDS
 from langgraph.checkpoint.dynamodb._parts.binding import Bind
 from langgraph.checkpoint.dynamodb._parts.caches import Location, Placement, SaverCaches
 from langgraph.checkpoint.dynamodb._parts.keys import ThreadKeys
@@ -39,6 +40,7 @@ from langgraph.checkpoint.dynamodb.codec import (
     Compression,
     PayloadCodec,
 )
+from langgraph.checkpoint.dynamodb.config import SETTING, check_settings
 from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = [
@@ -78,8 +80,8 @@ UNGUARDED_WRITERS: Final = frozenset(
 class SaverSettings(TypedDict, total=False):
     """The keyword settings both savers take, typed (``**settings`` of their constructors).
 
-    Defaults and checks are ``BaseDynamoDBSaver.__init__``'s; a unit test keeps
-    the two in step.
+    Declared in ``config.SETTINGS`` (defaults, checks, variables); a unit test
+    keeps this, ``BaseDynamoDBSaver.__init__`` and that table in step.
     """
 
     table_name: Required[str]
@@ -103,6 +105,7 @@ class SaverSettings(TypedDict, total=False):
     max_payload_size: int
     max_payload_objects: int
     value_cache_bytes: int
+    throttle_patience_seconds: float
 
 
 class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
@@ -145,6 +148,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
         max_payload_objects: int = DEFAULT_MAX_PAYLOAD_OBJECTS,
         value_cache_bytes: int = DEFAULT_VALUE_CACHE_BYTES,
+        throttle_patience_seconds: float = PATIENCE_SECONDS,
     ) -> None:
         """The settings both savers share (see ``DynamoDBSaver`` for each one); the one place they are declared."""
         # By default a stored value may rebuild LangGraph's safe types and the
@@ -158,26 +162,10 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
         schema.validate_s3_key_prefix(s3_key_prefix)
-        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
-            raise ValueError(f"ttl must be a number of seconds >= 60, or None; got {ttl!r}")
-        if not table_name or not isinstance(table_name, str):
-            raise ValueError("table_name must be a non-empty string")
-        if bucket_name is not None and (not isinstance(bucket_name, str) or not bucket_name):
-            raise ValueError("bucket_name must be a non-empty string or None")
-        if inline_threshold < 0 or s3_threshold < 0:
-            raise ValueError("inline_threshold and s3_threshold must be >= 0")
-        if (
-            not isinstance(max_payload_size, int)
-            or isinstance(max_payload_size, bool)
-            or max_payload_size < 1
-        ):
-            raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
-        if (
-            not isinstance(max_payload_objects, int)
-            or isinstance(max_payload_objects, bool)
-            or max_payload_objects < 1
-        ):
-            raise ValueError(f"max_payload_objects must be a whole number >= 1, got {max_payload_objects!r}")
+        # The checks of config.SETTINGS, each setting's own (named by it).
+        check_settings(
+            {name: value for name, value in locals().items() if name in SETTING and name != "self"}
+        )
         self.table_name = table_name
         self.bucket_name = bucket_name
         #: Read encrypted payloads written without binding (see ``binding``); writes always bind.
@@ -207,7 +195,12 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # the client library): botocore settings shared by both.
         self._region_name = region_name
         self._endpoint_url = endpoint_url
-        self._max_concurrency = max_concurrency
+        #: What the savers' drivers are built with (``drivers.SyncDriver``/``AsyncDriver``):
+        #: their bound on a ``Gather`` and how long a request waits out throttles (``pacing``).
+        self._driver_settings: dict[str, Any] = {
+            "max_concurrency": max_concurrency,
+            "patience": float(throttle_patience_seconds),
+        }
         self._client_config = client_config(
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
         )

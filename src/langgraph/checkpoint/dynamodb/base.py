@@ -26,6 +26,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._engine.aws import check_bucket_region, client_config, error_code
+from langgraph.checkpoint.dynamodb._engine.methods import operation_of
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb, s3
 from langgraph.checkpoint.dynamodb._engine.pacing import PATIENCE_SECONDS
 from langgraph.checkpoint.dynamodb._parts.binding import Bind
@@ -44,37 +45,46 @@ from langgraph.checkpoint.dynamodb.config import SETTING, check_settings
 from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = [
-    "UNGUARDED_WRITERS",
     "BaseDynamoDBSaver",
     "Location",
     "Placement",
     "SaverSettings",
+    "unguarded_writers",
 ]
 
-#: Public saver methods (sync and async forms) whose writes do not go through
-#: ``base.write_item``: they delete, copy or rewrite with many requests
-#: (``BatchWriteItem``, S3 objects, other threads' items), so a write guard
-#: (:meth:`BaseDynamoDBSaver.with_write_guard`) never sees them. A copy made
-#: with ``refuse_unguarded=True`` (a lease-bound saver) refuses them.
-UNGUARDED_WRITERS: Final = frozenset(
-    prefix + name
-    for prefix in ("", "a")
-    for name in (
-        "delete_thread",
-        "prune",
-        "copy_thread",
-        "delete_for_runs",
-        "migrate_tenant_thread",
-        "reap_thread",
-        "reap_expired_stream",
-        "purge_expired",
-        "run_pruner",
-        "sweep_orphans",
-        "copy_thread_step",
-        "prune_step",
-        "delete_for_runs_step",
-    )
-)
+#: Written-out saver methods that write past ``write_item`` (their async forms too).
+_WRITTEN_UNGUARDED: Final = frozenset({"delete_thread"})
+
+
+def unguarded_writers(saver_type: type) -> frozenset[str]:
+    """The public methods of ``saver_type`` whose writes do not go through ``base.write_item``.
+
+    They delete, copy or rewrite with many requests (``BatchWriteItem``, S3
+    objects, other threads' items), so a write guard
+    (:meth:`BaseDynamoDBSaver.with_write_guard`) never sees them, and a copy
+    made with ``refuse_unguarded=True`` (a lease-bound saver) refuses them.
+    Derived, not listed: every method made from an operation
+    (``_engine.methods``: the maintenance verbs, ``copy_thread``, ``prune``,
+    ``delete_for_runs``, the lifecycle jobs and their steps; the guarded
+    ``put``/``put_writes`` are written out), and ``delete_thread``. A new verb
+    is refused by a lease-bound saver without being named anywhere.
+
+    Example:
+        >>> from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        >>> {"prune", "aprune", "delete_thread"} <= unguarded_writers(DynamoDBSaver)
+        True
+    """
+    verbs = {
+        name.removeprefix("a") if name.startswith("a") and operation_of(method) is not None else name
+        for name in dir(saver_type)
+        if not name.startswith("_")
+        and (
+            name in _WRITTEN_UNGUARDED or operation_of(method := getattr(saver_type, name, None)) is not None
+        )
+    }
+    # Both forms of each verb: LangGraph's base class gives a sync saver the
+    # async names too (``aprune``, ``acopy_thread``...), and they are refused alike.
+    return frozenset(form for verb in verbs for form in (verb, f"a{verb}") if hasattr(saver_type, form))
 
 
 class SaverSettings(TypedDict, total=False):
@@ -485,7 +495,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         subclass of the saver's, named ``<label><saver type>`` so that a
         repr says what guards it.
 
-        The methods in :data:`UNGUARDED_WRITERS` (``delete_thread``,
+        The methods :func:`unguarded_writers` names (``delete_thread``,
         ``prune``, ``copy_thread``, ``delete_for_runs``, the lifecycle jobs
         and their async forms) write with many requests (batches, S3
         objects, other threads) that never pass through ``guard``. By
@@ -511,9 +521,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             # saver's type can switch to it (a mixin base would change the layout).
             ns: dict[str, Any] = {"__slots__": (), "_unguarded": base}
             if refuse_unguarded:
-                ns.update(
-                    {name: _refusal(base, name) for name in sorted(UNGUARDED_WRITERS) if hasattr(base, name)}
-                )
+                ns.update({name: _refusal(base, name) for name in sorted(unguarded_writers(base))})
             cls = _GUARDED_TYPES.setdefault(key, type(f"{label}{base.__name__}", (base,), ns))
         guarded: Any = self._borrowing_copy()
         guarded.__class__ = cls

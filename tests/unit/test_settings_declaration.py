@@ -48,10 +48,10 @@ def test_saver_settings_is_the_declaration() -> None:
 
 def _docs_rows() -> list[tuple[list[str], str]]:
     text = DOC.read_text()
-    table = text[text.index("## Settings") :]
-    table = table[: table.index("\n\n", table.index("| keyword"))]
+    table = text[text.index("| keyword", text.index("## Settings")) :]
+    table = table[: table.index("\n\n")]
     rows = []
-    for line in table.splitlines()[3:]:
+    for line in table.splitlines()[2:]:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
         rows.append((re.findall(r"`(\w+)`", cells[0]), cells[1]))
     return rows

@@ -758,7 +758,7 @@ def test_load_payload_applies_the_savers_payload_policy() -> None:
 
 #: Every public member of the savers, by what a lease-bound copy does with it.
 #: A method added to a saver fails the test below until it is placed here:
-#: one that writes past ``base.write_item`` belongs in ``base.UNGUARDED_WRITERS``.
+#: one made from an operation is refused without being named (``base.unguarded_writers``).
 BOUND_READS = {
     "get", "aget", "get_tuple", "aget_tuple", "list", "alist",
     "get_delta_channel_history", "aget_delta_channel_history",
@@ -774,7 +774,7 @@ BOUND_NEUTRAL = {
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_lease_bound_saver_refuses_every_writer_its_lease_cannot_fence(mode: str) -> None:
-    from langgraph.checkpoint.dynamodb.base import UNGUARDED_WRITERS
+    from langgraph.checkpoint.dynamodb.base import unguarded_writers
     from langgraph.checkpoint.dynamodb.lock._lease import bound_copy
 
     client = AnyDynamoDB()
@@ -782,7 +782,7 @@ def test_a_lease_bound_saver_refuses_every_writer_its_lease_cannot_fence(mode: s
     saver: Any = kind(table_name="tbl", dynamodb_client=client)
     bound = bound_copy(saver, Fence(Where("tbl", saver.partition_key("t")), "t", "me", 1))
     public = {n for n in dir(kind) if not n.startswith("_")}
-    refused = public & UNGUARDED_WRITERS
+    refused = public & unguarded_writers(kind)
     unplaced = public - BOUND_READS - BOUND_FENCED - BOUND_NEUTRAL - refused
     assert not unplaced, f"place these saver methods: {sorted(unplaced)}"
     assert {"delete_thread", "prune", "copy_thread", "delete_for_runs"} <= refused
@@ -799,3 +799,39 @@ def test_a_lease_bound_saver_refuses_every_writer_its_lease_cannot_fence(mode: s
     for other in (saver, saver.with_write_guard(_recording_guard("x", []))):
         kept = {name for name in refused if getattr(type(other), name) is getattr(kind, name)}
         assert kept == refused, type(other).__name__
+
+
+#: The writers a lease-bound saver refused when they were a hand-kept list (both forms).
+_VERBS = (
+    "delete_thread", "prune", "copy_thread", "delete_for_runs", "migrate_tenant_thread", "reap_thread",
+    "reap_expired_stream", "purge_expired", "run_pruner", "sweep_orphans", "copy_thread_step", "prune_step",
+    "delete_for_runs_step",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unguarded_writers_are_derived_and_a_new_verb_cannot_be_forgotten(mode: str) -> None:
+    from langgraph.checkpoint.dynamodb._engine.methods import async_method, sync_method
+    from langgraph.checkpoint.dynamodb.base import unguarded_writers
+    from langgraph.checkpoint.dynamodb.lock._lease import bound_copy
+
+    kind: Any = DynamoDBSaver if mode == "sync" else AsyncDynamoDBSaver
+    listed = {form for verb in _VERBS for form in (verb, f"a{verb}") if hasattr(kind, form)}
+    assert unguarded_writers(kind) == listed  # the same methods as the hand-kept list
+
+    def rewrite_everything(saver: Any, thread_id: str) -> Any:
+        yield from ()
+
+    make = sync_method if mode == "sync" else async_method
+    name = "rewrite_everything" if mode == "sync" else "arewrite_everything"
+    # A new verb, named nowhere but where the saver declares it.
+    extended = type(f"Extended{kind.__name__}", (kind,), {name: make(rewrite_everything)})
+    assert name in unguarded_writers(extended)
+    client = AnyDynamoDB()
+    saver = extended(table_name="tbl", dynamodb_client=client)
+    bound = bound_copy(saver, Fence(Where("tbl", saver.partition_key("t")), "t", "me", 1))
+    with pytest.raises(NotImplementedError, match=f"{name}\\(\\) is refused"):
+        result = getattr(bound, name)("t")
+        if inspect.iscoroutine(result):
+            asyncio.run(result)
+    assert client.calls == []

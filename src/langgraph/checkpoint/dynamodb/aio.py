@@ -163,7 +163,7 @@ class AsyncDynamoDBSaver(BaseDynamoDBSaver):
         #: Runs this saver's operations (``drivers.AsyncDriver``); its copies share it.
         self.driver = AsyncDriver(
             self,
-            max_concurrency=self._max_concurrency,
+            **self._driver_settings,
             max_in_flight=max_in_flight,
             translate=translate_errors,
         )

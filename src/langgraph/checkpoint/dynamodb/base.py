@@ -26,7 +26,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.dynamodb import schema
 from langgraph.checkpoint.dynamodb._engine.aws import check_bucket_region, client_config, error_code
+from langgraph.checkpoint.dynamodb._engine.methods import operation_of
 from langgraph.checkpoint.dynamodb._engine.ops import Call, Op, Sleep, ddb, s3
+from langgraph.checkpoint.dynamodb._engine.pacing import PATIENCE_SECONDS
 from langgraph.checkpoint.dynamodb._parts.binding import Bind
 from langgraph.checkpoint.dynamodb._parts.caches import Location, Placement, SaverCaches
 from langgraph.checkpoint.dynamodb._parts.keys import ThreadKeys
@@ -39,47 +41,57 @@ from langgraph.checkpoint.dynamodb.codec import (
     Compression,
     PayloadCodec,
 )
+from langgraph.checkpoint.dynamodb.config import SETTING, check_settings
 from langgraph.checkpoint.dynamodb.serde import strict_serde
 
 __all__ = [
-    "UNGUARDED_WRITERS",
     "BaseDynamoDBSaver",
     "Location",
     "Placement",
     "SaverSettings",
+    "unguarded_writers",
 ]
 
-#: Public saver methods (sync and async forms) whose writes do not go through
-#: ``base.write_item``: they delete, copy or rewrite with many requests
-#: (``BatchWriteItem``, S3 objects, other threads' items), so a write guard
-#: (:meth:`BaseDynamoDBSaver.with_write_guard`) never sees them. A copy made
-#: with ``refuse_unguarded=True`` (a lease-bound saver) refuses them.
-UNGUARDED_WRITERS: Final = frozenset(
-    prefix + name
-    for prefix in ("", "a")
-    for name in (
-        "delete_thread",
-        "prune",
-        "copy_thread",
-        "delete_for_runs",
-        "migrate_tenant_thread",
-        "reap_thread",
-        "reap_expired_stream",
-        "purge_expired",
-        "run_pruner",
-        "sweep_orphans",
-        "copy_thread_step",
-        "prune_step",
-        "delete_for_runs_step",
-    )
-)
+#: Written-out saver methods that write past ``write_item`` (their async forms too).
+_WRITTEN_UNGUARDED: Final = frozenset({"delete_thread"})
+
+
+def unguarded_writers(saver_type: type) -> frozenset[str]:
+    """The public methods of ``saver_type`` whose writes do not go through ``base.write_item``.
+
+    They delete, copy or rewrite with many requests (``BatchWriteItem``, S3
+    objects, other threads' items), so a write guard
+    (:meth:`BaseDynamoDBSaver.with_write_guard`) never sees them, and a copy
+    made with ``refuse_unguarded=True`` (a lease-bound saver) refuses them.
+    Derived, not listed: every method made from an operation
+    (``_engine.methods``: the maintenance verbs, ``copy_thread``, ``prune``,
+    ``delete_for_runs``, the lifecycle jobs and their steps; the guarded
+    ``put``/``put_writes`` are written out), and ``delete_thread``. A new verb
+    is refused by a lease-bound saver without being named anywhere.
+
+    Example:
+        >>> from langgraph.checkpoint.dynamodb import DynamoDBSaver
+        >>> {"prune", "aprune", "delete_thread"} <= unguarded_writers(DynamoDBSaver)
+        True
+    """
+    verbs = {
+        name.removeprefix("a") if name.startswith("a") and operation_of(method) is not None else name
+        for name in dir(saver_type)
+        if not name.startswith("_")
+        and (
+            name in _WRITTEN_UNGUARDED or operation_of(method := getattr(saver_type, name, None)) is not None
+        )
+    }
+    # Both forms of each verb: LangGraph's base class gives a sync saver the
+    # async names too (``aprune``, ``acopy_thread``...), and they are refused alike.
+    return frozenset(form for verb in verbs for form in (verb, f"a{verb}") if hasattr(saver_type, form))
 
 
 class SaverSettings(TypedDict, total=False):
     """The keyword settings both savers take, typed (``**settings`` of their constructors).
 
-    Defaults and checks are ``BaseDynamoDBSaver.__init__``'s; a unit test keeps
-    the two in step.
+    Declared in ``config.SETTINGS`` (defaults, checks, variables); a unit test
+    keeps this, ``BaseDynamoDBSaver.__init__`` and that table in step.
     """
 
     table_name: Required[str]
@@ -103,6 +115,7 @@ class SaverSettings(TypedDict, total=False):
     max_payload_size: int
     max_payload_objects: int
     value_cache_bytes: int
+    throttle_patience_seconds: float
 
 
 class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
@@ -145,6 +158,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         max_payload_size: int = DEFAULT_MAX_PAYLOAD_SIZE,
         max_payload_objects: int = DEFAULT_MAX_PAYLOAD_OBJECTS,
         value_cache_bytes: int = DEFAULT_VALUE_CACHE_BYTES,
+        throttle_patience_seconds: float = PATIENCE_SECONDS,
     ) -> None:
         """The settings both savers share (see ``DynamoDBSaver`` for each one); the one place they are declared."""
         # By default a stored value may rebuild LangGraph's safe types and the
@@ -158,26 +172,10 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         if tenant_prefix is not None:
             schema.validate_tenant_prefix(tenant_prefix)
         schema.validate_s3_key_prefix(s3_key_prefix)
-        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 60):
-            raise ValueError(f"ttl must be a number of seconds >= 60, or None; got {ttl!r}")
-        if not table_name or not isinstance(table_name, str):
-            raise ValueError("table_name must be a non-empty string")
-        if bucket_name is not None and (not isinstance(bucket_name, str) or not bucket_name):
-            raise ValueError("bucket_name must be a non-empty string or None")
-        if inline_threshold < 0 or s3_threshold < 0:
-            raise ValueError("inline_threshold and s3_threshold must be >= 0")
-        if (
-            not isinstance(max_payload_size, int)
-            or isinstance(max_payload_size, bool)
-            or max_payload_size < 1
-        ):
-            raise ValueError(f"max_payload_size must be a number of bytes >= 1, got {max_payload_size!r}")
-        if (
-            not isinstance(max_payload_objects, int)
-            or isinstance(max_payload_objects, bool)
-            or max_payload_objects < 1
-        ):
-            raise ValueError(f"max_payload_objects must be a whole number >= 1, got {max_payload_objects!r}")
+        # The checks of config.SETTINGS, each setting's own (named by it).
+        check_settings(
+            {name: value for name, value in locals().items() if name in SETTING and name != "self"}
+        )
         self.table_name = table_name
         self.bucket_name = bucket_name
         #: Read encrypted payloads written without binding (see ``binding``); writes always bind.
@@ -207,7 +205,12 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         # the client library): botocore settings shared by both.
         self._region_name = region_name
         self._endpoint_url = endpoint_url
-        self._max_concurrency = max_concurrency
+        #: What the savers' drivers are built with (``drivers.SyncDriver``/``AsyncDriver``):
+        #: their bound on a ``Gather`` and how long a request waits out throttles (``pacing``).
+        self._driver_settings: dict[str, Any] = {
+            "max_concurrency": max_concurrency,
+            "patience": float(throttle_patience_seconds),
+        }
         self._client_config = client_config(
             retry_mode=retry_mode, max_attempts=max_attempts, max_pool_connections=max(max_concurrency, 10)
         )
@@ -492,7 +495,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
         subclass of the saver's, named ``<label><saver type>`` so that a
         repr says what guards it.
 
-        The methods in :data:`UNGUARDED_WRITERS` (``delete_thread``,
+        The methods :func:`unguarded_writers` names (``delete_thread``,
         ``prune``, ``copy_thread``, ``delete_for_runs``, the lifecycle jobs
         and their async forms) write with many requests (batches, S3
         objects, other threads) that never pass through ``guard``. By
@@ -518,9 +521,7 @@ class BaseDynamoDBSaver(BaseCheckpointSaver[str]):
             # saver's type can switch to it (a mixin base would change the layout).
             ns: dict[str, Any] = {"__slots__": (), "_unguarded": base}
             if refuse_unguarded:
-                ns.update(
-                    {name: _refusal(base, name) for name in sorted(UNGUARDED_WRITERS) if hasattr(base, name)}
-                )
+                ns.update({name: _refusal(base, name) for name in sorted(unguarded_writers(base))})
             cls = _GUARDED_TYPES.setdefault(key, type(f"{label}{base.__name__}", (base,), ns))
         guarded: Any = self._borrowing_copy()
         guarded.__class__ = cls

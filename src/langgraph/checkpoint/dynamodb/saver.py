@@ -166,7 +166,7 @@ class DynamoDBSaver(BaseDynamoDBSaver):
                 self._owned.append(s3_client)
         self._clients = {"dynamodb": dynamodb_client, "s3": s3_client}
         #: Runs this saver's operations (``drivers.SyncDriver``); its copies share it.
-        self.driver = SyncDriver(self, max_concurrency=self._max_concurrency, translate=translate_errors)
+        self.driver = SyncDriver(self, **self._driver_settings, translate=translate_errors)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any) -> DynamoDBSaver:

@@ -190,10 +190,15 @@ async def _settled(req: Wait) -> None:
 
 
 class _Driver(Generic[H]):
-    """What both loops share: the holder, the concurrency bound, error translation."""
+    """What both loops share: the holder, the concurrency bound, throttle patience, error translation."""
 
     def __init__(
-        self, holder: H, *, max_concurrency: int = 16, translate: ErrorTranslator | None = None
+        self,
+        holder: H,
+        *,
+        max_concurrency: int = 16,
+        translate: ErrorTranslator | None = None,
+        patience: float | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -201,6 +206,8 @@ class _Driver(Generic[H]):
         self.holder = holder
         #: Most requests of one ``Gather`` in flight at once.
         self.max_concurrency = max_concurrency
+        #: Most seconds one request waits out throttles (``None``: ``pacing.PATIENCE_SECONDS``).
+        self.patience = patience
         self._translate = translate
 
     def _wrap(self, op: Op[Any]) -> Op[Any]:
@@ -235,8 +242,9 @@ class SyncDriver(_Driver[ClientHolder]):
         translate: ErrorTranslator | None = None,
         thread_name_prefix: str = "ddb-saver",
         keep_pool: bool = True,
+        patience: float | None = None,
     ) -> None:
-        super().__init__(holder, max_concurrency=max_concurrency, translate=translate)
+        super().__init__(holder, max_concurrency=max_concurrency, translate=translate, patience=patience)
         self._thread_name_prefix = thread_name_prefix
         self._keep_pool = keep_pool
         self._pool: Executor | None = None
@@ -253,7 +261,7 @@ class SyncDriver(_Driver[ClientHolder]):
         A ``get_object`` body is read into ``bytes``.
         """
         call, budget = budgeted(call)
-        pacer = ThrottlePacer()
+        pacer = ThrottlePacer(self.patience)
         while True:
             if budget is not None and (wait := budget.delay(call.method)) > 0:
                 time.sleep(wait)
@@ -398,8 +406,9 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         max_concurrency: int = 16,
         max_in_flight: int | None = None,
         translate: ErrorTranslator | None = None,
+        patience: float | None = None,
     ) -> None:
-        super().__init__(holder, max_concurrency=max_concurrency, translate=translate)
+        super().__init__(holder, max_concurrency=max_concurrency, translate=translate, patience=patience)
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1 (or None: no bound)")
         #: Most requests per service on the wire at once (``None``: no bound).
@@ -428,7 +437,7 @@ class AsyncDriver(_Driver[AsyncClientHolder]):
         See :meth:`_call_once`.
         """
         call, budget = budgeted(call)
-        pacer = ThrottlePacer()
+        pacer = ThrottlePacer(self.patience)
         while True:
             if budget is not None and (wait := budget.delay(call.method)) > 0:
                 await asyncio.sleep(wait)

@@ -29,7 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast, get_args, get_ori
 
 from langgraph.checkpoint.dynamodb._engine.ops import Op
 
-__all__ = ["SettingsSignature", "async_method", "blocking", "sync_method"]
+__all__ = ["SettingsSignature", "async_method", "blocking", "operation_of", "sync_method"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,12 +58,33 @@ def _describe(method: Callable[..., Any], op: Callable[..., Any], name: str, doc
     method.__qualname__ = name
     method.__doc__ = doc if doc is not None else op.__doc__
     method.__module__ = op.__module__
+    vars(method)["_operation"] = op  # operation_of
     sig = inspect.signature(op)
     params = list(sig.parameters.values())
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     method.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=[self_param, *params[1:]], return_annotation=_result_annotation(sig.return_annotation)
     )
+
+
+def operation_of(method: Any) -> Callable[..., Any] | None:
+    """The operation a saver method was made from (through a ``blocking`` twin); None for a written one.
+
+    What ``base.unguarded_writers`` reads: a method made from an operation
+    is a maintenance verb (copy, prune, delete, a lifecycle job or its step).
+
+    Example:
+        >>> def copy_thread(saver, thread_id):
+        ...     yield from ()
+        >>> operation_of(sync_method(copy_thread)) is copy_thread, operation_of(len)
+        (True, None)
+    """
+    while method is not None:
+        op = getattr(method, "_operation", None)
+        if op is not None:
+            return cast(Callable[..., Any], op)
+        method = getattr(method, "__wrapped__", None)
+    return None
 
 
 def sync_method(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 from langchain_core.runnables import RunnableConfig
@@ -58,6 +58,19 @@ def _reuse(known: Placement, version: str, cid: str) -> AttributeValue | None:
     if loc == "blob":
         return placement.value_ref(version, loc)
     return None  # this very checkpoint, put again: hold the value
+
+
+class _TaskAt(NamedTuple):
+    """Where one ``put_writes`` call's writes go: thread, namespace, checkpoint and task.
+
+    One shape, named, where three bare tuples (``where``, and two ``key`` s
+    of different lengths) were passed between the steps below.
+    """
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
 
 
 @dataclass
@@ -354,21 +367,22 @@ def put_writes(
         idx: (channel, packed) for (idx, (channel, _)), packed in zip(chosen.items(), packed_all, strict=True)
     }
 
+    task = _TaskAt(thread_id, ns, cid, task_id)
     uploads: list[Call] = []
-    entries, sizes = _place_writes(s, (thread_id, ns, cid), task_id, by_idx, uploads)
+    entries, sizes = _place_writes(s, task, by_idx, uploads)
     shards = _shards(entries, task_id, len(writes))
     # Each item within DynamoDB's item limit, all of them within a transaction's.
     for members in shards.values():
-        _spill(s, task_id, members, sizes, ITEM_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
-    _spill(s, task_id, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads, (thread_id, ns, cid))
+        _spill(s, task, members, sizes, ITEM_BUDGET, by_idx, entries, uploads)
+    _spill(s, task, list(sizes), sizes, TRANSACT_BUDGET, by_idx, entries, uploads)
 
     pk = s.keys.pk(thread_id)
-    items = _writes_items(s, config, pk, (ns, cid, task_id), task_path, shards, entries)
+    items = _writes_items(s, config, pk, task, task_path, shards, entries)
     if uploads:
         yield Gather(uploads)
     # One request for a call whose writes fit one item (64 regular writes, or one
     # special), one transaction for more: all of a call's writes land, or none.
-    yield from _land_writes(s, (thread_id, ns, cid, task_id), items, by_idx, overwrite=overwrite)
+    yield from _land_writes(s, task, items, by_idx, overwrite=overwrite)
     for item in items.values():
         s.caches.note_writes(pk, ns, cid, item[ATTR.SK]["S"])  # sizes the next latest read
     # A root this saver does not know counts as unknown history (orphan).
@@ -397,8 +411,7 @@ def _choose_writes(writes: Sequence[tuple[str, Any]]) -> tuple[dict[int, tuple[s
 
 def _place_writes(
     s: BaseDynamoDBSaver,
-    where: tuple[str, str, str],
-    task_id: str,
+    task: _TaskAt,
     by_idx: dict[int, tuple[str, bytes]],
     uploads: list[Call],
 ) -> tuple[dict[int, AttributeValue], dict[int, int]]:
@@ -407,7 +420,7 @@ def _place_writes(
     sizes: dict[int, int] = {}
     for idx, (channel, packed) in by_idx.items():
         if s.bucket_name is not None and len(packed) > s.s3_threshold:
-            entries[idx] = placement.write_to_s3(s, *where, task_id, idx, channel, packed, uploads)
+            entries[idx] = placement.write_to_s3(s, *task, idx, channel, packed, uploads)
         else:
             entries[idx] = {"L": [{"S": channel}, {"B": packed}]}
             sizes[idx] = len(packed)
@@ -432,13 +445,13 @@ def _writes_items(
     s: BaseDynamoDBSaver,
     config: RunnableConfig,
     pk: str,
-    key: tuple[str, str, str],
+    task: _TaskAt,
     task_path: str,
     shards: dict[int, list[int]],
     entries: dict[int, AttributeValue],
 ) -> dict[int, Item]:
-    """A call's writes items by shard (``key``: namespace, checkpoint id, task id): keys, task, run, entries."""
-    ns, cid, task_id = key
+    """A call's writes items by shard: keys, task, run, entries."""
+    _, ns, cid, task_id = task
     base: Item = {
         ATTR.PK: {"S": pk},
         ATTR.KIND: {"S": schema.WRITES_ITEM},
@@ -472,16 +485,16 @@ _LAND_ATTEMPTS = 8
 
 def _spill(
     s: BaseDynamoDBSaver,
-    task_id: str,
+    task: _TaskAt,
     members: list[int],
     sizes: dict[int, int],
     budget: int,
     by_idx: dict[int, tuple[str, bytes]],
     entries: dict[int, AttributeValue],
     uploads: list[Call],
-    where: tuple[str, str, str],
 ) -> None:
     """Move the largest inline writes among ``members`` to S3 until they fit ``budget``."""
+    task_id = task.task_id
     inline = [i for i in members if i in sizes]
     while sum(sizes[i] for i in inline) + 1024 * max(1, len(inline) // 64) > budget:
         if s.bucket_name is None:
@@ -494,12 +507,12 @@ def _spill(
         inline.remove(idx)
         del sizes[idx]
         channel, packed = by_idx[idx]
-        entries[idx] = placement.write_to_s3(s, *where, task_id, idx, channel, packed, uploads)
+        entries[idx] = placement.write_to_s3(s, *task, idx, channel, packed, uploads)
 
 
 def _land_writes(
     s: BaseDynamoDBSaver,
-    key: tuple[str, str, str, str],
+    task: _TaskAt,
     items: dict[int, Item],
     packed: dict[int, tuple[str, bytes]],
     *,
@@ -513,7 +526,7 @@ def _land_writes(
     still missing are added, each on condition that it is still missing; a
     missing index that would make its item too large goes to S3 first.
     """
-    thread_id, ns, cid, task_id = key
+    thread_id, ns, cid, task_id = task
     existing: dict[int, Item] = {}
     for attempt in range(_LAND_ATTEMPTS):
         actions = [
@@ -555,7 +568,7 @@ def _land_writes(
                     existing[shard] = it
         moved: list[Call] = []
         for shard, it in existing.items():
-            moved += _fit_missing(s, key, items[shard], it, packed)
+            moved += _fit_missing(s, task, items[shard], it, packed)
         if moved:
             yield Gather(moved)
     raise CheckpointStoreError(
@@ -610,13 +623,13 @@ def _write_action(
 
 def _fit_missing(
     s: BaseDynamoDBSaver,
-    key: tuple[str, str, str, str],
+    task: _TaskAt,
     item: Item,
     existing: Item,
     packed: dict[int, tuple[str, bytes]],
 ) -> list[Call]:
     """Move writes ``item`` would add to ``existing`` to S3 until the merged item fits; their uploads."""
-    thread_id, ns, cid, task_id = key
+    thread_id, ns, cid, task_id = task
     uploads: list[Call] = []
     merged = {**item, **existing}
     missing = [n for n in item if shapes.is_write_attr(n) and n not in existing and "B" in item[n]["L"][1]]

@@ -245,14 +245,15 @@ class CheckpointStore(Construct):
         give it to your agent functions so that they and the maintenance jobs
         agree on table, bucket, prefix, TTL and thread tracking.
         """
-        env = {config.ENV_TABLE: self.table_name, config.ENV_S3_KEY_PREFIX: self.s3_key_prefix}
-        if self.bucket is not None:
-            env[config.ENV_BUCKET] = self.bucket.bucket_name
-        if thread_ttl is not None:
-            env[config.ENV_TTL_SECONDS] = str(int(thread_ttl.to_seconds()))
-        if self.track_threads:
-            env[config.ENV_TRACK_THREADS] = "1"
-        return env
+        return config.environment_of(
+            {
+                "table_name": self.table_name,
+                "s3_key_prefix": self.s3_key_prefix,
+                "bucket_name": self.bucket.bucket_name if self.bucket is not None else None,
+                "ttl": int(thread_ttl.to_seconds()) if thread_ttl is not None else None,
+                "track_threads": bool(self.track_threads),
+            }
+        )
 
     def _create_functions(self, *, orphan_sweeper: bool) -> None:
         """The maintenance functions the options ask for (the sweeper only with a bucket)."""

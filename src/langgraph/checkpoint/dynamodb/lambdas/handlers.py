@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from langgraph.checkpoint.dynamodb import clock
@@ -74,15 +74,17 @@ class StoreConfig:
     tenant_prefix: str | None = None
     #: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``, else botocore's default.
     region_name: str | None = None
-    #: ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_SIZE`` (bytes): the savers' read limit; ``None``: their default.
-    max_payload_size: int | None = None
-    #: ``LANGGRAPH_DYNAMODB_MAX_PAYLOAD_OBJECTS``: the most objects a read decodes; ``None``: their default.
-    max_payload_objects: int | None = None
+    #: The other settings the environment sets (``config.SETTINGS`` rows with a
+    #: variable, e.g. ``max_payload_size``), as ``(name, value)`` pairs; unset: the savers' defaults.
+    settings: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StoreConfig:
         """Read the store's variables; ``ValueError`` names a missing or malformed one."""
-        return cls(**saver_kwargs_from_env(os.environ if env is None else env))
+        kwargs = saver_kwargs_from_env(os.environ if env is None else env)
+        own = {f.name for f in fields(cls)}
+        rest = tuple(sorted((name, value) for name, value in kwargs.items() if name not in own))
+        return cls(**{name: value for name, value in kwargs.items() if name in own}, settings=rest)
 
     def saver(self, **options: Any) -> DynamoDBSaver:
         """A new saver on this store; ``options`` are passed on (thresholds, serde...).
@@ -92,10 +94,8 @@ class StoreConfig:
         maintenance function needs to copy encrypted threads, whose payloads
         a copy re-seals for the target.
         """
-        if self.max_payload_size is not None:
-            options.setdefault("max_payload_size", self.max_payload_size)
-        if self.max_payload_objects is not None:
-            options.setdefault("max_payload_objects", self.max_payload_objects)
+        for name, value in self.settings:
+            options.setdefault(name, value)
         if options.get("serde") is None and os.environ.get(ENV_KEYS, "").strip():
             options["serde"] = AesKeyRing.from_env().serializer()
         return DynamoDBSaver(

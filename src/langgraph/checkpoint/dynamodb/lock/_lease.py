@@ -90,7 +90,7 @@ def bound_copy(saver: Any, fence: Fence) -> Any:
     """A copy of ``saver`` whose checkpoint and pending-writes writes are fenced (see ``ThreadLease.bind``).
 
     Its other writers (``delete_thread``, ``prune``, ``copy_thread``,
-    ``delete_for_runs``, the lifecycle jobs: ``base.UNGUARDED_WRITERS``)
+    ``delete_for_runs``, the lifecycle jobs: ``base.unguarded_writers``)
     raise ``NotImplementedError``. Fencing them was the alternative, and it
     cannot be done right: they delete in ``BatchWriteItem`` batches (no
     conditions) and delete S3 objects (no condition can name a DynamoDB
@@ -213,7 +213,7 @@ class _LeaseBase:
 
         Methods whose writes no single request can fence (``delete_thread``,
         ``prune``, ``copy_thread``, ``delete_for_runs``, the lifecycle jobs,
-        sync and async: ``base.UNGUARDED_WRITERS``) raise
+        sync and async: ``base.unguarded_writers``) raise
         ``NotImplementedError`` on the copy, whether or not the lease is
         still held: they delete in batches and S3 objects that no lease
         condition can cover, so a holder that lost its lease could delete
